@@ -1,0 +1,9 @@
+"""The Flow front end: source → tokens → AST → checked program (pure: no I/O)."""
+
+from __future__ import annotations
+
+from flow_kernel.lang.check import CheckResult, Loader, check
+from flow_kernel.lang.parser import parse
+from flow_kernel.lang.session import SessionBinding, SessionScope
+
+__all__ = ["CheckResult", "Loader", "SessionBinding", "SessionScope", "check", "parse"]

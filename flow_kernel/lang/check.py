@@ -1,0 +1,148 @@
+"""`check`: parse a file or cell, load what it `use`s, and check it in its session."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from flow_kernel.diagnostics.model import Diagnostic, Related
+from flow_kernel.diagnostics.registry import Reporter
+from flow_kernel.lang import ast
+from flow_kernel.lang.builtins import BUILTINS
+from flow_kernel.lang.checker import Checker, decl_kind, type_references
+from flow_kernel.lang.env import Binding, DeclEntry, Scope, WorkflowContext
+from flow_kernel.lang.parser import parse
+from flow_kernel.lang.session import SessionScope
+from flow_kernel.source import SourceFile
+
+# (path as written, importer's name or None for a cell) -> the file, or None when missing
+Loader = Callable[[str, "str | None"], "SourceFile | None"]
+
+
+@dataclass
+class CheckResult:
+    source: SourceFile
+    module: ast.Module
+    diagnostics: list[Diagnostic]
+    decls: dict[str, DeclEntry] = field(default_factory=dict)
+    bindings: dict[str, Binding] = field(default_factory=dict)
+    toplevel: WorkflowContext | None = None
+    workflows: dict[str, WorkflowContext] = field(default_factory=dict)
+    used_files: list[SourceFile] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not any(d.is_error for d in self.diagnostics)
+
+    @property
+    def errors(self) -> list[Diagnostic]:
+        return [d for d in self.diagnostics if d.is_error]
+
+    def schema_for(self, name: str) -> dict[str, object] | None:
+        from flow_kernel.lang.schema import schema_for_decl
+
+        entry = self.decls.get(name)
+        return schema_for_decl(entry, self.decls) if entry is not None else None
+
+
+def check(
+    source: SourceFile,
+    *,
+    session: SessionScope | None = None,
+    loader: Loader | None = None,
+    cell: bool | None = None,
+) -> CheckResult:
+    """Check one file or notebook cell. Never raises for bad input: everything wrong
+    with the source is a diagnostic. `cell` defaults to "a session was given"."""
+    is_cell = session is not None if cell is None else cell
+    reporter = Reporter()
+    module = parse(source, reporter)
+    used = _load_uses(source, module, loader, reporter, is_cell)
+    checker = Checker(reporter, {source, *(src for src, _ in used)}, file_mode=not is_cell)
+    _collect(checker, module, used, session or SessionScope())
+    checker.check_declarations()
+    contexts = [checker.check_workflow(e) for e in list(checker.decls.values()) if e.kind == "workflow"]
+    checker.check_recursion(contexts)
+    session_scope = Scope(None)
+    for name, b in (session.bindings if session else {}).items():
+        session_scope.bindings[name] = Binding(name, b.type, b.mutable, source.span(0, 0), "session", None, used=True)
+    checker.toplevel_names = set(session_scope.bindings) | {
+        s.name.name for s in module.statements if isinstance(s, ast.Let)
+    }
+    checker.check_toplevel(module.statements, session_scope)
+    toplevel = checker.ctx
+    if not is_cell:
+        checker.warn_unused_declarations()
+    return CheckResult(
+        source, module, reporter.sorted(), checker.decls, checker.toplevel_bindings, toplevel,
+        {c.name: c for c in contexts}, [src for src, _ in used],
+    )
+
+
+def _load_uses(source: SourceFile, module: ast.Module, loader: Loader | None, reporter: Reporter,
+               is_cell: bool) -> list[tuple[SourceFile, ast.Module]]:
+    loaded: dict[str, tuple[SourceFile, ast.Module]] = {}
+
+    def visit(src: SourceFile, mod: ast.Module, chain: list[str], importer: str | None) -> None:
+        for use in mod.uses:
+            target = loader(use.path, importer) if loader is not None else None
+            if target is None:
+                reporter.report("F2011", use.path_span, f"`use`: file \"{use.path}\" not found")
+                continue
+            if target.name in chain:
+                cycle = " → ".join([*chain[chain.index(target.name):], target.name])
+                reporter.report("F2012", use.path_span, f"`use`: import cycle {cycle}")
+                continue
+            if target.name in loaded:
+                continue
+            used_module = parse(target, reporter)
+            loaded[target.name] = (target, used_module)
+            visit(target, used_module, [*chain, target.name], target.name)
+
+    visit(source, module, [source.name], None if is_cell else source.name)
+    return list(loaded.values())
+
+
+def _collect(checker: Checker, module: ast.Module, used: list[tuple[SourceFile, ast.Module]], session: SessionScope) -> None:
+    decls = checker.decls
+    cell_names = {d.name.name for d in module.decls}
+    used_names = {d.name.name for _, m in used for d in m.decls}
+    for name, node in session.decls.items():
+        if name not in cell_names and name not in used_names:
+            decls[name] = DeclEntry(decl_kind(node), node, "session", used=True)
+    for _, used_module in used:
+        for node in used_module.decls:
+            first = decls.get(node.name.name)
+            if first is not None and first.origin == "use":
+                checker.report("F2002", node.name.span, f"`{node.name.name}` is declared twice",
+                               related=[Related(first.span, "first declared here")])
+                continue
+            decls[node.name.name] = DeclEntry(decl_kind(node), node, "use", used=True)
+    for node in module.decls:
+        name = node.name.name
+        first = decls.get(name)
+        if first is not None and first.origin in ("cell", "use"):
+            checker.report("F2002", node.name.span, f"`{name}` is declared twice",
+                           related=[Related(first.span, "first declared here")])
+            continue
+        if name in BUILTINS:
+            checker.report("F2006", node.name.span, f"`{name}` shadows the builtin `{name}`", hints=(f"rename it, e.g. `{name}_`",))
+        previous = session.decls.get(name)
+        if previous is not None:
+            _redefinition(checker, node, previous, session)
+        decls[name] = DeclEntry(decl_kind(node), node, "cell")
+
+
+def _redefinition(checker: Checker, node: ast.Decl, previous: ast.Decl, session: SessionScope) -> None:
+    name = node.name.name
+    checker.report("F7003", node.name.span, f"`{name}` redefines the {decl_kind(previous)} from an earlier cell",
+                   related=[Related(previous.name.span, "previous definition")])
+    if not isinstance(node, ast.TypeDecl) or not isinstance(previous, ast.TypeDecl):
+        return
+    if " ".join(node.type.span.text.split()) == " ".join(previous.type.span.text.split()):
+        return
+    users = sorted(other for other, d in session.decls.items() if other != name and name in type_references(d))
+    if users:
+        listed = ", ".join(f"`{u}`" for u in users)
+        checker.report("F7004", node.name.span, f"redefining type `{name}` changes what {listed} use{'s' if len(users) == 1 else ''}",
+                       related=[Related(previous.name.span, "previous definition")])

@@ -1,0 +1,509 @@
+"""Declarations: type aliases and constraints, tools, agents, teams, limits (§3, §4)."""
+
+from __future__ import annotations
+
+import difflib
+import re
+from typing import TYPE_CHECKING
+
+from flow_kernel.diagnostics.model import Related
+from flow_kernel.lang import ast
+from flow_kernel.lang import types as T
+from flow_kernel.lang.env import AgentInfo, DeclEntry, TeamInfo, ToolInfo, WorkflowContext, WorkflowInfo
+from flow_kernel.lang.literals import NOT_LITERAL, literal_value
+
+if TYPE_CHECKING:
+    from flow_kernel.lang.checker import Checker
+
+BUILTIN_TYPES = {"string", "number", "int", "bool", "null", "any", "duration", "external"}
+RUNTIME_CODES = (
+    "workflow-input-validation", "output-validation", "agent-invocation", "capability-violation",
+    "limit-exceeded", "workflow-timeout", "assertion", "cancelled", "isolate", "worker-crashed",
+    "evaluation", "operator-unavailable", "process",
+)
+RETRYABLE = ("agent-invocation", "output-validation")
+FATAL = ("limit-exceeded", "workflow-timeout", "cancelled", "isolate", "worker-crashed")
+AGENT_FIELDS = (
+    "model", "role", "persona", "instructions", "constraints", "hints", "uncertainty", "tools",
+    "output", "repair", "retry", "timeout", "temperature", "script",
+)
+STRING_CONSTRAINTS = ("minLength", "maxLength", "pattern", "format")
+NUMBER_CONSTRAINTS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
+ARRAY_CONSTRAINTS = ("minItems", "maxItems", "uniqueItems")
+LIMIT_KEYS = ("agent_runs", "duration", "concurrency", "steps")
+MODEL_RE = re.compile(r"^[A-Za-z0-9_.-]+/\S+$")
+
+
+def closest(name: str, candidates: list[str] | set[str]) -> tuple[str, ...]:
+    found = difflib.get_close_matches(name, sorted(set(candidates)), n=1, cutoff=0.6)
+    return (f"did you mean `{found[0]}`?",) if found else ()
+
+
+class DeclChecker:
+    # -- type expressions ------------------------------------------------------------
+    def resolve_type(self: Checker, te: ast.TypeExpr) -> T.Type:
+        if isinstance(te, ast.TName):
+            if te.name in BUILTIN_TYPES:
+                if te.name == "any":
+                    return T.ANY
+                if te.name == "external":
+                    return T.AnyType(external=True)
+                return T.PRIMS[te.name]
+            entry = self.decls.get(te.name)
+            if entry is not None and entry.kind == "type" and entry.named is not None:
+                if entry is not self._resolving:
+                    entry.used = True
+                return entry.named
+            if entry is not None:
+                self.report("F2007", te.span, f"`{te.name}` is {_article(entry.kind)}, not a type",
+                            related=[Related(entry.span, "declared here")])
+            else:
+                types = [n for n, e in self.decls.items() if e.kind == "type"] + sorted(BUILTIN_TYPES)
+                self.report("F2007", te.span, f"unknown type `{te.name}`", hints=closest(te.name, types))
+            return T.ANY
+        if isinstance(te, ast.TLiteral):
+            if te.value is None:
+                return T.NULL
+            return T.Literal(te.value)
+        if isinstance(te, ast.TArray):
+            return T.ArrayType(self.resolve_type(te.item))
+        if isinstance(te, ast.TObject):
+            fields = tuple((f.name.name, T.Field(self.resolve_type(f.type), f.optional)) for f in te.fields)
+            return T.ObjectType(fields, te.open)
+        if isinstance(te, ast.TUnion):
+            return T.union([self.resolve_type(o) for o in te.options])
+        if isinstance(te, ast.TOptional):
+            return T.union([self.resolve_type(te.inner), T.NULL])
+        if isinstance(te, ast.TSchema):
+            return self._raw_schema(te)
+        if isinstance(te, ast.TConstrained):
+            return self._constrained(te)
+        return T.ANY
+
+    def _raw_schema(self: Checker, te: ast.TSchema) -> T.Type:
+        value = literal_value(te.body)
+        if value is NOT_LITERAL or not isinstance(value, dict):
+            self.report("F3016", te.span, "`schema { … }` must hold a JSON object of literal values")
+            return T.ANY
+        from jsonschema import Draft202012Validator
+        from jsonschema.exceptions import SchemaError
+
+        try:
+            Draft202012Validator.check_schema(value)
+        except SchemaError as err:
+            path = "/".join(str(p) for p in err.absolute_path)
+            where = f" at `{path}`" if path else ""
+            self.report("F3016", te.span, f"not a valid JSON Schema{where}: {err.message}")
+            return T.ANY
+        return T.AnyType(raw_schema=tuple(value.items()))
+
+    def _constrained(self: Checker, te: ast.TConstrained) -> T.Type:
+        base = self.resolve_type(te.base)
+        core = T.unwrap(base)
+        if isinstance(core, T.Prim) and core.name == "string":
+            allowed, kind = STRING_CONSTRAINTS, "string"
+        elif isinstance(core, T.Prim) and core.name in ("number", "int"):
+            allowed, kind = NUMBER_CONSTRAINTS, core.name
+        elif isinstance(core, T.ArrayType):
+            allowed, kind = ARRAY_CONSTRAINTS, "array"
+        else:
+            allowed, kind = (), str(base)
+        constraints: dict[str, object] = dict(getattr(core, "constraints", ()))
+        for arg in te.args:
+            key = arg.name.name
+            if key not in allowed:
+                hints = closest(key, list(allowed)) if allowed else ()
+                self.report("F3012", arg.name.span, f"`{key}` is not a constraint of `{kind}`", hints=hints)
+                continue
+            value = literal_value(arg.value)
+            problem = _constraint_problem(key, value)
+            if problem:
+                self.report("F3013", arg.value.span, f"invalid value for `{key}`: {problem}")
+                continue
+            constraints[key] = value
+        for low, high in (("minLength", "maxLength"), ("minItems", "maxItems"), ("minimum", "maximum")):
+            lo, hi = constraints.get(low), constraints.get(high)
+            if isinstance(lo, (int, float)) and isinstance(hi, (int, float)) and lo > hi:
+                arg_span = next(a.value.span for a in te.args if a.name.name == high)
+                self.report("F3013", arg_span, f"`{high}` ({hi}) is smaller than `{low}` ({lo})")
+        items = tuple(constraints.items())
+        if isinstance(core, T.Prim):
+            return T.Prim(core.name, items) if kind != str(base) or items else base
+        if isinstance(core, T.ArrayType):
+            return T.ArrayType(core.item, items)
+        return base
+
+    # -- declarations ------------------------------------------------------------------
+    def declare_types(self: Checker) -> None:
+        entries = [e for e in self.decls.values() if e.kind == "type"]
+        for entry in entries:
+            entry.named = T.Named(entry.name)
+        self._detect_recursive_aliases(entries)
+        for entry in entries:
+            assert isinstance(entry.node, ast.TypeDecl) and entry.named is not None
+            if entry.named.target:
+                continue  # a recursive alias, already reported
+            self._resolving = entry
+            entry.named.target.append(self.resolve_type(entry.node.type))
+            self._resolving = None
+
+    def _detect_recursive_aliases(self: Checker, entries: list[DeclEntry]) -> None:
+        refs: dict[str, list[ast.TName]] = {}
+        for entry in entries:
+            assert isinstance(entry.node, ast.TypeDecl)
+            refs[entry.name] = [n for n in _type_names(entry.node.type) if n.name in self.decls and self.decls[n.name].kind == "type"]
+        reported: set[str] = set()
+        for entry in entries:
+            # Depth-first search for a path from the alias back to itself.
+            stack = [(entry.name, [entry.name])]
+            seen: set[str] = set()
+            cycle: list[str] | None = None
+            while stack and cycle is None:
+                current, path = stack.pop()
+                for ref in refs.get(current, []):
+                    if ref.name == entry.name:
+                        cycle = path
+                        break
+                    if ref.name not in seen:
+                        seen.add(ref.name)
+                        stack.append((ref.name, [*path, ref.name]))
+            if cycle is None or entry.name in reported:
+                continue
+            reported.update(cycle)
+            first_ref = next(r for r in refs[entry.name] if r.name in cycle or r.name == entry.name)
+            chain = " → ".join([*cycle, entry.name])
+            self.report("F2010", first_ref.span, f"type alias `{entry.name}` is recursive ({chain})",
+                        hints=("use `any` where the nesting is open-ended",))
+            for name in cycle:
+                named = self.decls[name].named
+                if named is not None and not named.target:
+                    named.target.append(T.ANY)
+
+    def declare_tool(self: Checker, entry: DeclEntry) -> None:
+        node = entry.node
+        assert isinstance(node, ast.ToolDecl)
+        info = ToolInfo()
+        seen: dict[str, ast.Param] = {}
+        for p in node.params:
+            if p.name.name in seen:
+                self.report("F4014", p.name.span, f"tool `{node.name.name}` has two parameters named `{p.name.name}`",
+                            related=[Related(seen[p.name.name].name.span, "first declared here")])
+                continue
+            seen[p.name.name] = p
+            info.params.append((p.name.name, self.resolve_type(p.type), p.optional))
+        if node.returns is None:
+            self.report("F4014", node.name.span, f"tool `{node.name.name}` has no return type",
+                        hints=(f"write `tool {node.name.name}(…) -> Type`",))
+        else:
+            info.returns = self.resolve_type(node.returns)
+        entry.tool = info
+
+    def declare_workflow(self: Checker, entry: DeclEntry) -> None:
+        node = entry.node
+        assert isinstance(node, ast.WorkflowDecl)
+        info = WorkflowInfo()
+        for p in node.params:
+            info.params.append((p.name.name, self.resolve_type(p.type), p.optional))
+        info.returns = self.resolve_type(node.returns) if node.returns is not None else None
+        entry.workflow = info
+
+    def declare_agent(self: Checker, entry: DeclEntry) -> None:
+        node = entry.node
+        assert isinstance(node, ast.AgentDecl)
+        info = AgentInfo()
+        entry.agent = info
+        fields: dict[str, ast.AgentField] = {}
+        for f in node.fields:
+            key = f.name.name
+            if key not in AGENT_FIELDS:
+                self.report("F4001", f.name.span, f"unknown agent field `{key}`", hints=closest(key, list(AGENT_FIELDS)))
+                continue
+            if key in fields:
+                self.report("F1014", f.name.span, f"agent field `{key}` given twice",
+                            related=[Related(fields[key].name.span, "first given here")])
+                continue
+            fields[key] = f
+        for key, f in fields.items():
+            getattr(self, "_agent_" + key)(info, f, fields)
+        if info.model == "scripted" and "script" not in fields:
+            self.report("F4018", node.name.span, f"agent `{node.name.name}` uses model \"scripted\" but has no `script`",
+                        hints=("add `script: [ … ]` with the replies, or use model \"mock\"",))
+
+    def _agent_model(self: Checker, info: AgentInfo, f: ast.AgentField, _: dict[str, ast.AgentField]) -> None:
+        value = literal_value(f.value)
+        if not isinstance(value, str) or not (value in ("default", "mock", "scripted") or MODEL_RE.match(value)):
+            self.report("F4015", f.value.span, "malformed `model`: expected \"provider/model\", \"default\", \"mock\" or \"scripted\"",
+                        hints=('for example `model: "openai/gpt-4o-mini"`',))
+            return
+        info.model = value
+
+    def _agent_text(self: Checker, f: ast.AgentField) -> None:
+        if not isinstance(literal_value(f.value), str):
+            self.report("F4002", f.value.span, f"agent field `{f.name.name}` must be a constant string")
+
+    _agent_role = _agent_persona = _agent_instructions = _agent_uncertainty = (
+        lambda self, info, f, fields: self._agent_text(f)
+    )
+
+    def _agent_string_list(self: Checker, f: ast.AgentField) -> None:
+        value = literal_value(f.value)
+        if not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+            self.report("F4002", f.value.span, f"agent field `{f.name.name}` must be a list of constant strings")
+
+    _agent_constraints = _agent_hints = lambda self, info, f, fields: self._agent_string_list(f)
+
+    def _agent_tools(self: Checker, info: AgentInfo, f: ast.AgentField, _: dict[str, ast.AgentField]) -> None:
+        if not isinstance(f.value, ast.ArrayLit):
+            self.report("F4002", f.value.span, "`tools` must be a list of tool names, e.g. `tools: [search_kb]`")
+            return
+        for item in f.value.items:
+            if not isinstance(item, ast.Name):
+                self.report("F4002", item.span, "`tools` must list tool names")
+                continue
+            target = self.decls.get(item.name)
+            if target is None or target.kind != "tool":
+                tools = [n for n, e in self.decls.items() if e.kind == "tool"]
+                what = f"`{item.name}` is {_article(target.kind)}, not a tool" if target else f"unknown tool `{item.name}`"
+                self.report("F4007", item.span, what, hints=closest(item.name, tools))
+                continue
+            target.used = True
+            info.tools.append(item.name)
+
+    def _agent_output(self: Checker, info: AgentInfo, f: ast.AgentField, _: dict[str, ast.AgentField]) -> None:
+        assert isinstance(f.value, ast.TypeExpr)
+        info.output = self.resolve_type(f.value)
+
+    def _agent_repair(self: Checker, info: AgentInfo, f: ast.AgentField, _: dict[str, ast.AgentField]) -> None:
+        value = literal_value(f.value)
+        if not (isinstance(value, int) and not isinstance(value, bool) and value >= 0) or isinstance(f.value, ast.DurationLit):
+            self.report("F4002", f.value.span, "`repair` must be a non-negative integer (the number of repair attempts)")
+
+    def _agent_timeout(self: Checker, info: AgentInfo, f: ast.AgentField, _: dict[str, ast.AgentField]) -> None:
+        if not isinstance(f.value, ast.DurationLit) or f.value.ms <= 0:
+            self.report("F4002", f.value.span, "`timeout` must be a positive duration such as `30s`")
+            return
+        info.timeout_ms = f.value.ms
+        info.timeout_span = f.value.span
+
+    def _agent_temperature(self: Checker, info: AgentInfo, f: ast.AgentField, _: dict[str, ast.AgentField]) -> None:
+        value = literal_value(f.value)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 2 or isinstance(f.value, ast.DurationLit):
+            self.report("F4002", f.value.span, "`temperature` must be a number between 0 and 2")
+
+    def _agent_retry(self: Checker, info: AgentInfo, f: ast.AgentField, _: dict[str, ast.AgentField]) -> None:
+        if not isinstance(f.value, ast.ObjectLit):
+            self.report("F4002", f.value.span, "`retry` must be an object `{ on: [codes], attempts: n, backoff: duration }`")
+            return
+        for entry in f.value.entries:
+            if entry.key == "on":
+                self._retry_on(entry.value)
+            elif entry.key == "attempts":
+                value = literal_value(entry.value)
+                if not (isinstance(value, int) and not isinstance(value, bool) and value >= 1) or isinstance(entry.value, ast.DurationLit):
+                    self.report("F4002", entry.value.span, "`retry.attempts` must be a positive integer (attempts in total)")
+            elif entry.key == "backoff":
+                if not isinstance(entry.value, ast.DurationLit):
+                    self.report("F4002", entry.value.span, "`retry.backoff` must be a duration such as `1s`")
+            else:
+                self.report("F4002", entry.key_span, f"unknown `retry` key `{entry.key}`",
+                            hints=closest(entry.key, ["on", "attempts", "backoff"]))
+
+    def _retry_on(self: Checker, value: ast.Expr) -> None:
+        if not isinstance(value, ast.ArrayLit):
+            self.report("F4002", value.span, "`retry.on` must be a list of error codes")
+            return
+        for item in value.items:
+            code = literal_value(item)
+            if not isinstance(code, str):
+                self.report("F4002", item.span, "`retry.on` lists error codes as strings")
+            elif code not in RUNTIME_CODES:
+                self.report("F4003", item.span, f"unknown error code \"{code}\" in `retry.on`", hints=closest(code, list(RUNTIME_CODES)))
+            elif code not in RETRYABLE:
+                self.report("F4004", item.span, f"\"{code}\" cannot be retried",
+                            hints=("only \"agent-invocation\" and \"output-validation\" can be retried",))
+
+    def _agent_script(self: Checker, info: AgentInfo, f: ast.AgentField, fields: dict[str, ast.AgentField]) -> None:
+        if info.model != "scripted" and "model" in fields and literal_value(fields["model"].value) != "scripted":
+            self.report("F4017", f.name.span, "`script` is only used by agents with model \"scripted\"",
+                        related=[Related(fields["model"].value.span, "the model is set here")])
+            return
+        if "model" not in fields:
+            self.report("F4017", f.name.span, "`script` needs `model: \"scripted\"`")
+            return
+        if not isinstance(f.value, ast.ArrayLit):
+            self.report("F4017", f.value.span, "`script` must be a list of replies")
+            return
+        for item in f.value.items:
+            problem = _script_entry_problem(item)
+            if problem:
+                self.report("F4017", item.span, f"malformed script entry: {problem}")
+
+    def declare_team(self: Checker, entry: DeclEntry) -> None:
+        node = entry.node
+        assert isinstance(node, ast.TeamDecl)
+        info = TeamInfo()
+        entry.team = info
+        seen: dict[str, ast.Expr] = {}
+        main_field: ast.AgentField | None = None
+        for f in node.fields:
+            key = f.name.name
+            if key == "main":
+                main_field = f
+                name = self._team_agent(f.value)
+                if name:
+                    info.main = name
+                    seen[name] = f.value  # type: ignore[assignment]
+            elif key == "members":
+                if not isinstance(f.value, ast.ArrayLit):
+                    self.report("F4005", f.value.span, "`members` must be a list of agent names")
+                    continue
+                for item in f.value.items:
+                    name = self._team_agent(item)
+                    if not name:
+                        continue
+                    if name in seen:
+                        what = "is already the team's `main`" if name == info.main else "is listed twice"
+                        self.report("F4016", item.span, f"agent `{name}` {what}",
+                                    related=[Related(seen[name].span, "first listed here")])
+                        continue
+                    seen[name] = item
+                    info.members.append(name)
+            else:
+                self.report("F4001", f.name.span, f"unknown team field `{key}`", hints=closest(key, ["main", "members"]))
+        if main_field is None:
+            self.report("F4005", node.name.span, f"team `{node.name.name}` has no `main` agent")
+
+    def _team_agent(self: Checker, value: ast.Expr | ast.TypeExpr) -> str | None:
+        if not isinstance(value, ast.Name):
+            self.report("F4005", value.span, "expected an agent name")
+            return None
+        target = self.decls.get(value.name)
+        if target is None:
+            agents = [n for n, e in self.decls.items() if e.kind == "agent"]
+            self.report("F2008", value.span, f"unknown agent `{value.name}`", hints=closest(value.name, agents))
+            return None
+        if target.kind != "agent":
+            self.report("F4005", value.span, f"`{value.name}` is {_article(target.kind)}, not an agent",
+                        related=[Related(target.span, "declared here")])
+            return None
+        target.used = True
+        return value.name
+
+    # -- limits -----------------------------------------------------------------------
+    def apply_limits(self: Checker, node: ast.Limits, ctx: WorkflowContext) -> None:
+        seen: set[str] = set()
+        for entry in node.entries:
+            key = entry.name.name
+            if key not in LIMIT_KEYS:
+                self.report("F6001", entry.name.span, f"unknown limit `{key}`", hints=closest(key, list(LIMIT_KEYS)))
+                continue
+            if key in seen:
+                self.report("F1014", entry.name.span, f"limit `{key}` given twice")
+                continue
+            seen.add(key)
+            value = entry.value
+            if key == "duration":
+                if not isinstance(value, ast.DurationLit) or value.ms <= 0:
+                    self.report("F6002", value.span, "`duration` must be a positive duration such as `2m`")
+                    continue
+                ctx.limits[key] = value.ms
+            else:
+                if not isinstance(value, ast.IntLit) or value.value <= 0:
+                    self.report("F6002", value.span, f"`{key}` must be a positive integer")
+                    continue
+                ctx.limits[key] = value.value
+            ctx.explicit_limits.add(key)
+        if {"concurrency", "agent_runs"} <= ctx.explicit_limits and ctx.limits["concurrency"] > ctx.limits["agent_runs"]:
+            span = next(e.value.span for e in node.entries if e.name.name == "concurrency")
+            self.report("F6005", span, f"`concurrency` ({ctx.limits['concurrency']}) is larger than `agent_runs` ({ctx.limits['agent_runs']})")
+
+
+def _article(kind: str) -> str:
+    return ("an " if kind[0] in "aeiou" else "a ") + kind
+
+
+def _type_names(te: ast.TypeExpr) -> list[ast.TName]:
+    out: list[ast.TName] = []
+    stack: list[ast.TypeExpr] = [te]
+    while stack:
+        t = stack.pop()
+        if isinstance(t, ast.TName):
+            out.append(t)
+        elif isinstance(t, ast.TArray):
+            stack.append(t.item)
+        elif isinstance(t, ast.TObject):
+            stack.extend(f.type for f in t.fields)
+        elif isinstance(t, ast.TUnion):
+            stack.extend(t.options)
+        elif isinstance(t, ast.TOptional):
+            stack.append(t.inner)
+        elif isinstance(t, ast.TConstrained):
+            stack.append(t.base)
+    out.sort(key=lambda n: n.span.start)
+    return out
+
+
+def _constraint_problem(key: str, value: object) -> str | None:
+    if value is NOT_LITERAL:
+        return "constraint values must be literals"
+    if key in ("minLength", "maxLength", "minItems", "maxItems"):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            return "expected a non-negative integer"
+    elif key == "pattern":
+        if not isinstance(value, str):
+            return "expected a regular expression string"
+        try:
+            re.compile(value)
+        except re.error as err:
+            return f"bad regular expression ({err})"
+    elif key == "format":
+        if not isinstance(value, str):
+            return "expected a format name such as \"email\""
+    elif key == "uniqueItems":
+        if not isinstance(value, bool):
+            return "expected `true` or `false`"
+    elif key == "multipleOf":
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+            return "expected a positive number"
+    elif isinstance(value, bool) or not isinstance(value, (int, float)):
+        return "expected a number"
+    return None
+
+
+def _script_entry_problem(item: ast.Expr) -> str | None:
+    if isinstance(item, ast.Call) and isinstance(item.callee, ast.Name):
+        fn = item.callee.name
+        args = [a.value for a in item.args]
+        if any(a.name is not None for a in item.args):
+            return f"`{fn}(…)` takes positional arguments"
+        if fn == "when":
+            if len(args) != 2 or not isinstance(literal_value(args[0]), str):
+                return 'expected `when("substring" or "/regex/", value)`'
+            pattern = literal_value(args[0])
+            assert isinstance(pattern, str)
+            if len(pattern) >= 2 and pattern.startswith("/") and pattern.endswith("/"):
+                try:
+                    re.compile(pattern[1:-1])
+                except re.error as err:
+                    return f"bad regular expression in `when` ({err})"
+            return _script_entry_problem(args[1]) if isinstance(args[1], ast.Call) else _json_problem(args[1])
+        if fn == "fail":
+            if not 1 <= len(args) <= 2 or literal_value(args[0]) not in RETRYABLE:
+                return 'expected `fail("agent-invocation" or "output-validation", "message")`'
+            if len(args) == 2 and not isinstance(literal_value(args[1]), str):
+                return "the `fail` message must be a string"
+            return None
+        if fn == "slow":
+            if len(args) != 2 or not isinstance(args[0], ast.DurationLit):
+                return "expected `slow(duration, value)`"
+            if isinstance(args[1], ast.Call):
+                if not (isinstance(args[1].callee, ast.Name) and args[1].callee.name == "fail"):
+                    return "`slow` wraps a JSON value or a `fail(…)`"
+                return _script_entry_problem(args[1])
+            return _json_problem(args[1])
+        return f"unknown script entry `{fn}(…)`; use a JSON value, `when`, `fail` or `slow`"
+    return _json_problem(item)
+
+
+def _json_problem(item: ast.Expr) -> str | None:
+    return "script replies must be JSON literals" if literal_value(item) is NOT_LITERAL else None

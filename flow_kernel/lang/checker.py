@@ -1,0 +1,201 @@
+"""The checker: resolves names and types over a module, its `use`d files and the
+session of earlier cells, and reports every F2xxx–F7xxx diagnostic.
+
+The work is split by construct: declarations (`check_decls`), expressions
+(`check_exprs`), calls and effects (`check_calls`) and statements (`check_stmts`);
+this module holds the shared state and the order of the passes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from flow_kernel.diagnostics.model import Related
+from flow_kernel.diagnostics.registry import Reporter
+from flow_kernel.lang import ast
+from flow_kernel.lang import types as T
+from flow_kernel.lang.builtins import BUILTINS
+from flow_kernel.lang.check_calls import CallChecker
+from flow_kernel.lang.check_decls import DeclChecker, _type_names
+from flow_kernel.lang.check_exprs import ExprChecker
+from flow_kernel.lang.check_stmts import StmtChecker
+from flow_kernel.lang.env import Binding, DeclEntry, Frame, Scope, WorkflowContext
+from flow_kernel.source import SourceFile, Span
+
+DECL_KINDS = {ast.TypeDecl: "type", ast.ToolDecl: "tool", ast.AgentDecl: "agent", ast.TeamDecl: "team", ast.WorkflowDecl: "workflow"}
+
+
+def decl_kind(node: ast.Decl) -> str:
+    return DECL_KINDS[type(node)]
+
+
+class Checker(DeclChecker, ExprChecker, CallChecker, StmtChecker):
+    def __init__(self, reporter: Reporter, reportable: set[SourceFile], *, file_mode: bool) -> None:
+        self.reporter = reporter
+        self.reportable = {id(s) for s in reportable}
+        self.file_mode = file_mode
+        self.decls: dict[str, DeclEntry] = {}
+        self.root = Scope(None)
+        self.scope = self.root
+        self.frames: list[Frame] = [Frame("workflow")]
+        self.ctx: WorkflowContext | None = None
+        self.it_types: list[T.Type] = []
+        self.parallel_depth = 0
+        self.first_statement: ast.Stmt | None = None
+        self.result_statement: ast.Stmt | None = None
+        self.toplevel_names: set[str] = set()
+        self.toplevel_bindings: dict[str, Binding] = {}
+        self._resolving: DeclEntry | None = None
+
+    # -- reporting ---------------------------------------------------------------------------
+    def report(self, code: str, span: Span, message: str, related: list[Related] | tuple[Related, ...] = (),
+               hints: tuple[str, ...] | list[str] = ()) -> None:
+        # Declarations carried over from earlier cells were reported when their cell ran.
+        if id(span.source) not in self.reportable:
+            return
+        self.reporter.report(code, span, message, [r for r in related if r is not None], hints)
+
+    # -- scopes and frames ----------------------------------------------------------------------
+    @contextmanager
+    def new_scope(self) -> Iterator[Scope]:
+        scope = Scope(self.scope)
+        self.scope = scope
+        try:
+            yield scope
+        finally:
+            self.scope = scope.parent or self.root
+            self._warn_unused(scope)
+
+    @contextmanager
+    def frame(self, frame: Frame) -> Iterator[Frame]:
+        self.frames.append(frame)
+        try:
+            yield frame
+        finally:
+            self.frames.pop()
+
+    def _warn_unused(self, scope: Scope) -> None:
+        for binding in scope.bindings.values():
+            if binding.kind in ("let", "var") and not binding.used and not binding.name.startswith("_"):
+                self.report("F7001", binding.span, f"`{binding.name}` is never used",
+                            hints=(f"remove it, or name it `_{binding.name}` to keep it",))
+
+    def bind(self, name: ast.Ident, t: T.Type, *, mutable: bool, kind: str) -> Binding:
+        existing = self.scope.bindings.get(name.name)
+        if name.name in self.decls or name.name in BUILTINS:
+            what = f"the {self.decls[name.name].kind} `{name.name}`" if name.name in self.decls else f"the builtin `{name.name}`"
+            related = [Related(self.decls[name.name].span, "declared here")] if name.name in self.decls else []
+            self.report("F2006", name.span, f"`{name.name}` shadows {what}", related=related, hints=(f"rename it, e.g. `{name.name}_value`",))
+        elif existing is not None:
+            self.report("F2003", name.span, f"`{name.name}` is already bound in this scope",
+                        related=[Related(existing.span, "first bound here")],
+                        hints=("use `var` and assign to change a value",) if not existing.mutable else ())
+        elif self.ctx is not None and name.name in self.ctx.tasks:
+            self.report("F2016", name.span, f"`{name.name}` collides with the task of the same name",
+                        related=[Related(self.ctx.tasks[name.name].span, "the task starts here")])
+        binding = Binding(name.name, t, mutable, name.span, kind, self.frames[-1], used=kind not in ("let", "var"))
+        self.scope.bindings[name.name] = binding
+        return binding
+
+    # -- passes ---------------------------------------------------------------------------------
+    def check_declarations(self) -> None:
+        self.declare_types()
+        for kind, method in (("tool", self.declare_tool), ("agent", self.declare_agent), ("team", self.declare_team),
+                             ("workflow", self.declare_workflow)):
+            for entry in list(self.decls.values()):
+                if entry.kind == kind:
+                    method(entry)
+
+    def check_workflow(self, entry: DeclEntry) -> WorkflowContext:
+        node = entry.node
+        assert isinstance(node, ast.WorkflowDecl) and entry.workflow is not None
+        ctx = WorkflowContext(entry.name, node, entry.workflow.returns)
+        self.ctx = ctx
+        self.scope = Scope(self.root)
+        body = node.body.body
+        self.first_statement = body[0] if body else None
+        self.result_statement = None
+        if body and isinstance(body[0], ast.Limits):
+            self.apply_limits(body[0], ctx)
+        with self.frame(Frame("workflow")), self.new_scope():
+            seen: dict[str, ast.Param] = {}
+            for p, (_, t, optional) in zip(node.params, entry.workflow.params, strict=True):
+                if p.name.name in seen:
+                    self.report("F2003", p.name.span, f"duplicate parameter `{p.name.name}`",
+                                related=[Related(seen[p.name.name].name.span, "first declared here")])
+                    continue
+                seen[p.name.name] = p
+                self.bind(p.name, T.union([t, T.NULL]) if optional else t, mutable=False, kind="param")
+            ends = self.block(body)
+        if entry.workflow.returns is not None and not ends:
+            self.report("F3008", node.name.span, f"not every path of `{entry.name}` returns a value",
+                        hints=(f"end the body with `return …` of type `{entry.workflow.returns}`",))
+        self.ctx = None
+        self.scope = self.root
+        return ctx
+
+    def check_toplevel(self, statements: list[ast.Stmt], session_scope: Scope) -> None:
+        ctx = WorkflowContext("<top level>", None, None)
+        self.ctx = ctx
+        self.scope = Scope(session_scope)
+        self.first_statement = statements[0] if statements else None
+        last = statements[-1] if statements else None
+        self.result_statement = last if isinstance(last, ast.ExprStmt) else None
+        if statements and isinstance(statements[0], ast.Limits):
+            self.apply_limits(statements[0], ctx)
+        cell_scope = self.scope
+        self.block(statements)
+        self.toplevel_bindings = dict(cell_scope.bindings)
+        self.ctx = None
+        self.scope = self.root
+
+    def check_recursion(self, contexts: list[WorkflowContext]) -> None:
+        edges = {c.name: c.calls for c in contexts}
+        reported: set[frozenset[str]] = set()
+        for ctx in contexts:
+            for callee, span in ctx.calls:
+                path = _path(edges, callee, ctx.name)
+                if path is None:
+                    continue
+                cycle = frozenset([ctx.name, *path])
+                if cycle in reported:
+                    continue
+                reported.add(cycle)
+                chain = " → ".join([ctx.name, *path]) if path[-1] == ctx.name else " → ".join([ctx.name, *path, ctx.name])
+                self.report("F2009", span, f"recursive workflow call: {chain}",
+                            hints=("workflows may not call themselves, directly or indirectly; use a loop",))
+
+    def warn_unused_declarations(self) -> None:
+        for entry in self.decls.values():
+            if entry.origin == "cell" and entry.kind != "workflow" and not entry.used:
+                self.report("F7002", entry.span, f"{entry.kind} `{entry.name}` is never used")
+
+
+def _path(edges: dict[str, list[tuple[str, Span]]], start: str, goal: str) -> list[str] | None:
+    """A call path start → … → goal, if one exists (breadth-first, deterministic)."""
+    queue: list[list[str]] = [[start]]
+    seen = {start}
+    while queue:
+        path = queue.pop(0)
+        if path[-1] == goal:
+            return path
+        for callee, _ in edges.get(path[-1], []):
+            if callee not in seen:
+                seen.add(callee)
+                queue.append([*path, callee])
+    return None
+
+
+def type_references(node: ast.Decl) -> set[str]:
+    """Names of types a declaration's signature mentions (for F7004)."""
+    exprs: list[ast.TypeExpr] = []
+    if isinstance(node, ast.TypeDecl):
+        exprs.append(node.type)
+    elif isinstance(node, (ast.ToolDecl, ast.WorkflowDecl)):
+        exprs.extend(p.type for p in node.params)
+        if node.returns is not None:
+            exprs.append(node.returns)
+    elif isinstance(node, ast.AgentDecl):
+        exprs.extend(f.value for f in node.fields if isinstance(f.value, ast.TypeExpr))
+    return {n.name for e in exprs for n in _type_names(e)}

@@ -1,0 +1,130 @@
+"""What the checker knows while it walks: declarations, scopes, frames and tasks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from flow_kernel.lang import ast
+from flow_kernel.lang import types as T
+from flow_kernel.source import Span
+
+DEFAULT_LIMITS = {"agent_runs": 100, "duration": 600_000, "concurrency": 4, "steps": 1000}
+
+
+@dataclass
+class AgentInfo:
+    output: T.Type = T.STRING
+    tools: list[str] = field(default_factory=list)
+    model: str = "default"
+    timeout_ms: int | None = None
+    timeout_span: Span | None = None
+
+
+@dataclass
+class TeamInfo:
+    main: str | None = None
+    members: list[str] = field(default_factory=list)
+
+
+@dataclass
+class WorkflowInfo:
+    params: list[tuple[str, T.Type, bool]] = field(default_factory=list)  # name, type, optional
+    returns: T.Type | None = None
+
+
+@dataclass
+class ToolInfo:
+    params: list[tuple[str, T.Type, bool]] = field(default_factory=list)
+    returns: T.Type = T.ANY
+
+
+@dataclass(eq=False)
+class DeclEntry:
+    """A declaration visible to the code being checked."""
+
+    kind: str  # "type" | "tool" | "agent" | "team" | "workflow"
+    node: ast.Decl
+    origin: str  # "cell" (the source being checked), "use" or "session"
+    used: bool = False
+    named: T.Named | None = None  # for type aliases
+    agent: AgentInfo | None = None
+    team: TeamInfo | None = None
+    workflow: WorkflowInfo | None = None
+    tool: ToolInfo | None = None
+
+    @property
+    def name(self) -> str:
+        return self.node.name.name
+
+    @property
+    def span(self) -> Span:
+        return self.node.name.span
+
+
+@dataclass(eq=False)
+class Frame:
+    """A body that runs as one unit: a workflow, a lambda or an `async` task."""
+
+    kind: str  # "workflow" | "lambda" | "async"
+    pure: bool = False  # lambda given to a pure builtin (F5020)
+    parallel: bool = False  # parallelMap lambda (F5011)
+    returns: list[T.Type] = field(default_factory=list)
+    loop_depth: int = 0
+    nesting: int = 0  # scope-opening blocks inside this frame (async must be at 0)
+
+
+@dataclass(eq=False)
+class Binding:
+    name: str
+    type: T.Type
+    mutable: bool
+    span: Span
+    kind: str  # "let" "var" "param" "loop" "lambda" "catch" "session"
+    frame: Frame | None
+    used: bool = False
+
+
+@dataclass(eq=False)
+class TaskInfo:
+    name: str
+    span: Span
+    fields: dict[str, T.Type] = field(default_factory=dict)
+    awaited: bool = False
+
+
+class Scope:
+    def __init__(self, parent: Scope | None) -> None:
+        self.parent = parent
+        self.bindings: dict[str, Binding] = {}
+
+    def lookup(self, name: str) -> Binding | None:
+        scope: Scope | None = self
+        while scope is not None:
+            found = scope.bindings.get(name)
+            if found is not None:
+                return found
+            scope = scope.parent
+        return None
+
+    def visible_names(self) -> list[str]:
+        names: list[str] = []
+        scope: Scope | None = self
+        while scope is not None:
+            names.extend(scope.bindings)
+            scope = scope.parent
+        return names
+
+
+@dataclass(eq=False)
+class WorkflowContext:
+    """Per-workflow state (the implicit top-level workflow included)."""
+
+    name: str
+    decl: ast.WorkflowDecl | None
+    returns: T.Type | None
+    limits: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_LIMITS))
+    explicit_limits: set[str] = field(default_factory=set)
+    labels: dict[str, Span] = field(default_factory=dict)
+    tasks: dict[str, TaskInfo] = field(default_factory=dict)
+    calls: list[tuple[str, Span]] = field(default_factory=list)  # workflow calls, for F2009
+    limits_seen: Span | None = None

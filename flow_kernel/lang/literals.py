@@ -1,0 +1,44 @@
+"""Constant JSON values of literal expressions (for agent fields, constraints, schemas)."""
+
+from __future__ import annotations
+
+from flow_kernel.lang import ast
+
+
+class _NotLiteral:
+    def __repr__(self) -> str:
+        return "NOT_LITERAL"
+
+
+NOT_LITERAL: object = _NotLiteral()
+
+
+def literal_value(node: object) -> object:
+    """The JSON value of a literal expression, or `NOT_LITERAL`."""
+    if isinstance(node, ast.IntLit):
+        return node.value
+    if isinstance(node, ast.NumLit):
+        return node.value
+    if isinstance(node, ast.DurationLit):
+        return node.ms
+    if isinstance(node, ast.StrLit):
+        const = node.constant
+        return NOT_LITERAL if const is None else const
+    if isinstance(node, ast.BoolLit):
+        return node.value
+    if isinstance(node, ast.NullLit):
+        return None
+    if isinstance(node, ast.Unary) and node.op == "-" and isinstance(node.operand, (ast.IntLit, ast.NumLit)):
+        return -node.operand.value
+    if isinstance(node, ast.ArrayLit):
+        items = [literal_value(i) for i in node.items]
+        return NOT_LITERAL if any(i is NOT_LITERAL for i in items) else items
+    if isinstance(node, ast.ObjectLit):
+        out: dict[str, object] = {}
+        for entry in node.entries:
+            v = literal_value(entry.value)
+            if v is NOT_LITERAL:
+                return NOT_LITERAL
+            out[entry.key] = v
+        return out
+    return NOT_LITERAL

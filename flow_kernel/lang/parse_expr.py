@@ -1,0 +1,547 @@
+"""Expressions and type expressions (language.md §3, §6)."""
+
+from __future__ import annotations
+
+from flow_kernel.diagnostics.model import Related
+from flow_kernel.lang import ast
+from flow_kernel.lang.lexer import Lexer
+from flow_kernel.lang.parser_base import ParseError, ParserBase
+from flow_kernel.lang.tokens import Interpolation, Kind, Token
+
+COMPARISONS = ("==", "!=", "<", "<=", ">", ">=")
+
+
+class ExprParser(ParserBase):
+    # -- names -----------------------------------------------------------------
+    def ident(self, what: str = "a name") -> ast.Ident:
+        """A binding or declaration name; a reserved word is F1010 but parsing goes on."""
+        tok = self.peek()
+        if tok.kind is Kind.IDENT:
+            self.advance()
+            return ast.Ident(tok.span, tok.text)
+        if tok.kind is Kind.KEYWORD:
+            self.advance()
+            self.reporter.report(
+                "F1010", tok.span, f"`{tok.text}` is a reserved word and cannot be used as a name",
+                hints=(f"choose another name, e.g. `{tok.text}_`",),
+            )
+            return ast.Ident(tok.span, tok.text)
+        raise self.fail(what)
+
+    def plain_name(self, what: str = "a name") -> ast.Ident:
+        """A field, key or argument name: reserved words are accepted as plain names."""
+        tok = self.peek()
+        if tok.kind in (Kind.IDENT, Kind.KEYWORD):
+            self.advance()
+            return ast.Ident(tok.span, tok.text)
+        raise self.fail(what)
+
+    # -- expressions -------------------------------------------------------------
+    def expr(self) -> ast.Expr:
+        """A full expression, with `expect` clauses when they follow."""
+        value = self.prefix_form()
+        if self._at_expect():
+            clauses: list[ast.ExpectClause] = []
+            while self._at_expect():
+                self.skip_newlines()
+                kw = self.advance()
+                cond = self.prefix_form()
+                message = None
+                if self.accept_op(":"):
+                    message = self.prefix_form()
+                clauses.append(ast.ExpectClause(self.span_from(kw.span), cond, message))
+            value = ast.Expect(self.span_from(value.span), value, clauses)
+        return value
+
+    def _at_expect(self) -> bool:
+        tok = self.peek()
+        if tok.is_kw("expect"):
+            return True
+        # Outside brackets, a line that begins with `expect` continues the one above.
+        j = self.i
+        if self.toks[j].kind is Kind.NEWLINE:
+            return self.toks[j + 1].is_kw("expect")
+        return False
+
+    def prefix_form(self) -> ast.Expr:
+        tok = self.peek()
+        if tok.is_kw("approve"):
+            self.advance()
+            question = self.ternary()
+            details = None
+            if self.peek().is_word("details"):
+                self.advance()
+                details = self.ternary()
+            return ast.Approve(self.span_from(tok.span), question, details)
+        if tok.is_kw("ask"):
+            self.advance()
+            question = self.ternary()
+            choice = None
+            if self.peek().is_word("choice"):
+                self.advance()
+                choice = self.ternary()
+            return ast.Ask(self.span_from(tok.span), question, choice)
+        if tok.is_kw("run"):
+            return self.run_expr()
+        return self.ternary()
+
+    def run_expr(self) -> ast.Run:
+        kw = self.advance()
+        exe = self.primary(postfix=False)
+        args = self.primary(postfix=False)
+        clauses: dict[str, ast.Expr] = {}
+        while self.peek().is_word("stdin", "timeout"):
+            word = self.advance()
+            if word.text in clauses:
+                self.reporter.report("F1006", word.span, f"`{word.text}` given twice in one `run`")
+                raise ParseError()
+            clauses[word.text] = self.ternary()
+        return ast.Run(self.span_from(kw.span), exe, args, clauses.get("stdin"), clauses.get("timeout"))
+
+    def ternary(self) -> ast.Expr:
+        cond = self.coalesce()
+        if self.accept_op("?"):
+            then = self.ternary()
+            self.expect_op(":", "`:` of the conditional expression `c ? a : b`")
+            other = self.ternary()
+            return ast.Ternary(self.span_from(cond.span), cond, then, other)
+        return cond
+
+    def coalesce(self) -> ast.Expr:
+        left = self.logic_or()
+        if self.at_op("??"):
+            op = self.advance()
+            right = self.coalesce()
+            return ast.Binary(self.span_from(left.span), "??", left, right, op.span)
+        return left
+
+    def logic_or(self) -> ast.Expr:
+        left = self.logic_and()
+        while self.at_kw("or"):
+            op = self.advance()
+            right = self.logic_and()
+            left = ast.Binary(self.span_from(left.span), "or", left, right, op.span)
+        return left
+
+    def logic_and(self) -> ast.Expr:
+        left = self.logic_not()
+        while self.at_kw("and"):
+            op = self.advance()
+            right = self.logic_not()
+            left = ast.Binary(self.span_from(left.span), "and", left, right, op.span)
+        return left
+
+    def logic_not(self) -> ast.Expr:
+        if self.at_kw("not"):
+            op = self.advance()
+            operand = self.logic_not()
+            return ast.Unary(self.span_from(op.span), "not", operand)
+        return self.comparison()
+
+    def _at_comparison(self) -> bool:
+        return self.at_op(*COMPARISONS) or self.at_kw("in")
+
+    def comparison(self) -> ast.Expr:
+        left = self.additive()
+        if self._at_comparison():
+            op = self.advance()
+            right = self.additive()
+            left = ast.Binary(self.span_from(left.span), op.text, left, right, op.span)
+            if self._at_comparison():
+                extra = self.peek()
+                self.reporter.report(
+                    "F1006", extra.span, f"expected the end of the comparison, found `{extra.text}`",
+                    hints=("comparisons do not chain: write `a < b and b < c`",),
+                )
+                raise ParseError()
+        return left
+
+    def additive(self) -> ast.Expr:
+        left = self.multiplicative()
+        while self.at_op("+", "-"):
+            op = self.advance()
+            right = self.multiplicative()
+            left = ast.Binary(self.span_from(left.span), op.text, left, right, op.span)
+        return left
+
+    def multiplicative(self) -> ast.Expr:
+        left = self.unary()
+        while self.at_op("*", "/", "%"):
+            op = self.advance()
+            right = self.unary()
+            left = ast.Binary(self.span_from(left.span), op.text, left, right, op.span)
+        return left
+
+    def unary(self) -> ast.Expr:
+        if self.at_op("-"):
+            op = self.advance()
+            operand = self.unary()
+            return ast.Unary(self.span_from(op.span), "-", operand)
+        return self.primary()
+
+    # -- postfix and primaries ---------------------------------------------------
+    def primary(self, postfix: bool = True) -> ast.Expr:
+        tok = self.peek()
+        node = self._atom(tok)
+        return self._postfix(node) if postfix else node
+
+    def _atom(self, tok: Token) -> ast.Expr:
+        kind = tok.kind
+        if kind is Kind.INT:
+            self.advance()
+            return ast.IntLit(tok.span, int(tok.value))  # type: ignore[call-overload]
+        if kind is Kind.NUMBER:
+            self.advance()
+            return ast.NumLit(tok.span, float(tok.value))  # type: ignore[arg-type]
+        if kind is Kind.DURATION:
+            self.advance()
+            return ast.DurationLit(tok.span, int(tok.value))  # type: ignore[call-overload]
+        if kind is Kind.STRING:
+            self.advance()
+            return self.string(tok)
+        if kind is Kind.IDENT:
+            if self.peek_at(1).is_op("=>"):
+                return self.lambda_expr()
+            self.advance()
+            return ast.Name(tok.span, tok.text)
+        if kind is Kind.KEYWORD:
+            if tok.text in ("true", "false"):
+                self.advance()
+                return ast.BoolLit(tok.span, tok.text == "true")
+            if tok.text == "null":
+                self.advance()
+                return ast.NullLit(tok.span)
+            if tok.text == "it":
+                self.advance()
+                return ast.It(tok.span)
+            if tok.text == "parallel":
+                return self.parallel()
+            raise self.fail("an expression", hints=(f"`{tok.text}` is a reserved word",))
+        if tok.is_op("("):
+            if self._lambda_ahead():
+                return self.lambda_expr()
+            self.advance()
+            with self.bracket(tok), self.newlines(True):
+                inner = self.expr()
+                self.expect_op(")")
+            return inner
+        if tok.is_op("["):
+            return self.array()
+        if tok.is_op("{"):
+            return self.object_literal()
+        raise self.fail("an expression")
+
+    def _lambda_ahead(self) -> bool:
+        """`( ident (, ident)* ) =>` starting at the current `(`."""
+        k = 1
+        if self.peek_at(k).is_op(")"):
+            return self.peek_at(k + 1).is_op("=>")
+        while True:
+            if self.peek_at(k).kind not in (Kind.IDENT, Kind.KEYWORD):
+                return False
+            k += 1
+            if self.peek_at(k).is_op(","):
+                k += 1
+                continue
+            if self.peek_at(k).is_op(")"):
+                return self.peek_at(k + 1).is_op("=>")
+            return False
+
+    def lambda_expr(self) -> ast.Lambda:
+        start = self.peek()
+        params: list[ast.Ident] = []
+        if start.is_op("("):
+            opener = self.advance()
+            with self.bracket(opener), self.newlines(True):
+                while not self.at_op(")"):
+                    params.append(self.ident("a lambda parameter"))
+                    if not self.accept_op(","):
+                        break
+                self.expect_op(")")
+        else:
+            params.append(self.ident("a lambda parameter"))
+        self.expect_op("=>")
+        body: ast.Expr | ast.Block
+        if self.at_op("{"):
+            body = self.lambda_block()
+        else:
+            body = self.expr()
+        return ast.Lambda(self.span_from(start.span), params, body)
+
+    def lambda_block(self) -> ast.Block:  # pragma: no cover - provided by the statement parser
+        raise NotImplementedError
+
+    def _postfix(self, node: ast.Expr) -> ast.Expr:
+        while True:
+            tok = self.peek()
+            if tok.is_op("("):
+                node = self.call(node)
+            elif tok.is_op(".") and self.peek_at(1).is_op("{"):
+                self.advance()
+                opener = self.advance()
+                fields: list[ast.Ident] = []
+                with self.bracket(opener), self.newlines(True):
+                    while not self.at_op("}"):
+                        fields.append(self.plain_name("a field name"))
+                        if not self.accept_op(","):
+                            break
+                    self.expect_op("}")
+                node = ast.Pick(self.span_from(node.span), node, fields)
+            elif tok.is_op(".", "?."):
+                self.advance()
+                name = self.plain_name("a field name after `" + tok.text + "`")
+                node = ast.Member(self.span_from(node.span), node, name, tok.text == "?.")
+            elif tok.is_op("["):
+                node = self.subscript(node)
+            else:
+                return node
+
+    def subscript(self, node: ast.Expr) -> ast.Expr:
+        opener = self.advance()
+        with self.bracket(opener), self.newlines(True):
+            if self.at_op("*") and self.peek_at(1).is_op("]"):
+                self.advance()
+                self.advance()
+                path: list[ast.Ident] = []
+                with self.newlines(False):
+                    while self.at_op(".") and not self.peek_at(1).is_op("{"):
+                        self.advance()
+                        path.append(self.plain_name("a field name"))
+                return ast.Project(self.span_from(node.span), node, path)
+            lower = None if self.at_op(":") else self.expr()
+            if self.accept_op(":"):
+                upper = None if self.at_op("]") else self.expr()
+                self.expect_op("]")
+                return ast.Slice(self.span_from(node.span), node, lower, upper)
+            self.expect_op("]")
+        assert lower is not None
+        return ast.Index(self.span_from(node.span), node, lower)
+
+    def call(self, callee: ast.Expr) -> ast.Call:
+        opener = self.advance()
+        args: list[ast.Arg] = []
+        with self.bracket(opener), self.newlines(True):
+            while not self.at_op(")"):
+                start = self.peek()
+                if start.kind in (Kind.IDENT, Kind.KEYWORD) and self.peek_at(1).is_op(":"):
+                    name = self.plain_name()
+                    self.advance()
+                    value: ast.Expr
+                    if name.name == "output":
+                        t = self.type_expr()
+                        value = ast.TypeArg(t.span, t)
+                    else:
+                        value = self.expr()
+                    args.append(ast.Arg(self.span_from(start.span), name, value))
+                else:
+                    value = self.expr()
+                    args.append(ast.Arg(value.span, None, value))
+                if not self.accept_op(","):
+                    break
+            self.expect_op(")", "`,` or `)` in the argument list")
+        return ast.Call(self.span_from(callee.span), callee, args)
+
+    def array(self) -> ast.ArrayLit:
+        opener = self.advance()
+        items: list[ast.Expr] = []
+        with self.bracket(opener), self.newlines(True):
+            while not self.at_op("]"):
+                items.append(self.expr())
+                if not self.accept_op(","):
+                    break
+            self.expect_op("]", "`,` or `]` in the array")
+        return ast.ArrayLit(self.span_from(opener.span), items)
+
+    def object_literal(self) -> ast.ObjectLit:
+        opener = self.advance()
+        entries: list[ast.ObjectEntry] = []
+        seen: dict[str, ast.ObjectEntry] = {}
+        with self.bracket(opener), self.newlines(True):
+            while not self.at_op("}"):
+                key_tok = self.peek()
+                if key_tok.kind is Kind.STRING and key_tok.value is not None:
+                    self.advance()
+                    key = str(key_tok.value)
+                elif key_tok.kind in (Kind.IDENT, Kind.KEYWORD):
+                    self.advance()
+                    key = key_tok.text
+                else:
+                    raise self.fail("an object key")
+                if not self.at_op(":"):
+                    raise self.fail("`:` after the object key", hints=(f"there is no shorthand: write `{{{key}: {key}}}`",))
+                self.advance()
+                value = self.expr()
+                entry = ast.ObjectEntry(self.span_from(key_tok.span), key, key_tok.span, value)
+                if key in seen:
+                    self.reporter.report(
+                        "F1014", key_tok.span, f"duplicate key `{key}` in object literal",
+                        [Related(seen[key].key_span, "first given here")],
+                    )
+                else:
+                    seen[key] = entry
+                    entries.append(entry)
+                if not self.accept_op(","):
+                    break
+            self.expect_op("}", "`,` or `}` in the object")
+        return ast.ObjectLit(self.span_from(opener.span), entries)
+
+    def parallel(self) -> ast.Parallel:
+        kw = self.advance()
+        opener = self.expect_op("{", "`{` after `parallel`")
+        branches: list[ast.ParallelBranch] = []
+        with self.bracket(opener), self.newlines(False):
+            self._skip_separators()
+            while not self.at_op("}"):
+                name = self.plain_name("a branch name")
+                self.expect_op(":", "`:` after the branch name")
+                value = self.expr()
+                branches.append(ast.ParallelBranch(self.span_from(name.span), name, value))
+                if not self._member_separator():
+                    break
+            self.expect_op("}", "`}` closing `parallel`")
+        return ast.Parallel(self.span_from(kw.span), branches, kw.span)
+
+    def _skip_separators(self) -> None:
+        while self.toks[self.i].kind is Kind.NEWLINE or self.toks[self.i].is_op(","):
+            self.i += 1
+
+    def _member_separator(self) -> bool:
+        """Members of agent/team/limits/parallel bodies: a comma, a newline, or both."""
+        found = False
+        while self.toks[self.i].kind is Kind.NEWLINE or self.toks[self.i].is_op(","):
+            self.i += 1
+            found = True
+        return found
+
+    # -- strings -----------------------------------------------------------------
+    def string(self, tok: Token) -> ast.StrLit:
+        parts: list[str | ast.Expr] = []
+        for part in tok.parts:
+            if isinstance(part, Interpolation):
+                parts.append(self._interpolated(part, tok))
+            else:
+                parts.append(part)
+        return ast.StrLit(tok.span, parts)
+
+    def _interpolated(self, part: Interpolation, tok: Token) -> ast.Expr:
+        sub_tokens = Lexer(self.src, self.reporter, part.start, part.end).tokenize()
+        sub = type(self)(self.src, sub_tokens, self.reporter)
+        with sub.newlines(True):
+            try:
+                if sub.peek().kind is Kind.EOF:
+                    self.reporter.report("F1006", self.src.span(part.start - 2, part.end + 1), "expected an expression inside `${}`")
+                    raise ParseError()
+                value = sub.expr()
+                if sub.peek().kind is not Kind.EOF:
+                    raise sub.fail("`}` closing the interpolation")
+            except ParseError:
+                return ast.NullLit(self.src.span(part.start, part.end))
+        return value
+
+    # -- types -------------------------------------------------------------------
+    def type_expr(self) -> ast.TypeExpr:
+        first = self._type_postfix()
+        if not self.at_op("|"):
+            return first
+        options = [first]
+        while self.accept_op("|"):
+            options.append(self._type_postfix())
+        return ast.TUnion(self.span_from(first.span), options)
+
+    def _type_postfix(self) -> ast.TypeExpr:
+        node = self._type_primary()
+        while True:
+            if self.at_op("[") and self.peek_at(1).is_op("]"):
+                self.advance()
+                self.advance()
+                node = ast.TArray(self.span_from(node.span), node)
+            elif self.at_op("?"):
+                self.advance()
+                node = ast.TOptional(self.span_from(node.span), node)
+            elif self.at_op("("):
+                opener = self.advance()
+                args: list[ast.NamedValue] = []
+                with self.bracket(opener), self.newlines(True):
+                    while not self.at_op(")"):
+                        name = self.plain_name("a constraint keyword")
+                        self.expect_op(":", "`:` after the constraint keyword")
+                        value = self.expr()
+                        args.append(ast.NamedValue(self.span_from(name.span), name, value))
+                        if not self.accept_op(","):
+                            break
+                    self.expect_op(")")
+                node = ast.TConstrained(self.span_from(node.span), node, args)
+            else:
+                return node
+
+    def _type_primary(self) -> ast.TypeExpr:
+        tok = self.peek()
+        if tok.kind is Kind.IDENT:
+            self.advance()
+            return ast.TName(tok.span, tok.text)
+        if tok.is_kw("null", "external", "any"):
+            self.advance()
+            return ast.TName(tok.span, tok.text)
+        if tok.is_kw("true", "false"):
+            self.advance()
+            return ast.TLiteral(tok.span, tok.text == "true")
+        if tok.kind is Kind.STRING and tok.value is not None:
+            self.advance()
+            return ast.TLiteral(tok.span, str(tok.value))
+        if tok.kind in (Kind.INT, Kind.NUMBER):
+            self.advance()
+            return ast.TLiteral(tok.span, tok.value)  # type: ignore[arg-type]
+        if tok.is_op("-") and self.peek_at(1).kind in (Kind.INT, Kind.NUMBER):
+            self.advance()
+            num = self.advance()
+            return ast.TLiteral(self.span_from(tok.span), -num.value)  # type: ignore[operator]
+        if tok.is_kw("schema"):
+            self.advance()
+            if not self.at_op("{"):
+                raise self.fail("`{` after `schema`")
+            body = self.object_literal()
+            return ast.TSchema(self.span_from(tok.span), body)
+        if tok.is_op("{"):
+            return self._object_type()
+        if tok.is_op("("):
+            opener = self.advance()
+            with self.bracket(opener), self.newlines(True):
+                inner = self.type_expr()
+                self.expect_op(")")
+            return inner
+        raise self.fail("a type")
+
+    def _object_type(self) -> ast.TObject:
+        opener = self.advance()
+        fields: list[ast.TField] = []
+        seen: dict[str, ast.TField] = {}
+        is_open = False
+        with self.bracket(opener), self.newlines(True):
+            while not self.at_op("}"):
+                if self.at_op("..."):
+                    self.advance()
+                    is_open = True
+                    self.accept_op(",")
+                    break
+                tok = self.peek()
+                if tok.kind is Kind.STRING and tok.value is not None:
+                    self.advance()
+                    name = ast.Ident(tok.span, str(tok.value))
+                else:
+                    name = self.plain_name("a field name")
+                optional = self.accept_op("?") is not None
+                self.expect_op(":", "`:` after the field name")
+                ftype = self.type_expr()
+                fld = ast.TField(self.span_from(name.span), name, ftype, optional)
+                if name.name in seen:
+                    self.reporter.report(
+                        "F1014", name.span, f"duplicate field `{name.name}` in object type",
+                        [Related(seen[name.name].name.span, "first given here")],
+                    )
+                else:
+                    seen[name.name] = fld
+                    fields.append(fld)
+                if not self.accept_op(","):
+                    break
+            self.expect_op("}", "`,` or `}` in the object type" if not is_open else "`}` after `...`")
+        return ast.TObject(self.span_from(opener.span), fields, is_open)

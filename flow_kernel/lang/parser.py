@@ -1,0 +1,407 @@
+"""The parser: tokens → `ast.Module`, for files and notebook cells.
+
+One mistake gives one diagnostic: the parser reports, raises `ParseError` and
+resumes at the next statement or declaration boundary (`synchronize`).
+"""
+
+from __future__ import annotations
+
+from flow_kernel.diagnostics.registry import Reporter
+from flow_kernel.lang import ast
+from flow_kernel.lang.lexer import DocComment, tokenize
+from flow_kernel.lang.parse_expr import ExprParser
+from flow_kernel.lang.parser_base import ParseError
+from flow_kernel.lang.tokens import Kind, Token
+from flow_kernel.source import SourceFile
+
+DECLARATION_WORDS = ("use", "type", "tool", "agent", "team", "workflow")
+
+
+class Parser(ExprParser):
+    def __init__(self, source: SourceFile, tokens: list[Token], reporter: Reporter, docs: list[DocComment] | None = None) -> None:
+        super().__init__(source, tokens, reporter)
+        self._docs = {d.line: d.text for d in docs or []}
+
+    # -- module ------------------------------------------------------------------
+    def module(self) -> ast.Module:
+        uses: list[ast.Use] = []
+        decls: list[ast.Decl] = []
+        statements: list[ast.Stmt] = []
+        while True:
+            self._skip_statement_separators()
+            tok = self.peek()
+            if tok.kind is Kind.EOF:
+                break
+            try:
+                if tok.is_kw("use"):
+                    uses.append(self.use())
+                elif tok.is_kw(*DECLARATION_WORDS):
+                    decls.append(self.declaration())
+                else:
+                    statements.append(self.statement())
+                self._end_of_statement()
+            except ParseError:
+                self.synchronize()
+                if self.toks[self.i].is_op("}"):
+                    self.reporter.report("F1008", self.toks[self.i].span, "unmatched closing bracket `}`")
+                    self.i += 1
+        return ast.Module(self.src.span(0, len(self.src.text)), uses, decls, statements)
+
+    def _skip_statement_separators(self) -> None:
+        while self.toks[self.i].kind is Kind.NEWLINE or self.toks[self.i].is_op(";"):
+            self.i += 1
+
+    def _end_of_statement(self) -> None:
+        tok = self.toks[self.i]
+        if tok.kind in (Kind.NEWLINE, Kind.EOF) or tok.is_op(";", "}"):
+            return
+        raise self.fail("the end of the statement (a new line or `;`)")
+
+    def _doc_for(self, tok: Token) -> str | None:
+        line = tok.span.start_pos.line - 1
+        lines: list[str] = []
+        while line in self._docs:
+            lines.append(self._docs[line])
+            line -= 1
+        return "\n".join(reversed(lines)) if lines else None
+
+    # -- declarations --------------------------------------------------------------
+    def use(self) -> ast.Use:
+        kw = self.advance()
+        tok = self.peek()
+        if tok.kind is not Kind.STRING or tok.value is None:
+            raise self.fail('a file path string after `use`, e.g. `use "lib.flow"`')
+        self.advance()
+        return ast.Use(self.span_from(kw.span), str(tok.value), tok.span)
+
+    def declaration(self) -> ast.Decl:
+        kw = self.peek()
+        doc = self._doc_for(kw)
+        if kw.is_kw("type"):
+            decl: ast.Decl = self.type_decl()
+        elif kw.is_kw("tool"):
+            decl = self.tool_decl()
+        elif kw.is_kw("agent"):
+            decl = self.agent_decl()
+        elif kw.is_kw("team"):
+            decl = self.team_decl()
+        else:
+            decl = self.workflow_decl()
+        decl.doc = doc
+        return decl
+
+    def type_decl(self) -> ast.TypeDecl:
+        kw = self.advance()
+        name = self.ident("a type name")
+        self.expect_op("=", "`=` after the type name")
+        t = self.type_expr()
+        return ast.TypeDecl(self.span_from(kw.span), name, t)
+
+    def params(self) -> list[ast.Param]:
+        opener = self.expect_op("(", "`(` opening the parameter list")
+        params: list[ast.Param] = []
+        with self.bracket(opener), self.newlines(True):
+            while not self.at_op(")"):
+                name = self.ident("a parameter name")
+                optional = self.accept_op("?") is not None
+                self.expect_op(":", "`:` and the parameter's type")
+                t = self.type_expr()
+                params.append(ast.Param(self.span_from(name.span), name, t, optional))
+                if not self.accept_op(","):
+                    break
+            self.expect_op(")", "`,` or `)` in the parameter list")
+        return params
+
+    def tool_decl(self) -> ast.ToolDecl:
+        kw = self.advance()
+        name = self.ident("a tool name")
+        params = self.params()
+        returns = self.type_expr() if self.accept_op("->") else None
+        approval = False
+        if self.peek().is_word("requires"):
+            self.advance()
+            if not self.peek().is_word("approval"):
+                raise self.fail("`approval` after `requires`")
+            self.advance()
+            approval = True
+        return ast.ToolDecl(self.span_from(kw.span), name, params, returns, approval)
+
+    def _fields(self, what: str) -> list[ast.AgentField]:
+        opener = self.expect_op("{", f"`{{` opening the {what} body")
+        fields: list[ast.AgentField] = []
+        with self.bracket(opener), self.newlines(False):
+            self._skip_separators()
+            while not self.at_op("}"):
+                name = self.plain_name(f"a {what} field name")
+                self.expect_op(":", "`:` after the field name")
+                value: ast.Expr | ast.TypeExpr = self.type_expr() if name.name == "output" else self.expr()
+                fields.append(ast.AgentField(self.span_from(name.span), name, value))
+                if not self._member_separator():
+                    break
+            self.expect_op("}", f"`}}` closing the {what}, or a new line between fields")
+        return fields
+
+    def agent_decl(self) -> ast.AgentDecl:
+        kw = self.advance()
+        name = self.ident("an agent name")
+        fields = self._fields("agent")
+        return ast.AgentDecl(self.span_from(kw.span), name, fields)
+
+    def team_decl(self) -> ast.TeamDecl:
+        kw = self.advance()
+        name = self.ident("a team name")
+        fields = self._fields("team")
+        return ast.TeamDecl(self.span_from(kw.span), name, fields)
+
+    def workflow_decl(self) -> ast.WorkflowDecl:
+        kw = self.advance()
+        name = self.ident("a workflow name")
+        params = self.params()
+        returns = self.type_expr() if self.accept_op("->") else None
+        body = self.block("the workflow body")
+        return ast.WorkflowDecl(self.span_from(kw.span), name, params, returns, body)
+
+    # -- blocks --------------------------------------------------------------------
+    def block(self, what: str = "a block") -> ast.Block:
+        opener = self.peek()
+        if not opener.is_op("{"):
+            raise self.fail(f"`{{` opening {what}")
+        self.advance()
+        body: list[ast.Stmt] = []
+        with self.bracket(opener), self.newlines(False):
+            while True:
+                self._skip_statement_separators()
+                tok = self.peek()
+                if tok.is_op("}"):
+                    self.advance()
+                    break
+                if tok.kind is Kind.EOF:
+                    raise self.fail("`}`")
+                try:
+                    body.append(self.statement())
+                    self._end_of_statement()
+                except ParseError:
+                    self.synchronize()
+        return ast.Block(self.span_from(opener.span), body)
+
+    def lambda_block(self) -> ast.Block:
+        return self.block("the lambda body")
+
+    # -- statements ----------------------------------------------------------------
+    def statement(self) -> ast.Stmt:
+        tok = self.peek()
+        if tok.kind is Kind.KEYWORD:
+            handler = getattr(self, "stmt_" + tok.text, None)
+            if handler is not None:
+                return handler()  # type: ignore[no-any-return]
+            if tok.text in DECLARATION_WORDS and len(self._modes) > 1:
+                if tok.text == "use" and self._async_depth:
+                    self.reporter.report("F5002", tok.span, "`use` is not allowed inside an `async` body")
+                else:
+                    self.reporter.report(
+                        "F1012", tok.span, f"`{tok.text}` declarations are allowed only at the top level",
+                        hints=("move the declaration out of the workflow body",),
+                    )
+                raise ParseError()
+        return self.expression_statement()
+
+    def expression_statement(self) -> ast.Stmt:
+        start = self.peek()
+        value = self.expr()
+        if self.at_op("="):
+            eq = self.advance()
+            rhs = self.expr()
+            if not isinstance(value, ast.Name):
+                self.reporter.report(
+                    "F1013", value.span, "invalid assignment target: only a `var` name can be assigned",
+                    hints=("values are immutable; build a new one, e.g. `x = merge(x, {a: 1})`",),
+                )
+                raise ParseError()
+            del eq
+            return ast.Assign(self.span_from(start.span), value, rhs)
+        return ast.ExprStmt(self.span_from(start.span), value)
+
+    def _binding(self, mutable: bool) -> ast.Let:
+        kw = self.advance()
+        name = self.ident("a binding name")
+        t = self.type_expr() if self.accept_op(":") else None
+        self.expect_op("=", f"`=` and a value for `{name.name}`")
+        start = self.peek().span.start
+        try:
+            value = self.expr()
+        except ParseError:
+            # Keep the binding so later uses of the name do not cascade into F2001.
+            self.synchronize(consume_end=False)
+            value = ast.ErrorExpr(self.span_from(start))
+        return ast.Let(self.span_from(kw.span), name, t, value, mutable)
+
+    def stmt_let(self) -> ast.Stmt:
+        return self._binding(False)
+
+    def stmt_var(self) -> ast.Stmt:
+        return self._binding(True)
+
+    def _accept_after_block(self, word: str) -> bool:
+        """`else` / `catch` may start the next line after a closing `}`."""
+        j = self.i
+        while self.toks[j].kind is Kind.NEWLINE:
+            j += 1
+        if self.toks[j].is_kw(word):
+            self.i = j
+            return True
+        return False
+
+    def stmt_if(self) -> ast.Stmt:
+        kw = self.advance()
+        cond = self.expr()
+        then = self.block("the `if` body")
+        other: ast.Block | ast.If | None = None
+        if self._accept_after_block("else"):
+            self.advance()
+            if self.at_kw("if"):
+                nested = self.stmt_if()
+                assert isinstance(nested, ast.If)
+                other = nested
+            else:
+                other = self.block("the `else` body")
+        return ast.If(self.span_from(kw.span), cond, then, other)
+
+    def stmt_for(self) -> ast.Stmt:
+        kw = self.advance()
+        var = self.ident("a loop variable")
+        index = self.ident("an index variable") if self.accept_op(",") else None
+        if not self.accept_kw("in"):
+            raise self.fail("`in` after the loop variable")
+        iterable = self.expr()
+        body = self.block("the loop body")
+        return ast.For(self.span_from(kw.span), var, index, iterable, body)
+
+    def stmt_while(self) -> ast.Stmt:
+        kw = self.advance()
+        cond = self.expr()
+        body = self.block("the loop body")
+        return ast.While(self.span_from(kw.span), cond, body)
+
+    def stmt_break(self) -> ast.Stmt:
+        return ast.Break(self.advance().span)
+
+    def stmt_continue(self) -> ast.Stmt:
+        return ast.Continue(self.advance().span)
+
+    def stmt_stage(self) -> ast.Stmt:
+        kw = self.advance()
+        name = self.primary(postfix=False)
+        body = self.block("the stage body")
+        return ast.Stage(self.span_from(kw.span), name, body)
+
+    def stmt_pipeline(self) -> ast.Stmt:
+        kw = self.advance()
+        name = self.primary(postfix=False)
+        opener = self.expect_op("{", "`{` opening the pipeline")
+        stages: list[ast.Stage] = []
+        with self.bracket(opener), self.newlines(False):
+            while True:
+                self._skip_statement_separators()
+                if self.accept_op("}"):
+                    break
+                tok = self.peek()
+                if not tok.is_kw("stage"):
+                    raise self.fail("`stage` (a pipeline holds only stages)")
+                stage = self.stmt_stage()
+                assert isinstance(stage, ast.Stage)
+                stages.append(stage)
+        return ast.Pipeline(self.span_from(kw.span), name, stages)
+
+    def _check(self, require: bool) -> ast.Stmt:
+        kw = self.advance()
+        cond = self.prefix_form()
+        message = self.prefix_form() if self.accept_op(":") else None
+        return ast.Verify(self.span_from(kw.span), cond, message, require)
+
+    def stmt_verify(self) -> ast.Stmt:
+        return self._check(False)
+
+    def stmt_require(self) -> ast.Stmt:
+        return self._check(True)
+
+    def stmt_emit(self) -> ast.Stmt:
+        kw = self.advance()
+        kind = self.plain_name("an event kind, e.g. `emit progress {done: 1}`")
+        value = self.expr()
+        return ast.Emit(self.span_from(kw.span), kind, value)
+
+    def stmt_print(self) -> ast.Stmt:
+        kw = self.advance()
+        return ast.Print(self.span_from(kw.span), self.expr())
+
+    def stmt_log(self) -> ast.Stmt:
+        kw = self.advance()
+        return ast.Log(self.span_from(kw.span), self.expr())
+
+    def stmt_publish(self) -> ast.Stmt:
+        kw = self.advance()
+        name = self.primary(postfix=False)
+        value = self.expr()
+        return ast.Publish(self.span_from(kw.span), name, value)
+
+    def stmt_return(self) -> ast.Stmt:
+        kw = self.advance()
+        nxt = self.toks[self.i]
+        if nxt.kind in (Kind.NEWLINE, Kind.EOF) or nxt.is_op(";", "}"):
+            return ast.Return(kw.span, None)
+        return ast.Return(self.span_from(kw.span), self.expr())
+
+    def stmt_async(self) -> ast.Stmt:
+        kw = self.advance()
+        name = self.ident("a task name")
+        self._async_depth += 1
+        try:
+            body = self.block("the `async` body")
+        finally:
+            self._async_depth -= 1
+        return ast.Async(self.span_from(kw.span), name, body)
+
+    def stmt_await(self) -> ast.Stmt:
+        kw = self.advance()
+        name = self.ident("a task name")
+        return ast.Await(self.span_from(kw.span), name)
+
+    def stmt_try(self) -> ast.Stmt:
+        kw = self.advance()
+        body = self.block("the `try` body")
+        catches: list[ast.Catch] = []
+        while self._accept_after_block("catch"):
+            ckw = self.advance()
+            codes: list[ast.StrLit] = []
+            while self.peek().kind is Kind.STRING:
+                tok = self.advance()
+                codes.append(self.string(tok))
+                if not self.accept_op(","):
+                    break
+            binding = self.ident("a name after `as`") if self.accept_kw("as") else None
+            cbody = self.block("the `catch` body")
+            catches.append(ast.Catch(self.span_from(ckw.span), codes, binding, cbody))
+        if not catches:
+            raise self.fail("`catch` after the `try` block")
+        return ast.Try(self.span_from(kw.span), body, catches)
+
+    def stmt_limits(self) -> ast.Stmt:
+        kw = self.advance()
+        opener = self.expect_op("{", "`{` after `limits`")
+        entries: list[ast.NamedValue] = []
+        with self.bracket(opener), self.newlines(False):
+            self._skip_separators()
+            while not self.at_op("}"):
+                name = self.plain_name("a limit name")
+                self.expect_op(":", "`:` after the limit name")
+                value = self.expr()
+                entries.append(ast.NamedValue(self.span_from(name.span), name, value))
+                if not self._member_separator():
+                    break
+            self.expect_op("}", "`}` closing `limits`, or a new line between entries")
+        return ast.Limits(self.span_from(kw.span), entries)
+
+
+def parse(source: SourceFile, reporter: Reporter) -> ast.Module:
+    tokens, docs = tokenize(source, reporter)
+    return Parser(source, tokens, reporter, docs).module()

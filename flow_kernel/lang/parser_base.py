@@ -1,0 +1,168 @@
+"""Token navigation, newline modes and error recovery shared by the parser modules."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from flow_kernel.diagnostics.model import Related
+from flow_kernel.diagnostics.registry import Reporter
+from flow_kernel.lang.tokens import Kind, Token
+from flow_kernel.source import SourceFile, Span
+
+
+class ParseError(Exception):
+    """Raised after a syntax diagnostic was reported; caught at a recovery point."""
+
+
+class ParserBase:
+    def __init__(self, source: SourceFile, tokens: list[Token], reporter: Reporter) -> None:
+        self.src = source
+        self.toks = tokens
+        self.i = 0
+        self.reporter = reporter
+        # True on top: newlines are insignificant (inside brackets and object literals).
+        self._modes: list[bool] = [False]
+        self._async_depth = 0
+        self._open_brackets: list[Token] = []
+
+    # -- newline modes ---------------------------------------------------------
+    @contextmanager
+    def newlines(self, ignored: bool) -> Iterator[None]:
+        self._modes.append(ignored)
+        try:
+            yield
+        finally:
+            self._modes.pop()
+
+    @property
+    def ignoring_newlines(self) -> bool:
+        return self._modes[-1]
+
+    # -- navigation --------------------------------------------------------------
+    def _index(self) -> int:
+        j = self.i
+        if self._modes[-1]:
+            while self.toks[j].kind is Kind.NEWLINE:
+                j += 1
+        return j
+
+    def peek(self) -> Token:
+        return self.toks[self._index()]
+
+    def peek_at(self, k: int) -> Token:
+        """The k-th significant token ahead (0 is `peek()`), never past EOF."""
+        j = self._index()
+        for _ in range(k):
+            if self.toks[j].kind is Kind.EOF:
+                break
+            j += 1
+            if self._modes[-1]:
+                while self.toks[j].kind is Kind.NEWLINE:
+                    j += 1
+        return self.toks[j]
+
+    def advance(self) -> Token:
+        j = self._index()
+        tok = self.toks[j]
+        if tok.kind is not Kind.EOF:
+            j += 1
+        self.i = j
+        return tok
+
+    def prev_end(self) -> int:
+        """End offset of the last consumed significant token."""
+        j = self.i - 1
+        while j > 0 and self.toks[j].kind is Kind.NEWLINE:
+            j -= 1
+        return self.toks[j].span.end if j >= 0 else 0
+
+    def span_from(self, start: Span | int) -> Span:
+        begin = start if isinstance(start, int) else start.start
+        return self.src.span(begin, max(begin, self.prev_end()))
+
+    def skip_newlines(self) -> None:
+        while self.toks[self.i].kind is Kind.NEWLINE:
+            self.i += 1
+
+    def at_op(self, *ops: str) -> bool:
+        return self.peek().is_op(*ops)
+
+    def at_kw(self, *words: str) -> bool:
+        return self.peek().is_kw(*words)
+
+    def accept_op(self, op: str) -> Token | None:
+        if self.peek().is_op(op):
+            return self.advance()
+        return None
+
+    def accept_kw(self, word: str) -> Token | None:
+        if self.peek().is_kw(word):
+            return self.advance()
+        return None
+
+    # -- errors ----------------------------------------------------------------
+    def fail(self, expected: str, tok: Token | None = None, hints: tuple[str, ...] = ()) -> ParseError:
+        """Report "expected X, found Y" at `tok` (F1007 at the end of input)."""
+        tok = tok or self.peek()
+        if tok.kind is Kind.ERROR:
+            return ParseError()  # the lexer already said what is wrong with it
+        if tok.kind is Kind.EOF:
+            related: list[Related] = []
+            if self._open_brackets:
+                opener = self._open_brackets[-1]
+                related.append(Related(opener.span, f"`{opener.text}` opened here is never closed"))
+            self.reporter.report(
+                "F1007", tok.span, f"unexpected end of input: expected {expected}", related, hints
+            )
+            return ParseError()
+        if tok.is_op(")", "]", "}") and not self._open_brackets:
+            self.reporter.report("F1008", tok.span, f"unmatched closing bracket `{tok.text}`")
+            return ParseError()
+        span = tok.span
+        if tok.kind is Kind.NEWLINE:
+            span = self.src.span(tok.span.start, tok.span.start)
+        self.reporter.report("F1006", span, f"expected {expected}, found {tok.describe()}", hints=hints)
+        return ParseError()
+
+    def expect_op(self, op: str, what: str | None = None) -> Token:
+        if self.peek().is_op(op):
+            return self.advance()
+        raise self.fail(what or f"`{op}`")
+
+    @contextmanager
+    def bracket(self, opener: Token) -> Iterator[None]:
+        self._open_brackets.append(opener)
+        try:
+            yield
+        finally:
+            self._open_brackets.pop()
+
+    def synchronize(self, consume_end: bool = True) -> None:
+        """Skip to the end of the current statement: a newline or `;` outside brackets,
+        or just before a `}` that closes the enclosing block."""
+        depth = 0
+        while True:
+            tok = self.toks[self.i]
+            if tok.kind is Kind.EOF:
+                return
+            if tok.kind is Kind.OP and tok.text in "([{":
+                depth += 1
+            elif tok.kind is Kind.OP and tok.text in ")]}":
+                if depth == 0:
+                    if tok.text == "}":
+                        return
+                    self.i += 1  # a stray closer of a broken statement
+                    continue
+                depth -= 1
+                if depth == 0 and tok.text == "}":
+                    # A closed block ends a statement such as `if … { … }`.
+                    nxt = self.toks[self.i + 1]
+                    if nxt.kind in (Kind.NEWLINE, Kind.EOF) or nxt.is_op(";", "}"):
+                        self.i += 1
+                        return
+            elif depth == 0 and (tok.kind is Kind.NEWLINE or tok.is_op(";")):
+                if consume_end:
+                    self.i += 1
+                return
+            self.i += 1

@@ -1,0 +1,69 @@
+"""Token kinds and the reserved words of Flow (language.md §1)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+from flow_kernel.source import Span
+
+RESERVED = frozenset(
+    """use type tool agent team workflow let var if else for in while return break continue
+    stage pipeline parallel async await verify require expect emit print log publish approve
+    ask run try catch as true false null and or not limits external schema it""".split()
+)
+
+DURATION_UNITS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000}
+
+
+class Kind(str, Enum):
+    IDENT = "identifier"
+    KEYWORD = "keyword"
+    INT = "integer"
+    NUMBER = "number"
+    DURATION = "duration"
+    STRING = "string"
+    OP = "operator"
+    NEWLINE = "newline"
+    EOF = "end of input"
+    ERROR = "bad token"  # already reported by the lexer; the parser stays quiet about it
+
+
+@dataclass(frozen=True)
+class Interpolation:
+    """A `${…}` inside a string: the offsets of the expression text in the source."""
+
+    start: int
+    end: int
+
+
+@dataclass(eq=False)
+class Token:
+    kind: Kind
+    text: str
+    span: Span
+    value: object = None
+    # For STRING tokens: literal text pieces and interpolations, in order.
+    parts: list[str | Interpolation] = field(default_factory=list)
+    newline_before: bool = False
+
+    def is_op(self, *ops: str) -> bool:
+        return self.kind is Kind.OP and self.text in ops
+
+    def is_kw(self, *words: str) -> bool:
+        return self.kind is Kind.KEYWORD and self.text in words
+
+    def is_word(self, *words: str) -> bool:
+        """A contextual keyword (`details`, `choice`, …), spelled as an identifier."""
+        return self.kind is Kind.IDENT and self.text in words
+
+    def describe(self) -> str:
+        if self.kind is Kind.EOF:
+            return "end of input"
+        if self.kind is Kind.NEWLINE:
+            return "end of line"
+        if self.kind is Kind.STRING:
+            return "a string"
+        if self.kind in (Kind.INT, Kind.NUMBER, Kind.DURATION):
+            return f"`{self.text}`"
+        return f"`{self.text}`"

@@ -1,0 +1,85 @@
+"""Source text and positions: every span in Flow points into a `SourceFile`."""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Position:
+    """A 1-based line and column (columns count characters, not bytes)."""
+
+    line: int
+    column: int
+
+    def to_json(self) -> dict[str, int]:
+        return {"line": self.line, "column": self.column}
+
+
+class SourceFile:
+    """A named piece of Flow source (a file or a notebook cell) with a line index."""
+
+    def __init__(self, name: str, text: str) -> None:
+        self.name = name
+        self.text = text
+        starts = [0]
+        for i, ch in enumerate(text):
+            if ch == "\n":
+                starts.append(i + 1)
+        self._line_starts = starts
+
+    def __repr__(self) -> str:
+        return f"SourceFile({self.name!r})"
+
+    def position(self, offset: int) -> Position:
+        offset = max(0, min(offset, len(self.text)))
+        index = bisect.bisect_right(self._line_starts, offset) - 1
+        return Position(index + 1, offset - self._line_starts[index] + 1)
+
+    def offset(self, line: int, column: int) -> int:
+        return self._line_starts[line - 1] + column - 1
+
+    def line_text(self, line: int) -> str:
+        start = self._line_starts[line - 1]
+        end = self.text.find("\n", start)
+        return self.text[start:] if end < 0 else self.text[start:end]
+
+    @property
+    def line_count(self) -> int:
+        return len(self._line_starts)
+
+    def span(self, start: int, end: int) -> Span:
+        return Span(self, start, end)
+
+
+@dataclass(frozen=True)
+class Span:
+    """A half-open range of character offsets in one source file."""
+
+    source: SourceFile = field(compare=False, repr=False)
+    start: int
+    end: int
+
+    @property
+    def start_pos(self) -> Position:
+        return self.source.position(self.start)
+
+    @property
+    def end_pos(self) -> Position:
+        return self.source.position(self.end)
+
+    @property
+    def text(self) -> str:
+        return self.source.text[self.start : self.end]
+
+    def to(self, other: Span) -> Span:
+        """The span covering this one through `other`."""
+        return Span(self.source, min(self.start, other.start), max(self.end, other.end))
+
+    def to_json(self) -> dict[str, dict[str, int]]:
+        return {"start": self.start_pos.to_json(), "end": self.end_pos.to_json()}
+
+    def __repr__(self) -> str:
+        p = self.start_pos
+        return f"<{self.source.name}:{p.line}:{p.column}+{self.end - self.start}>"
