@@ -49,7 +49,9 @@ class StmtChecker:
             t = declared
         elif s.mutable:
             t = T.widen(t)
-        self.bind(s.name, t, mutable=s.mutable, kind="var" if s.mutable else "let")
+        binding = self.bind(s.name, t, mutable=s.mutable, kind="var" if s.mutable else "let")
+        if isinstance(s.value, ast.ErrorExpr):
+            binding.used = True  # its statement is already reported; stay quiet about it
         return False
 
     def s_Assign(self: Checker, s: ast.Assign) -> bool:

@@ -121,6 +121,7 @@ class Lexer:
             elif ch == "'":
                 hint = ('strings use double quotes: "…"',)
             self._error("F1001", start, self.pos, f"unexpected character `{ch}`", hint)
+            self._add(Kind.ERROR, start)
         self.pos = self.end
         self._add(Kind.EOF, self.end)
         return self.tokens

@@ -35,17 +35,29 @@ class Parser(ExprParser):
             try:
                 if tok.is_kw("use"):
                     uses.append(self.use())
+                    self._end_of_statement()
                 elif tok.is_kw(*DECLARATION_WORDS):
                     decls.append(self.declaration())
+                    self._end_of_statement()
                 else:
-                    statements.append(self.statement())
-                self._end_of_statement()
+                    self._statement_into(statements)
             except ParseError:
                 self.synchronize()
                 if self.toks[self.i].is_op("}"):
                     self.reporter.report("F1008", self.toks[self.i].span, "unmatched closing bracket `}`")
                     self.i += 1
         return ast.Module(self.src.span(0, len(self.src.text)), uses, decls, statements)
+
+    def _statement_into(self, body: list[ast.Stmt]) -> None:
+        stmt = self.statement()
+        body.append(stmt)
+        try:
+            self._end_of_statement()
+        except ParseError:
+            if isinstance(stmt, ast.Let):
+                # The binding stays (so later uses do not cascade); its value is broken.
+                stmt.value = ast.ErrorExpr(stmt.value.span)
+            raise
 
     def _skip_statement_separators(self) -> None:
         while self.toks[self.i].kind is Kind.NEWLINE or self.toks[self.i].is_op(";"):
@@ -178,8 +190,7 @@ class Parser(ExprParser):
                 if tok.kind is Kind.EOF:
                     raise self.fail("`}`")
                 try:
-                    body.append(self.statement())
-                    self._end_of_statement()
+                    self._statement_into(body)
                 except ParseError:
                     self.synchronize()
         return ast.Block(self.span_from(opener.span), body)
