@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
@@ -53,13 +53,24 @@ class SourceFile:
         return Span(self, start, end)
 
 
-@dataclass(frozen=True)
 class Span:
-    """A half-open range of character offsets in one source file."""
+    """A half-open range of character offsets in one source file.
 
-    source: SourceFile = field(compare=False, repr=False)
-    start: int
-    end: int
+    A plain slotted class rather than a frozen dataclass: the lexer makes one per
+    token, and frozen-dataclass construction is several times slower."""
+
+    __slots__ = ("end", "source", "start")
+
+    def __init__(self, source: SourceFile, start: int, end: int) -> None:
+        self.source = source
+        self.start = start
+        self.end = end
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Span) and (self.start, self.end) == (other.start, other.end)
+
+    def __hash__(self) -> int:
+        return hash((self.start, self.end))
 
     @property
     def start_pos(self) -> Position:

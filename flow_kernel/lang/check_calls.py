@@ -292,6 +292,12 @@ class CallChecker:
         if self.ctx is None:
             return
         deadline = self.ctx.limits["duration"]
+        if origin is not None:
+            # An agent's own timeout is reported once per workflow, not at every call.
+            key = (id(origin), "timeout")
+            if key in self.ctx.reported:
+                return
+            self.ctx.reported.add(key)
         if ms > deadline:
             related = [Related(origin, "the agent's timeout is set here")] if origin is not None else []  # type: ignore[arg-type]
             self.report("F6004", span, f"a timeout of {_ms(ms)} is longer than the workflow's `duration` of {_ms(deadline)}",  # type: ignore[arg-type]

@@ -128,3 +128,4 @@ class WorkflowContext:
     tasks: dict[str, TaskInfo] = field(default_factory=dict)
     calls: list[tuple[str, Span]] = field(default_factory=list)  # workflow calls, for F2009
     limits_seen: Span | None = None
+    reported: set[tuple[int, str]] = field(default_factory=set)

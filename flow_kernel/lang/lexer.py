@@ -9,6 +9,7 @@ with the same source offsets so spans stay exact.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from flow_kernel.diagnostics.registry import Reporter
@@ -18,8 +19,12 @@ from flow_kernel.source import SourceFile
 THREE_CHAR_OPS = ("...",)
 TWO_CHAR_OPS = ("?.", "??", "=>", "==", "!=", "<=", ">=", "->")
 ONE_CHAR_OPS = set("()[]{},:;.+-*/%<>=|?")
+MULTI_CHAR_OPS = THREE_CHAR_OPS + TWO_CHAR_OPS
+MULTI_CHAR_STARTS = {o[0] for o in MULTI_CHAR_OPS}
 OPENERS = {"(": ")", "[": "]", "{": "}"}
 CLOSERS = {")": "(", "]": "[", "}": "{"}
+IDENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+SPACE_RE = re.compile(r"[ \t\r\f\v\ufeff]+")
 ESCAPES = {"n": "\n", "t": "\t", '"': '"', "\\": "\\", "$": "$"}
 
 
@@ -76,15 +81,17 @@ class Lexer:
                     self._add(Kind.NEWLINE, start)
                 continue
             if ch in " \t\r\f\v\ufeff":
-                self.pos += 1
+                m = SPACE_RE.match(text, self.pos, self.end)
+                self.pos = m.end() if m else self.pos + 1
                 continue
             if ch == "#":
                 self._comment()
                 continue
             if _is_ident_start(ch):
-                while self.pos < self.end and _is_ident_char(text[self.pos]):
-                    self.pos += 1
-                word = text[start : self.pos]
+                m = IDENT_RE.match(text, self.pos, self.end)
+                assert m is not None
+                self.pos = m.end()
+                word = m.group()
                 self._add(Kind.KEYWORD if word in RESERVED else Kind.IDENT, start, word)
                 continue
             if ch.isdigit() and ch.isascii():
@@ -93,7 +100,9 @@ class Lexer:
             if ch == '"':
                 self._string()
                 continue
-            op = next((o for o in THREE_CHAR_OPS + TWO_CHAR_OPS if text.startswith(o, self.pos) and self.pos + len(o) <= self.end), None)
+            op = None
+            if ch in MULTI_CHAR_STARTS:
+                op = next((o for o in MULTI_CHAR_OPS if text.startswith(o, self.pos) and self.pos + len(o) <= self.end), None)
             if op is None and ch in ONE_CHAR_OPS:
                 op = ch
             if op is not None:

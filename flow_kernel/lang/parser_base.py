@@ -11,6 +11,9 @@ from flow_kernel.lang.tokens import Kind, Token
 from flow_kernel.source import SourceFile, Span
 
 
+_NEWLINE = Kind.NEWLINE  # enum attribute lookups are slow on the hot path
+
+
 class ParseError(Exception):
     """Raised after a syntax diagnostic was reported; caught at a recovery point."""
 
@@ -43,7 +46,8 @@ class ParserBase:
     def _index(self) -> int:
         j = self.i
         if self._modes[-1]:
-            while self.toks[j].kind is Kind.NEWLINE:
+            toks = self.toks
+            while toks[j].kind is _NEWLINE:
                 j += 1
         return j
 

@@ -29,6 +29,10 @@ class Kind(str, Enum):
     ERROR = "bad token"  # already reported by the lexer; the parser stays quiet about it
 
 
+# Plain module constants: enum attribute lookups are slow on the hot path.
+_OP, _KEYWORD, _IDENT = Kind.OP, Kind.KEYWORD, Kind.IDENT
+
+
 @dataclass(frozen=True)
 class Interpolation:
     """A `${…}` inside a string: the offsets of the expression text in the source."""
@@ -48,14 +52,14 @@ class Token:
     newline_before: bool = False
 
     def is_op(self, *ops: str) -> bool:
-        return self.kind is Kind.OP and self.text in ops
+        return self.kind is _OP and self.text in ops
 
     def is_kw(self, *words: str) -> bool:
-        return self.kind is Kind.KEYWORD and self.text in words
+        return self.kind is _KEYWORD and self.text in words
 
     def is_word(self, *words: str) -> bool:
         """A contextual keyword (`details`, `choice`, …), spelled as an identifier."""
-        return self.kind is Kind.IDENT and self.text in words
+        return self.kind is _IDENT and self.text in words
 
     def describe(self) -> str:
         if self.kind is Kind.EOF:

@@ -1,0 +1,35 @@
+"""Smoke test of the front-end benchmark: it runs, its Flow file checks clean, and it
+returns every figure. Nothing is asserted about time."""
+
+from __future__ import annotations
+
+from flow_kernel.bench.frontend import flow_program, main, python_program
+
+KEYS = {
+    "flow_lines", "flow_chars", "flow_workflows", "flow_errors", "flow_diagnostics", "python_lines",
+    "repeat", "warmup", "flow_check_s", "cpython_compile_s", "flow_lines_per_s", "ratio_flow_to_cpython",
+}
+
+
+def test_benchmark_smoke() -> None:
+    figures = main(["--lines", "300", "--repeat", "1", "--quiet"])
+    assert KEYS <= set(figures)
+    assert figures["flow_errors"] == 0
+    assert figures["flow_lines"] >= 300
+    assert figures["python_lines"] == figures["flow_lines"]
+    assert figures["flow_workflows"] >= 5
+    for key in ("flow_check_s", "cpython_compile_s"):
+        timing = figures[key]
+        assert isinstance(timing, dict) and set(timing) == {"median", "min", "max"}
+        assert 0 <= timing["min"] <= timing["median"] <= timing["max"]
+    assert isinstance(figures["flow_lines_per_s"], float) and figures["flow_lines_per_s"] > 0
+    assert isinstance(figures["ratio_flow_to_cpython"], float) and figures["ratio_flow_to_cpython"] > 0
+
+
+def test_generated_sources_scale_with_lines() -> None:
+    for lines in (50, 1000):
+        flow = flow_program(lines)
+        assert flow.count("\n") >= lines
+        python = python_program(flow.count("\n"))
+        compile(python, "bench.py", "exec")
+        assert python.count("\n") == flow.count("\n")
