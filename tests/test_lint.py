@@ -20,7 +20,7 @@ TYPED = [
     "flow_kernel/diagnostics",
     "flow_kernel/files.py",
     "flow_kernel/cli.py",
-    # TODO: "flow_kernel/lang" — strict mypy still reports errors there.
+    "flow_kernel/lang",
 ]
 
 

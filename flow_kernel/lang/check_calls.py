@@ -395,10 +395,10 @@ class CallChecker:
         if not T.is_stringy(exe):
             self.report("F5014", e.executable.span, f"the executable of `run` must be a string, found `{exe}`")
         if isinstance(e.arguments, ast.ArrayLit):
-            for item in e.arguments.items:
-                t = self.expr(item)
+            for arg in e.arguments.items:
+                t = self.expr(arg)
                 if not _is_scalar(t):
-                    self.report("F5014", item.span, f"`run` arguments must be scalars, found `{t}`")
+                    self.report("F5014", arg.span, f"`run` arguments must be scalars, found `{t}`")
         else:
             t = self.expr(e.arguments)
             item = T.array_item(t)

@@ -9,7 +9,14 @@ from typing import TYPE_CHECKING
 from flow_kernel.diagnostics.model import Related
 from flow_kernel.lang import ast
 from flow_kernel.lang import types as T
-from flow_kernel.lang.env import AgentInfo, DeclEntry, TeamInfo, ToolInfo, WorkflowContext, WorkflowInfo
+from flow_kernel.lang.env import (
+    AgentInfo,
+    DeclEntry,
+    TeamInfo,
+    ToolInfo,
+    WorkflowContext,
+    WorkflowInfo,
+)
 from flow_kernel.lang.literals import NOT_LITERAL, literal_value
 
 if TYPE_CHECKING:
@@ -40,6 +47,7 @@ def closest(name: str, candidates: list[str] | set[str]) -> tuple[str, ...]:
 
 
 class DeclChecker:
+    _resolving: DeclEntry | None  # the alias being resolved (its self-reference is no "use")
     # -- type expressions ------------------------------------------------------------
     def resolve_type(self: Checker, te: ast.TypeExpr) -> T.Type:
         if isinstance(te, ast.TName):
@@ -100,6 +108,7 @@ class DeclChecker:
     def _constrained(self: Checker, te: ast.TConstrained) -> T.Type:
         base = self.resolve_type(te.base)
         core = T.unwrap(base)
+        allowed: tuple[str, ...]
         if isinstance(core, T.Prim) and core.name == "string":
             allowed, kind = STRING_CONSTRAINTS, "string"
         elif isinstance(core, T.Prim) and core.name in ("number", "int"):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from flow_kernel.diagnostics.model import Related
@@ -417,7 +418,7 @@ def _violated(value: object, c: dict[str, object]) -> str | None:
         if isinstance(pattern, str) and re.search(pattern, value) is None:
             return f"the string does not match the pattern `{pattern}`"
     elif isinstance(value, (int, float)) and not isinstance(value, bool):
-        checks = (
+        checks: tuple[tuple[str, Callable[[float], bool], str], ...] = (
             ("minimum", lambda b: value < b, "less than minimum"),
             ("maximum", lambda b: value > b, "greater than maximum"),
             ("exclusiveMinimum", lambda b: value <= b, "not above exclusiveMinimum"),

@@ -122,7 +122,7 @@ class Lexer:
                 self._add(Kind.OP, start)
                 continue
             self.pos += 1
-            hint = ()
+            hint: tuple[str, ...] = ()
             if ch == "!":
                 hint = ("use `not` for negation and `!=` for inequality",)
             elif ch == "&":

@@ -10,7 +10,6 @@ from flow_kernel.diagnostics.registry import Reporter
 from flow_kernel.lang.tokens import Kind, Token
 from flow_kernel.source import SourceFile, Span
 
-
 _NEWLINE = Kind.NEWLINE  # enum attribute lookups are slow on the hot path
 
 

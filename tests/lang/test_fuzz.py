@@ -779,7 +779,7 @@ class Gen:
             decls.reverse()  # declarations may appear in any order
         for d in decls:
             if self.coin(0.3):
-                out.append(f"## Documentation of the next declaration.\n## Second line.")
+                out.append("## Documentation of the next declaration.\n## Second line.")
             out.append(d)
         top_scope: list[tuple[str, str]] = []
         ctx: dict[str, object] = {"toplevel_async": True, "base_depth": 0}
@@ -818,7 +818,7 @@ class Gen:
                 entries.append(self.pick([
                     value, f'when("{self.pick(NAMES)}", {value})', f'when("/^{self.pick(NAMES)}.*$/", {value})',
                     'fail("agent-invocation", "boom")', f"slow({self.duration()}, {value})",
-                    f'slow(10ms, fail("output-validation", "late"))',
+                    'slow(10ms, fail("output-validation", "late"))',
                 ]))
             trailing = self.pick(["", ","]) if entries else ""
             fields.append("script: [" + self.sp() + ("," + self.sp()).join(entries) + trailing + self.sp() + "]")
