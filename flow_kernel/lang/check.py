@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -45,6 +46,9 @@ class CheckResult:
         return schema_for_decl(entry, self.decls) if entry is not None else None
 
 
+RECURSION_LIMIT = 20_000  # the parser bounds nesting; long operator chains still recurse
+
+
 def check(
     source: SourceFile,
     *,
@@ -54,6 +58,19 @@ def check(
 ) -> CheckResult:
     """Check one file or notebook cell. Never raises for bad input: everything wrong
     with the source is a diagnostic. `cell` defaults to "a session was given"."""
+    previous = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(previous, RECURSION_LIMIT))
+    try:
+        return _check(source, session, loader, cell)
+    except RecursionError:
+        reporter = Reporter()
+        reporter.report("F1006", source.span(0, min(1, len(source.text))), "the source is nested too deeply to check")
+        return CheckResult(source, ast.Module(source.span(0, 0), [], [], []), reporter.sorted())
+    finally:
+        sys.setrecursionlimit(previous)
+
+
+def _check(source: SourceFile, session: SessionScope | None, loader: Loader | None, cell: bool | None) -> CheckResult:
     is_cell = session is not None if cell is None else cell
     reporter = Reporter()
     module = parse(source, reporter)

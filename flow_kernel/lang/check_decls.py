@@ -17,6 +17,7 @@ from flow_kernel.lang.env import (
     WorkflowContext,
     WorkflowInfo,
 )
+from flow_kernel.lang.graphs import find_cycles
 from flow_kernel.lang.literals import NOT_LITERAL, literal_value
 
 if TYPE_CHECKING:
@@ -161,27 +162,12 @@ class DeclChecker:
         for entry in entries:
             assert isinstance(entry.node, ast.TypeDecl)
             refs[entry.name] = [n for n in _type_names(entry.node.type) if n.name in self.decls and self.decls[n.name].kind == "type"]
-        reported: set[str] = set()
-        for entry in entries:
-            # Depth-first search for a path from the alias back to itself.
-            stack = [(entry.name, [entry.name])]
-            seen: set[str] = set()
-            cycle: list[str] | None = None
-            while stack and cycle is None:
-                current, path = stack.pop()
-                for ref in refs.get(current, []):
-                    if ref.name == entry.name:
-                        cycle = path
-                        break
-                    if ref.name not in seen:
-                        seen.add(ref.name)
-                        stack.append((ref.name, [*path, ref.name]))
-            if cycle is None or entry.name in reported:
-                continue
-            reported.update(cycle)
-            first_ref = next(r for r in refs[entry.name] if r.name in cycle or r.name == entry.name)
-            chain = " → ".join([*cycle, entry.name])
-            self.report("F2010", first_ref.span, f"type alias `{entry.name}` is recursive ({chain})",
+        edges = {name: [r.name for r in found] for name, found in refs.items()}
+        for cycle in find_cycles([e.name for e in entries], edges):
+            head, nxt = cycle[0], cycle[1 % len(cycle)]
+            ref = next(r for r in refs[head] if r.name == nxt)
+            chain = " → ".join([*cycle, head])
+            self.report("F2010", ref.span, f"type alias `{head}` is recursive ({chain})",
                         hints=("use `any` where the nesting is open-ended",))
             for name in cycle:
                 named = self.decls[name].named

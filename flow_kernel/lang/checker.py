@@ -21,6 +21,7 @@ from flow_kernel.lang.check_decls import DeclChecker, _type_names
 from flow_kernel.lang.check_exprs import ExprChecker
 from flow_kernel.lang.check_stmts import StmtChecker
 from flow_kernel.lang.env import Binding, DeclEntry, Frame, Scope, WorkflowContext
+from flow_kernel.lang.graphs import find_cycles
 from flow_kernel.source import SourceFile, Span
 
 DECL_KINDS = {ast.TypeDecl: "type", ast.ToolDecl: "tool", ast.AgentDecl: "agent", ast.TeamDecl: "team", ast.WorkflowDecl: "workflow"}
@@ -151,40 +152,18 @@ class Checker(DeclChecker, ExprChecker, CallChecker, StmtChecker):
         self.scope = self.root
 
     def check_recursion(self, contexts: list[WorkflowContext]) -> None:
-        edges = {c.name: c.calls for c in contexts}
-        reported: set[frozenset[str]] = set()
-        for ctx in contexts:
-            for callee, span in ctx.calls:
-                path = _path(edges, callee, ctx.name)
-                if path is None:
-                    continue
-                cycle = frozenset([ctx.name, *path])
-                if cycle in reported:
-                    continue
-                reported.add(cycle)
-                chain = " → ".join([ctx.name, *path]) if path[-1] == ctx.name else " → ".join([ctx.name, *path, ctx.name])
-                self.report("F2009", span, f"recursive workflow call: {chain}",
-                            hints=("workflows may not call themselves, directly or indirectly; use a loop",))
+        spans = {(c.name, callee): span for c in contexts for callee, span in reversed(c.calls)}
+        edges = {c.name: list(dict.fromkeys(callee for callee, _ in c.calls)) for c in contexts}
+        for cycle in find_cycles([c.name for c in contexts], edges):
+            head, nxt = cycle[0], cycle[1 % len(cycle)]
+            chain = " → ".join([*cycle, head])
+            self.report("F2009", spans[(head, nxt)], f"recursive workflow call: {chain}",
+                        hints=("workflows may not call themselves, directly or indirectly; use a loop",))
 
     def warn_unused_declarations(self) -> None:
         for entry in self.decls.values():
             if entry.origin == "cell" and entry.kind != "workflow" and not entry.used:
                 self.report("F7002", entry.span, f"{entry.kind} `{entry.name}` is never used")
-
-
-def _path(edges: dict[str, list[tuple[str, Span]]], start: str, goal: str) -> list[str] | None:
-    """A call path start → … → goal, if one exists (breadth-first, deterministic)."""
-    queue: list[list[str]] = [[start]]
-    seen = {start}
-    while queue:
-        path = queue.pop(0)
-        if path[-1] == goal:
-            return path
-        for callee, _ in edges.get(path[-1], []):
-            if callee not in seen:
-                seen.add(callee)
-                queue.append([*path, callee])
-    return None
 
 
 def type_references(node: ast.Decl) -> set[str]:

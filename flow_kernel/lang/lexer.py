@@ -34,6 +34,10 @@ class DocComment:
     text: str
 
 
+def _is_digit(ch: str) -> bool:
+    return "0" <= ch <= "9" and ch != ""
+
+
 def _is_ident_start(ch: str) -> bool:
     return ch == "_" or ("a" <= ch <= "z") or ("A" <= ch <= "Z")
 
@@ -94,7 +98,7 @@ class Lexer:
                 word = m.group()
                 self._add(Kind.KEYWORD if word in RESERVED else Kind.IDENT, start, word)
                 continue
-            if ch.isdigit() and ch.isascii():
+            if _is_digit(ch):
                 self._number()
                 continue
             if ch == '"':
@@ -145,24 +149,24 @@ class Lexer:
 
     def _number(self) -> None:
         text, start = self.text, self.pos
-        while self._peek().isdigit():
+        while _is_digit(self._peek()):
             self.pos += 1
         is_int = True
-        if self._peek() == "." and self._peek(1).isdigit():
+        if self._peek() == "." and _is_digit(self._peek(1)):
             is_int = False
             self.pos += 1
-            while self._peek().isdigit():
+            while _is_digit(self._peek()):
                 self.pos += 1
         if self._peek() in ("e", "E") and (
-            self._peek(1).isdigit() or (self._peek(1) in "+-" and self._peek(1) != "" and self._peek(2).isdigit())
+            _is_digit(self._peek(1)) or (self._peek(1) in "+-" and self._peek(1) != "" and _is_digit(self._peek(2)))
         ):
             is_int = False
             self.pos += 2
-            while self._peek().isdigit():
+            while _is_digit(self._peek()):
                 self.pos += 1
         # A number glued to letters, digits or a second fraction is one bad token.
         tail = self.pos
-        while tail < self.end and (_is_ident_char(text[tail]) or (text[tail] == "." and tail + 1 < self.end and text[tail + 1].isdigit())):
+        while tail < self.end and (_is_ident_char(text[tail]) or (text[tail] == "." and tail + 1 < self.end and _is_digit(text[tail + 1]))):
             tail += 1
         suffix = text[self.pos : tail]
         if suffix:
@@ -233,10 +237,11 @@ class Lexer:
             self._add(Kind.ERROR, start)
             return
         content_start = start + (3 if triple else 1)
+        self._check_escapes(content_start, self.pos, [p for p in raw if isinstance(p, Interpolation)])
         self.pos += 3 if triple else 1
         if triple:
             raw = _dedent(raw)
-        parts = self._unescape(raw, content_start)
+        parts = _unescape(raw)
         tok = self._add(Kind.STRING, start)
         tok.parts = parts
         tok.value = "".join(p for p in parts if isinstance(p, str)) if all(isinstance(p, str) for p in parts) else None
@@ -290,48 +295,63 @@ class Lexer:
             self.pos += 1
         return False
 
-    def _unescape(self, raw: list[str | Interpolation], content_start: int) -> list[str | Interpolation]:
-        """Process escapes in literal pieces. Offsets are recovered by searching the
-        source from `content_start`, which is exact because pieces appear in order."""
-        out: list[str | Interpolation] = []
-        cursor = content_start
-        for piece in raw:
-            if isinstance(piece, Interpolation):
-                out.append(piece)
-                cursor = piece.end + 1
+    def _check_escapes(self, start: int, end: int, interps: list[Interpolation]) -> None:
+        """F1009 for each bad escape, found in the source itself so spans are exact
+        (also in triple-quoted strings, whose text is dedented later)."""
+        i = start
+        holes = iter(interps)
+        hole = next(holes, None)
+        while i < end:
+            if hole is not None and i >= hole.start:
+                i = hole.end + 1
+                hole = next(holes, None)
                 continue
-            found = self.text.find(piece, cursor) if piece else cursor
-            base = found if found >= 0 else cursor
-            buf: list[str] = []
-            i = 0
-            while i < len(piece):
-                ch = piece[i]
-                if ch != "\\":
-                    buf.append(ch)
-                    i += 1
-                    continue
-                nxt = piece[i + 1] if i + 1 < len(piece) else ""
-                if nxt in ESCAPES:
-                    buf.append(ESCAPES[nxt])
-                    i += 2
-                elif nxt == "u" and _is_hex4(piece[i + 2 : i + 6]):
-                    buf.append(chr(int(piece[i + 2 : i + 6], 16)))
-                    i += 6
-                else:
-                    self._error(
-                        "F1009", base + i, base + i + 1 + len(nxt[:1]), f"invalid escape sequence `\\{nxt}`",
-                        ("valid escapes are \\n \\t \\\" \\\\ \\$ and \\uXXXX",),
-                    )
-                    buf.append(nxt)
-                    i += 2
-            if piece:
-                cursor = base + len(piece)
-            text = "".join(buf)
-            if out and isinstance(out[-1], str):
-                out[-1] += text
-            elif text:
-                out.append(text)
-        return out
+            if self.text[i] != "\\":
+                i += 1
+                continue
+            nxt = self.text[i + 1] if i + 1 < end else ""
+            if nxt in ESCAPES and nxt:
+                i += 2
+            elif nxt == "u" and _is_hex4(self.text[i + 2 : i + 6]):
+                i += 6
+            else:
+                self._error("F1009", i, i + 1 + len(nxt[:1]), f"invalid escape sequence `\\{nxt}`",
+                            ("valid escapes are \\n \\t \\\" \\\\ \\$ and \\uXXXX",))
+                i += 2
+
+
+def _unescape(raw: list[str | Interpolation]) -> list[str | Interpolation]:
+    """Process escapes in the literal pieces (bad ones were reported by `_check_escapes`
+    and stand for the escaped character)."""
+    out: list[str | Interpolation] = []
+    for piece in raw:
+        if isinstance(piece, Interpolation):
+            out.append(piece)
+            continue
+        buf: list[str] = []
+        i = 0
+        while i < len(piece):
+            ch = piece[i]
+            if ch != "\\":
+                buf.append(ch)
+                i += 1
+                continue
+            nxt = piece[i + 1] if i + 1 < len(piece) else ""
+            if nxt in ESCAPES and nxt:
+                buf.append(ESCAPES[nxt])
+                i += 2
+            elif nxt == "u" and _is_hex4(piece[i + 2 : i + 6]):
+                buf.append(chr(int(piece[i + 2 : i + 6], 16)))
+                i += 6
+            else:
+                buf.append(nxt)
+                i += 2
+        text = "".join(buf)
+        if out and isinstance(out[-1], str):
+            out[-1] += text
+        elif text:
+            out.append(text)
+    return out
 
 
 def _is_hex4(s: str) -> bool:

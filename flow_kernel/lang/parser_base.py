@@ -10,6 +10,7 @@ from flow_kernel.diagnostics.registry import Reporter
 from flow_kernel.lang.tokens import Kind, Token
 from flow_kernel.source import SourceFile, Span
 
+MAX_NESTING = 120  # deeper nesting is reported, so recursion stays bounded
 _NEWLINE = Kind.NEWLINE  # enum attribute lookups are slow on the hot path
 
 
@@ -135,6 +136,9 @@ class ParserBase:
 
     @contextmanager
     def bracket(self, opener: Token) -> Iterator[None]:
+        if len(self._open_brackets) >= MAX_NESTING:
+            self.reporter.report("F1006", opener.span, f"brackets and blocks are nested more than {MAX_NESTING} deep here")
+            raise ParseError()
         self._open_brackets.append(opener)
         try:
             yield

@@ -155,13 +155,15 @@ def strip_constraints(t: Type) -> Type:
 def union(types: list[Type]) -> Type:
     """Flatten and deduplicate; `any` absorbs everything."""
     flat: list[Type] = []
+    seen: set[Type] = set()
     for t in types:
         u = unwrap(t) if isinstance(unwrap(t), UnionType) else t
         members = u.options if isinstance(u, UnionType) else (t,)
         for m in members:
             if isinstance(unwrap(m), AnyType):
                 return ANY
-            if m not in flat:
+            if m not in seen:
+                seen.add(m)
                 flat.append(m)
     if not flat:
         return NULL
