@@ -455,7 +455,7 @@ class ExprParser(ParserBase):
                 self.advance()
                 self.advance()
                 node = ast.TArray(self.span_from(node.span), node)
-            elif self.at_op("?"):
+            elif self.at_op("?", "??"):  # the lexer reads `T??` as the `??` operator
                 self.advance()
                 node = ast.TOptional(self.span_from(node.span), node)
             elif self.at_op("("):

@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from flow_kernel.diagnostics.registry import REGISTRY
@@ -45,12 +45,6 @@ TIMEOUT_S = 10
 KNOWN_CRASHES: dict[str, tuple[type[BaseException], str]] = {}  # all fixed; add new finds here
 
 
-def known_crash(text: str) -> bool:
-    """Inputs that hit a crash already recorded in KNOWN_CRASHES (a digit that is not
-    decimal, such as `²` or `①`, right after a number). Property tests skip them, so
-    that they keep looking for new bugs; remove this filter once the lexer is fixed."""
-    del text
-    return False
 KNOWN_SLOW: dict[str, str] = {}  # all fixed; add new finds here
 KNOWN_SLOW_GUARD_S = 1.5
 
@@ -158,14 +152,12 @@ token_soup = st.lists(st.sampled_from(TOKENS), max_size=80).flatmap(
 @settings(max_examples=1000, **_SETTINGS)
 @given(text=flowish_text, cell=st.booleans())
 def test_random_text_never_raises(text: str, cell: bool) -> None:
-    assume(not known_crash(text))
     assert_well_formed(run_check(text, cell=cell), text)
 
 
 @settings(max_examples=60, **_SETTINGS)
 @given(text=st.text(max_size=200))
 def test_arbitrary_unicode_never_raises(text: str) -> None:
-    assume(not known_crash(text))
     assert_well_formed(run_check(text), text)
 
 
@@ -963,7 +955,6 @@ def test_use_of_generated_files_never_raises(data: st.DataObject) -> None:
 @settings(max_examples=50, **_SETTINGS)
 @given(text=st.one_of(flowish_text, token_soup, flow_programs(), mutated_programs()))
 def test_check_is_deterministic(text: str) -> None:
-    assume(not known_crash(text))
     assert fingerprint(run_check(text)) == fingerprint(run_check(text))
 
 

@@ -543,6 +543,14 @@ def test_unexpected_character_is_f1001(ch: str) -> None:
     assert texts(toks)[-2] == "c"
 
 
+def test_non_ascii_digits_are_not_numbers() -> None:
+    text = "let a = \u0663 1\u0663"
+    toks, _docs, diags = lex(text)
+    assert codes(diags) == ["F1001", "F1001"]
+    assert [d.span.start for d in diags] == [8, 11]
+    assert [(t.kind, t.text) for t in toks if t.kind is Kind.INT] == [(Kind.INT, "1")]
+
+
 def test_bang_alone_is_unexpected_but_bang_equals_is_an_operator() -> None:
     toks, _docs, diags = lex("!x a != b")
     assert codes(diags) == ["F1001"]
