@@ -144,7 +144,8 @@ class Lexer:
         while self.pos < self.end and self.text[self.pos] != "\n":
             self.pos += 1
         body = self.text[start : self.pos]
-        if body.startswith("##"):
+        line_start = self.text.rfind("\n", 0, start) + 1
+        if body.startswith("##") and not self.text[line_start:start].strip():
             self.docs.append(DocComment(self.src.position(start).line, body[2:].strip()))
 
     def _number(self) -> None:

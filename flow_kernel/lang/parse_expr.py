@@ -12,6 +12,12 @@ COMPARISONS = ("==", "!=", "<", "<=", ">", ">=")
 
 
 class ExprParser(ParserBase):
+    _paren_start: dict[int, int]  # node id -> offset of the `(` wrapped around it
+
+    def outer_start(self, node: ast.Node) -> int:
+        """Where a node starts as an operand: at its parentheses, if it has any."""
+        return self._paren_start.get(id(node), node.span.start)
+
     # -- names -----------------------------------------------------------------
     def ident(self, what: str = "a name") -> ast.Ident:
         """A binding or declaration name; a reserved word is F1010 but parsing goes on."""
@@ -50,7 +56,7 @@ class ExprParser(ParserBase):
                 if self.accept_op(":"):
                     message = self.prefix_form()
                 clauses.append(ast.ExpectClause(self.span_from(kw.span), cond, message))
-            value = ast.Expect(self.span_from(value.span), value, clauses)
+            value = ast.Expect(self.span_from(self.outer_start(value)), value, clauses)
         return value
 
     def _at_expect(self) -> bool:
@@ -104,7 +110,7 @@ class ExprParser(ParserBase):
             then = self.ternary()
             self.expect_op(":", "`:` of the conditional expression `c ? a : b`")
             other = self.ternary()
-            return ast.Ternary(self.span_from(cond.span), cond, then, other)
+            return ast.Ternary(self.span_from(self.outer_start(cond)), cond, then, other)
         return cond
 
     def coalesce(self) -> ast.Expr:
@@ -112,7 +118,7 @@ class ExprParser(ParserBase):
         if self.at_op("??"):
             op = self.advance()
             right = self.coalesce()
-            return ast.Binary(self.span_from(left.span), "??", left, right, op.span)
+            return ast.Binary(self.span_from(self.outer_start(left)), "??", left, right, op.span)
         return left
 
     def logic_or(self) -> ast.Expr:
@@ -120,7 +126,7 @@ class ExprParser(ParserBase):
         while self.at_kw("or"):
             op = self.advance()
             right = self.logic_and()
-            left = ast.Binary(self.span_from(left.span), "or", left, right, op.span)
+            left = ast.Binary(self.span_from(self.outer_start(left)), "or", left, right, op.span)
         return left
 
     def logic_and(self) -> ast.Expr:
@@ -128,7 +134,7 @@ class ExprParser(ParserBase):
         while self.at_kw("and"):
             op = self.advance()
             right = self.logic_not()
-            left = ast.Binary(self.span_from(left.span), "and", left, right, op.span)
+            left = ast.Binary(self.span_from(self.outer_start(left)), "and", left, right, op.span)
         return left
 
     def logic_not(self) -> ast.Expr:
@@ -146,7 +152,7 @@ class ExprParser(ParserBase):
         if self._at_comparison():
             op = self.advance()
             right = self.additive()
-            left = ast.Binary(self.span_from(left.span), op.text, left, right, op.span)
+            left = ast.Binary(self.span_from(self.outer_start(left)), op.text, left, right, op.span)
             if self._at_comparison():
                 extra = self.peek()
                 self.reporter.report(
@@ -161,7 +167,7 @@ class ExprParser(ParserBase):
         while self.at_op("+", "-"):
             op = self.advance()
             right = self.multiplicative()
-            left = ast.Binary(self.span_from(left.span), op.text, left, right, op.span)
+            left = ast.Binary(self.span_from(self.outer_start(left)), op.text, left, right, op.span)
         return left
 
     def multiplicative(self) -> ast.Expr:
@@ -169,7 +175,7 @@ class ExprParser(ParserBase):
         while self.at_op("*", "/", "%"):
             op = self.advance()
             right = self.unary()
-            left = ast.Binary(self.span_from(left.span), op.text, left, right, op.span)
+            left = ast.Binary(self.span_from(self.outer_start(left)), op.text, left, right, op.span)
         return left
 
     def unary(self) -> ast.Expr:
@@ -224,6 +230,7 @@ class ExprParser(ParserBase):
             with self.bracket(tok), self.newlines(True):
                 inner = self.expr()
                 self.expect_op(")")
+            self._paren_start[id(inner)] = tok.span.start
             return inner
         if tok.is_op("["):
             return self.array()
@@ -242,6 +249,8 @@ class ExprParser(ParserBase):
             k += 1
             if self.peek_at(k).is_op(","):
                 k += 1
+                if self.peek_at(k).is_op(")"):
+                    return self.peek_at(k + 1).is_op("=>")
                 continue
             if self.peek_at(k).is_op(")"):
                 return self.peek_at(k + 1).is_op("=>")
@@ -286,11 +295,11 @@ class ExprParser(ParserBase):
                         if not self.accept_op(","):
                             break
                     self.expect_op("}")
-                node = ast.Pick(self.span_from(node.span), node, fields)
+                node = ast.Pick(self.span_from(self.outer_start(node)), node, fields)
             elif tok.is_op(".", "?."):
                 self.advance()
                 name = self.plain_name("a field name after `" + tok.text + "`")
-                node = ast.Member(self.span_from(node.span), node, name, tok.text == "?.")
+                node = ast.Member(self.span_from(self.outer_start(node)), node, name, tok.text == "?.")
             elif tok.is_op("["):
                 node = self.subscript(node)
             else:
@@ -307,15 +316,15 @@ class ExprParser(ParserBase):
                     while self.at_op(".") and not self.peek_at(1).is_op("{"):
                         self.advance()
                         path.append(self.plain_name("a field name"))
-                return ast.Project(self.span_from(node.span), node, path)
+                return ast.Project(self.span_from(self.outer_start(node)), node, path)
             lower = None if self.at_op(":") else self.expr()
             if self.accept_op(":"):
                 upper = None if self.at_op("]") else self.expr()
                 self.expect_op("]")
-                return ast.Slice(self.span_from(node.span), node, lower, upper)
+                return ast.Slice(self.span_from(self.outer_start(node)), node, lower, upper)
             self.expect_op("]")
         assert lower is not None
-        return ast.Index(self.span_from(node.span), node, lower)
+        return ast.Index(self.span_from(self.outer_start(node)), node, lower)
 
     def call(self, callee: ast.Expr) -> ast.Call:
         opener = self.advance()
@@ -339,7 +348,7 @@ class ExprParser(ParserBase):
                 if not self.accept_op(","):
                     break
             self.expect_op(")", "`,` or `)` in the argument list")
-        return ast.Call(self.span_from(callee.span), callee, args)
+        return ast.Call(self.span_from(self.outer_start(callee)), callee, args)
 
     def array(self) -> ast.ArrayLit:
         opener = self.advance()
@@ -426,6 +435,7 @@ class ExprParser(ParserBase):
     def _interpolated(self, part: Interpolation, tok: Token) -> ast.Expr:
         sub_tokens = Lexer(self.src, self.reporter, part.start, part.end).tokenize()
         sub = type(self)(self.src, sub_tokens, self.reporter)
+        sub.in_interpolation = True
         with sub.newlines(True):
             try:
                 if sub.peek().kind is Kind.EOF:
@@ -446,7 +456,7 @@ class ExprParser(ParserBase):
         options = [first]
         while self.accept_op("|"):
             options.append(self._type_postfix())
-        return ast.TUnion(self.span_from(first.span), options)
+        return ast.TUnion(self.span_from(self.outer_start(first)), options)
 
     def _type_postfix(self) -> ast.TypeExpr:
         node = self._type_primary()
@@ -454,10 +464,10 @@ class ExprParser(ParserBase):
             if self.at_op("[") and self.peek_at(1).is_op("]"):
                 self.advance()
                 self.advance()
-                node = ast.TArray(self.span_from(node.span), node)
+                node = ast.TArray(self.span_from(self.outer_start(node)), node)
             elif self.at_op("?", "??"):  # the lexer reads `T??` as the `??` operator
                 self.advance()
-                node = ast.TOptional(self.span_from(node.span), node)
+                node = ast.TOptional(self.span_from(self.outer_start(node)), node)
             elif self.at_op("("):
                 opener = self.advance()
                 args: list[ast.NamedValue] = []
@@ -470,7 +480,7 @@ class ExprParser(ParserBase):
                         if not self.accept_op(","):
                             break
                     self.expect_op(")")
-                node = ast.TConstrained(self.span_from(node.span), node, args)
+                node = ast.TConstrained(self.span_from(self.outer_start(node)), node, args)
             else:
                 return node
 
@@ -508,6 +518,7 @@ class ExprParser(ParserBase):
             with self.bracket(opener), self.newlines(True):
                 inner = self.type_expr()
                 self.expect_op(")")
+            self._paren_start[id(inner)] = opener.span.start
             return inner
         raise self.fail("a type")
 

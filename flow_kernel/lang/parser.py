@@ -32,6 +32,7 @@ class Parser(ExprParser):
             tok = self.peek()
             if tok.kind is Kind.EOF:
                 break
+            start = self.i
             try:
                 if tok.is_kw("use"):
                     uses.append(self.use())
@@ -42,7 +43,7 @@ class Parser(ExprParser):
                 else:
                     self._statement_into(statements)
             except ParseError:
-                self.synchronize()
+                self.synchronize(start)
                 if self.toks[self.i].is_op("}"):
                     self.reporter.report("F1008", self.toks[self.i].span, "unmatched closing bracket `}`")
                     self.i += 1
@@ -189,10 +190,11 @@ class Parser(ExprParser):
                     break
                 if tok.kind is Kind.EOF:
                     raise self.fail("`}`")
+                start = self.i
                 try:
                     self._statement_into(body)
                 except ParseError:
-                    self.synchronize()
+                    self.synchronize(start)
         return ast.Block(self.span_from(opener.span), body)
 
     def lambda_block(self) -> ast.Block:
@@ -233,6 +235,7 @@ class Parser(ExprParser):
         return ast.ExprStmt(self.span_from(start.span), value)
 
     def _binding(self, mutable: bool) -> ast.Let:
+        begin = self._index()
         kw = self.advance()
         name = self.ident("a binding name")
         t = self.type_expr() if self.accept_op(":") else None
@@ -242,7 +245,7 @@ class Parser(ExprParser):
             value = self.expr()
         except ParseError:
             # Keep the binding so later uses of the name do not cascade into F2001.
-            self.synchronize(consume_end=False)
+            self.synchronize(begin, consume_end=False)
             value = ast.ErrorExpr(self.span_from(start))
         return ast.Let(self.span_from(kw.span), name, t, value, mutable)
 
@@ -343,11 +346,13 @@ class Parser(ExprParser):
 
     def stmt_print(self) -> ast.Stmt:
         kw = self.advance()
-        return ast.Print(self.span_from(kw.span), self.expr())
+        value = self.expr()
+        return ast.Print(self.span_from(kw.span), value)
 
     def stmt_log(self) -> ast.Stmt:
         kw = self.advance()
-        return ast.Log(self.span_from(kw.span), self.expr())
+        value = self.expr()
+        return ast.Log(self.span_from(kw.span), value)
 
     def stmt_publish(self) -> ast.Stmt:
         kw = self.advance()
@@ -360,7 +365,8 @@ class Parser(ExprParser):
         nxt = self.toks[self.i]
         if nxt.kind in (Kind.NEWLINE, Kind.EOF) or nxt.is_op(";", "}"):
             return ast.Return(kw.span, None)
-        return ast.Return(self.span_from(kw.span), self.expr())
+        value = self.expr()
+        return ast.Return(self.span_from(kw.span), value)
 
     def stmt_async(self) -> ast.Stmt:
         kw = self.advance()

@@ -27,6 +27,8 @@ class ParserBase:
         # True on top: newlines are insignificant (inside brackets and object literals).
         self._modes: list[bool] = [False]
         self._async_depth = 0
+        self.in_interpolation = False
+        self._paren_start: dict[int, int] = {}  # a sub-parser for one `${…}`
         self._open_brackets: list[Token] = []
 
     # -- newline modes ---------------------------------------------------------
@@ -111,6 +113,9 @@ class ParserBase:
         tok = tok or self.peek()
         if tok.kind is Kind.ERROR:
             return ParseError()  # the lexer already said what is wrong with it
+        if tok.kind is Kind.EOF and self.in_interpolation:
+            self.reporter.report("F1006", tok.span, f"expected {expected} before the end of the interpolation", hints=hints)
+            return ParseError()
         if tok.kind is Kind.EOF:
             related: list[Related] = []
             if self._open_brackets:
@@ -145,17 +150,27 @@ class ParserBase:
         finally:
             self._open_brackets.pop()
 
-    def synchronize(self, consume_end: bool = True) -> None:
+    def synchronize(self, start: int | None = None, consume_end: bool = True) -> None:
         """Skip to the end of the current statement: a newline or `;` outside brackets,
-        or just before a `}` that closes the enclosing block."""
+        or just before a `}` that closes the enclosing block. Brackets the statement
+        opened (from token `start`) before the error must be closed first, so that the
+        `}` of a broken object literal or agent body does not end the enclosing block."""
+        # Only braces count: an unclosed `(` or `[` is more often the mistake itself
+        # (`let a = (1 +` then a new statement), and skipping to its closer would
+        # swallow the statements after it.
         depth = 0
+        for tok in self.toks[start if start is not None else self.i : self.i]:
+            if tok.kind is Kind.OP and tok.text == "{":
+                depth += 1
+            elif tok.kind is Kind.OP and tok.text == "}":
+                depth = max(0, depth - 1)
         while True:
             tok = self.toks[self.i]
             if tok.kind is Kind.EOF:
                 return
-            if tok.kind is Kind.OP and tok.text in "([{":
+            if tok.kind is Kind.OP and tok.text in ("(", "[", "{"):
                 depth += 1
-            elif tok.kind is Kind.OP and tok.text in ")]}":
+            elif tok.kind is Kind.OP and tok.text in (")", "]", "}"):
                 if depth == 0:
                     if tok.text == "}":
                         return

@@ -381,7 +381,6 @@ def test_agent_fields_without_separator_are_an_error() -> None:
     assert diags[0].span.text == "role"
 
 
-@pytest.mark.xfail(strict=True, reason="error inside an agent body: the agent's `}` is left over and reported again as F1008")
 def test_agent_fields_without_separator_is_one_diagnostic() -> None:
     module, diags = parse_src('agent a { model: "mock" role: "r" }\ntype Ok = int')
     assert codes(diags) == ["F1006"]
@@ -485,7 +484,6 @@ def test_doc_attaches_only_to_the_next_declaration() -> None:
     assert [d.doc for d in module.decls] == ["for A", None]
 
 
-@pytest.mark.xfail(strict=True, reason="a `##` comment trailing code on the line above is taken as the next declaration's doc")
 def test_trailing_double_hash_after_code_is_not_a_doc() -> None:
     module = parse_ok('let x = 1 ## about x\nagent a { model: "mock" }')
     assert module.decls[0].doc is None
@@ -611,7 +609,6 @@ def test_pipeline_holds_only_stages() -> None:
     assert diags[0].span.text == "print"
 
 
-@pytest.mark.xfail(strict=True, reason="error inside a pipeline body: its `}` closes the workflow, whose own `}` then gives F1008 twice")
 def test_pipeline_holds_only_stages_one_diagnostic() -> None:
     module, diags = parse_src('workflow w() {\n  pipeline "p" {\n    print 1\n  }\n  print 2\n}')
     assert codes(diags) == ["F1006"]
@@ -967,7 +964,6 @@ def test_bad_interpolation_gives_one_diagnostic() -> None:
     assert [s.name.name for s in module.statements] == ["s", "t"]  # type: ignore[attr-defined]
 
 
-@pytest.mark.xfail(strict=True, reason="an incomplete expression inside `${…}` is F1007 (end of input) though the file goes on")
 def test_incomplete_interpolation_is_f1006() -> None:
     _m, diags = parse_src('let s = "${a +}"\nlet t = 1')
     assert codes(diags) == ["F1006"]
@@ -1139,7 +1135,6 @@ def test_parenthesised_name_is_not_a_lambda() -> None:
     assert isinstance(e, ast.Binary) and name_of(e.left) == "x"
 
 
-@pytest.mark.xfail(strict=True, reason="trailing comma in a lambda parameter list `(x, i,) =>` is rejected")
 def test_lambda_params_trailing_comma() -> None:
     lam = expr("map(xs, (x, i,) => x)").args[1].value  # type: ignore[attr-defined]
     assert isinstance(lam, ast.Lambda) and [p.name for p in lam.params] == ["x", "i"]
@@ -1354,21 +1349,19 @@ def test_every_node_span_is_trimmed_and_inside_its_parent_except_known_bugs() ->
         text = node.span.text
         if not text or text != text.strip():
             problems.append(("untrimmed", type(node).__name__, text))
-        if isinstance(parent, (ast.Print, ast.Log, ast.Return)):
-            continue  # covered by the xfail test below
-        if parent is not None and not isinstance(parent, ast.Module):
-            if not (parent.span.start <= node.span.start and node.span.end <= parent.span.end):
-                problems.append(("outside parent", type(node).__name__, text, type(parent).__name__))
+        inside = parent is None or isinstance(parent, ast.Module) or (
+            parent.span.start <= node.span.start and node.span.end <= parent.span.end
+        )
+        if not inside:
+            problems.append(("outside parent", type(node).__name__, text, type(parent).__name__))
     assert problems == []
 
 
-@pytest.mark.xfail(strict=True, reason="Print/Log/Return spans are taken before their value is parsed: they cover only the keyword")
 def test_print_log_return_spans_cover_their_value() -> None:
     body = stmts("print a + 1\nlog b\nreturn c ?? 0")
     assert [s.span.text for s in body] == ["print a + 1", "log b", "return c ?? 0"]
 
 
-@pytest.mark.xfail(strict=True, reason="Print/Log/Return spans do not contain their value's span")
 def test_every_node_span_is_inside_its_parent() -> None:
     module = _span_module()
     bad = [
@@ -1469,7 +1462,6 @@ def test_it_span() -> None:
     assert it.span.text == "it"
 
 
-@pytest.mark.xfail(strict=True, reason="a node whose first operand is parenthesised starts its span inside the parentheses")
 @pytest.mark.parametrize(
     "src,kind",
     [
@@ -1487,7 +1479,6 @@ def test_span_of_expression_starting_with_parentheses(src: str, kind: type) -> N
     assert e.span.text == src
 
 
-@pytest.mark.xfail(strict=True, reason="a type whose first part is parenthesised starts its span inside the parentheses")
 @pytest.mark.parametrize("src", ["(int | string)[]", "(int)?", "(int) | string"])
 def test_span_of_type_starting_with_parentheses(src: str) -> None:
     d = decl(f"type T = {src}")
@@ -1742,7 +1733,6 @@ def test_error_inside_braces_is_reported_first(line: str) -> None:
     assert diags[0].span.start_pos.line == 2
 
 
-@pytest.mark.xfail(strict=True, reason="an error inside `{ … }` leaves its `}` to close the enclosing block; cascade of F1008")
 @pytest.mark.parametrize("line", BRACE_ERRORS)
 def test_error_inside_braces_in_workflow_is_one_diagnostic(line: str) -> None:
     module, diags = parse_src(f"workflow w() {{\n  {line}\n  print 1\n}}\ntype Ok = int")
@@ -1753,7 +1743,6 @@ def test_error_inside_braces_in_workflow_is_one_diagnostic(line: str) -> None:
     assert module.decls[-1].name.name == "Ok"
 
 
-@pytest.mark.xfail(strict=True, reason="an error inside `{ … }` at top level: the leftover `}` is reported twice as F1008")
 @pytest.mark.parametrize("line", [p for p in BRACE_ERRORS if p.id != "limits"])
 def test_error_inside_braces_at_top_level_is_one_diagnostic(line: str) -> None:
     module, diags = parse_src(f"{line}\nlet z = 1")
