@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from flow_kernel.diagnostics.registry import Reporter
 from flow_kernel.lang.tokens import DURATION_UNITS, RESERVED, Interpolation, Kind, Token
-from flow_kernel.source import SourceFile
+from flow_kernel.source import SourceFile, Span
 
 THREE_CHAR_OPS = ("...",)
 TWO_CHAR_OPS = ("?.", "??", "=>", "==", "!=", "<=", ">=", "->")
@@ -67,9 +67,9 @@ class Lexer:
     def _error(self, code: str, start: int, end: int, message: str, hints: tuple[str, ...] = ()) -> None:
         self.reporter.report(code, self.src.span(start, max(end, start + 1) if end <= self.end else end), message, hints=hints)
 
-    def _add(self, kind: Kind, start: int, value: object = None, newline_before: bool = False) -> Token:
-        tok = Token(kind, self.text[start : self.pos], self.src.span(start, self.pos), value)
-        tok.newline_before = newline_before
+    def _add(self, kind: Kind, start: int, value: object = None) -> Token:
+        pos = self.pos
+        tok = Token(kind, self.text[start:pos], Span(self.src, start, pos), value)
         self.tokens.append(tok)
         return tok
 

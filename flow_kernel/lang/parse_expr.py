@@ -9,6 +9,18 @@ from flow_kernel.lang.parser_base import ParseError, ParserBase
 from flow_kernel.lang.tokens import Interpolation, Kind, Token
 
 COMPARISONS = ("==", "!=", "<", "<=", ">", ">=")
+NOT_PREC, COMPARISON_PREC = 4, 5
+OP_PREC = {"??": 1, "+": 6, "-": 6, "*": 7, "/": 7, "%": 7, **{c: COMPARISON_PREC for c in COMPARISONS}}
+KEYWORD_PREC = {"or": 2, "and": 3, "in": COMPARISON_PREC}
+_OP, _KEYWORD = Kind.OP, Kind.KEYWORD
+
+
+def _binary_prec(tok: Token) -> int | None:
+    if tok.kind is _OP:
+        return OP_PREC.get(tok.text)
+    if tok.kind is _KEYWORD:
+        return KEYWORD_PREC.get(tok.text)
+    return None
 
 
 class ExprParser(ParserBase):
@@ -105,7 +117,7 @@ class ExprParser(ParserBase):
         return ast.Run(self.span_from(kw.span), exe, args, clauses.get("stdin"), clauses.get("timeout"))
 
     def ternary(self) -> ast.Expr:
-        cond = self.coalesce()
+        cond = self.binary()
         if self.accept_op("?"):
             then = self.ternary()
             self.expect_op(":", "`:` of the conditional expression `c ? a : b`")
@@ -113,70 +125,31 @@ class ExprParser(ParserBase):
             return ast.Ternary(self.span_from(self.outer_start(cond)), cond, then, other)
         return cond
 
-    def coalesce(self) -> ast.Expr:
-        left = self.logic_or()
-        if self.at_op("??"):
-            op = self.advance()
-            right = self.coalesce()
-            return ast.Binary(self.span_from(self.outer_start(left)), "??", left, right, op.span)
-        return left
-
-    def logic_or(self) -> ast.Expr:
-        left = self.logic_and()
-        while self.at_kw("or"):
-            op = self.advance()
-            right = self.logic_and()
-            left = ast.Binary(self.span_from(self.outer_start(left)), "or", left, right, op.span)
-        return left
-
-    def logic_and(self) -> ast.Expr:
-        left = self.logic_not()
-        while self.at_kw("and"):
-            op = self.advance()
-            right = self.logic_not()
-            left = ast.Binary(self.span_from(self.outer_start(left)), "and", left, right, op.span)
-        return left
-
-    def logic_not(self) -> ast.Expr:
-        if self.at_kw("not"):
-            op = self.advance()
-            operand = self.logic_not()
-            return ast.Unary(self.span_from(op.span), "not", operand)
-        return self.comparison()
-
-    def _at_comparison(self) -> bool:
-        return self.at_op(*COMPARISONS) or self.at_kw("in")
-
-    def comparison(self) -> ast.Expr:
-        left = self.additive()
-        if self._at_comparison():
-            op = self.advance()
-            right = self.additive()
-            left = ast.Binary(self.span_from(self.outer_start(left)), op.text, left, right, op.span)
-            if self._at_comparison():
+    def binary(self, min_prec: int = 1) -> ast.Expr:
+        """The binary levels of §6 by precedence climbing (one frame per operand
+        instead of one per level): `??` (right-associative) < `or` < `and` < prefix
+        `not` < comparisons (not chained) < `+ -` < `* / %`."""
+        if min_prec <= NOT_PREC and self.peek().is_kw("not"):
+            op_tok = self.advance()
+            operand = self.binary(NOT_PREC)
+            left: ast.Expr = ast.Unary(self.span_from(op_tok.span), "not", operand)
+        else:
+            left = self.unary()
+        while True:
+            tok = self.peek()
+            prec = _binary_prec(tok)
+            if prec is None or prec < min_prec:
+                return left
+            self.advance()
+            right = self.binary(prec if tok.text == "??" else prec + 1)
+            left = ast.Binary(self.span_from(self.outer_start(left)), tok.text, left, right, tok.span)
+            if prec == COMPARISON_PREC and _binary_prec(self.peek()) == COMPARISON_PREC:
                 extra = self.peek()
                 self.reporter.report(
                     "F1006", extra.span, f"expected the end of the comparison, found `{extra.text}`",
                     hints=("comparisons do not chain: write `a < b and b < c`",),
                 )
                 raise ParseError()
-        return left
-
-    def additive(self) -> ast.Expr:
-        left = self.multiplicative()
-        while self.at_op("+", "-"):
-            op = self.advance()
-            right = self.multiplicative()
-            left = ast.Binary(self.span_from(self.outer_start(left)), op.text, left, right, op.span)
-        return left
-
-    def multiplicative(self) -> ast.Expr:
-        left = self.unary()
-        while self.at_op("*", "/", "%"):
-            op = self.advance()
-            right = self.unary()
-            left = ast.Binary(self.span_from(self.outer_start(left)), op.text, left, right, op.span)
-        return left
 
     def unary(self) -> ast.Expr:
         if self.at_op("-"):

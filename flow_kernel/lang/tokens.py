@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import Enum
 
 from flow_kernel.source import Span
@@ -41,15 +41,22 @@ class Interpolation:
     end: int
 
 
-@dataclass(eq=False)
 class Token:
-    kind: Kind
-    text: str
-    span: Span
-    value: object = None
-    # For STRING tokens: literal text pieces and interpolations, in order.
-    parts: list[str | Interpolation] = field(default_factory=list)
-    newline_before: bool = False
+    """One token. A slotted class: the lexer makes one per token, and dataclass
+    construction with a list default costs several times more."""
+
+    __slots__ = ("kind", "parts", "span", "text", "value")
+
+    def __init__(self, kind: Kind, text: str, span: Span, value: object = None) -> None:
+        self.kind = kind
+        self.text = text
+        self.span = span
+        self.value = value
+        # For STRING tokens: literal text pieces and interpolations, in order.
+        self.parts: list[str | Interpolation] = []
+
+    def __repr__(self) -> str:
+        return f"Token({self.kind.name}, {self.text!r})"
 
     def is_op(self, *ops: str) -> bool:
         return self.kind is _OP and self.text in ops
