@@ -43,7 +43,7 @@ class CheckResult:
         from flow_kernel.lang.schema import schema_for_decl
 
         entry = self.decls.get(name)
-        return schema_for_decl(entry, self.decls) if entry is not None else None
+        return schema_for_decl(entry) if entry is not None else None
 
 
 RECURSION_LIMIT = 20_000  # the parser bounds nesting; long operator chains still recurse

@@ -10,6 +10,7 @@ from flow_kernel.lang import ast
 from flow_kernel.lang import types as T
 from flow_kernel.lang.builtins import BUILTINS
 from flow_kernel.lang.check_decls import closest
+from flow_kernel.lang.env import TaskInfo
 from flow_kernel.lang.literals import NOT_LITERAL, literal_value
 
 if TYPE_CHECKING:
@@ -292,10 +293,7 @@ class ExprChecker:
             obj = T.without_null(obj)
         return self.field_type(obj, e.name, e.obj)
 
-    def _task_field(self: Checker, task: object, e: ast.Member) -> T.Type:
-        from flow_kernel.lang.env import TaskInfo
-
-        assert isinstance(task, TaskInfo)
+    def _task_field(self: Checker, task: TaskInfo, e: ast.Member) -> T.Type:
         if not task.awaited:
             self.report("F5004", e.span, f"`{task.name}.{e.name.name}` is read before `await {task.name}`",
                         related=[Related(task.span, "the task starts here")], hints=(f"add `await {task.name}` first",))

@@ -222,7 +222,7 @@ class Parser(ExprParser):
         start = self.peek()
         value = self.expr()
         if self.at_op("="):
-            eq = self.advance()
+            self.advance()
             rhs = self.expr()
             if not isinstance(value, ast.Name):
                 self.reporter.report(
@@ -230,7 +230,6 @@ class Parser(ExprParser):
                     hints=("values are immutable; build a new one, e.g. `x = merge(x, {a: 1})`",),
                 )
                 raise ParseError()
-            del eq
             return ast.Assign(self.span_from(start.span), value, rhs)
         return ast.ExprStmt(self.span_from(start.span), value)
 

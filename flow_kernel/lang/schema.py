@@ -69,9 +69,9 @@ def input_type(params: list[tuple[str, T.Type, bool]]) -> T.ObjectType:
     return T.ObjectType(tuple((name, T.Field(t, optional)) for name, t, optional in params), open=False)
 
 
-def schema_for_decl(entry: DeclEntry, decls: dict[str, DeclEntry]) -> JSON | None:
-    """The schema of a type alias, or `{"input", "output"}` for a workflow or tool."""
-    del decls  # aliases are reached through `Named` targets
+def schema_for_decl(entry: DeclEntry) -> JSON | None:
+    """The schema of a type alias, or `{"input", "output"}` for a workflow or tool
+    (aliases they mention are reached through their `Named` targets)."""
     if entry.kind == "type" and entry.named is not None:
         return type_schema(entry.named)
     if entry.kind == "workflow" and entry.workflow is not None:
