@@ -44,8 +44,12 @@ class Parser(ExprParser):
                     self._statement_into(statements)
             except ParseError:
                 self.synchronize(start)
-                if self.toks[self.i].is_op("}"):
-                    self.reporter.report("F1008", self.toks[self.i].span, "unmatched closing bracket `}`")
+                stray = self.toks[self.i]
+                if stray.is_op("}"):
+                    # A `}` that closes nothing at the top level; said once, and not
+                    # again when the error just reported was about this very token.
+                    if stray is not self.last_error_token:
+                        self.reporter.report("F1008", stray.span, "unmatched closing bracket `}`")
                     self.i += 1
         return ast.Module(self.src.span(0, len(self.src.text)), uses, decls, statements)
 

@@ -28,6 +28,7 @@ class ParserBase:
         self._modes: list[bool] = [False]
         self._async_depth = 0
         self.in_interpolation = False
+        self.last_error_token: Token | None = None  # the token the last F1006 was about
         self._paren_start: dict[int, int] = {}  # a sub-parser for one `${…}`
         self._open_brackets: list[Token] = []
 
@@ -126,8 +127,11 @@ class ParserBase:
             )
             return ParseError()
         if tok.is_op(")", "]", "}") and not self._open_brackets:
-            self.reporter.report("F1008", tok.span, f"unmatched closing bracket `{tok.text}`")
+            if tok is not self.last_error_token:  # not twice for one stray bracket
+                self.reporter.report("F1008", tok.span, f"unmatched closing bracket `{tok.text}`")
+            self.last_error_token = tok
             return ParseError()
+        self.last_error_token = tok
         span = tok.span
         if tok.kind is Kind.NEWLINE:
             span = self.src.span(tok.span.start, tok.span.start)

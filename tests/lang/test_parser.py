@@ -1759,7 +1759,6 @@ def test_error_inside_parens_or_brackets_is_one_diagnostic(line: str) -> None:
     assert [type(x).__name__ for x in module.statements] == ["Let"]
 
 
-@pytest.mark.xfail(strict=True, reason="a `}` closing a `(` gives F1006 plus two F1008 for the same mistake")
 def test_mismatched_brace_closing_a_paren_is_one_diagnostic() -> None:
     module, diags = parse_src("let a = (1 }\nlet b = 2")
     assert len(diags) == 1, [(d.code, d.span.text) for d in diags]
