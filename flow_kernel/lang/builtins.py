@@ -168,8 +168,7 @@ _TABLE = [
 
 BUILTINS: dict[str, Builtin] = {b.name: b for b in _TABLE}
 
-# The parameter types the checker uses for the lambda of each builtin:
-# (item) or (item, index).
+# What the lambda of these builtins must give: a `bool` test or a `string` group key.
 LAMBDA_RESULT_KIND = {"count": "bool", "all": "bool", "any": "bool", "filter": "bool", "find": "bool", "groupBy": "string"}
 
 

@@ -86,8 +86,7 @@ def _check(source: SourceFile, session: SessionScope | None, loader: Loader | No
     checker.toplevel_names = set(session_scope.bindings) | {
         s.name.name for s in module.statements if isinstance(s, ast.Let)
     }
-    checker.check_toplevel(module.statements, session_scope)
-    toplevel = checker.ctx
+    toplevel = checker.check_toplevel(module.statements, session_scope)
     if not is_cell:
         checker.warn_unused_declarations()
     return CheckResult(

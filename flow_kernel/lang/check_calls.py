@@ -119,7 +119,8 @@ class CallChecker:
         for i, arg in enumerate(positional):
             kind = b.params[min(i, len(b.params) - 1)] if b.params else "any"
             if i >= len(b.params) and not b.variadic:
-                self.expr(arg.value) if not isinstance(arg.value, ast.Lambda) else None
+                if not isinstance(arg.value, ast.Lambda):
+                    self.expr(arg.value)
                 continue
             if kind == LAMBDA:
                 lambda_result = self._builtin_lambda(b, arg.value, arg_types)

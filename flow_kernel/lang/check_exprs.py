@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -9,7 +11,7 @@ from flow_kernel.diagnostics.model import Related
 from flow_kernel.lang import ast
 from flow_kernel.lang import types as T
 from flow_kernel.lang.builtins import BUILTINS
-from flow_kernel.lang.check_decls import closest
+from flow_kernel.lang.check_decls import _article, closest
 from flow_kernel.lang.env import TaskInfo
 from flow_kernel.lang.literals import NOT_LITERAL, literal_value
 
@@ -399,13 +401,7 @@ def _single_object(t: T.Type) -> T.ObjectType | None:
     return None
 
 
-def _article(kind: str) -> str:
-    return ("an " if kind[0] in "aeiou" else "a ") + kind
-
-
 def _violated(value: object, c: dict[str, object]) -> str | None:
-    import re
-
     if isinstance(value, str):
         n = len(value)
         if isinstance(c.get("minLength"), int) and n < c["minLength"]:  # type: ignore[operator]
@@ -436,8 +432,6 @@ def _violated(value: object, c: dict[str, object]) -> str | None:
         if isinstance(c.get("maxItems"), int) and n > c["maxItems"]:  # type: ignore[operator]
             return f"the array has {n} items, more than maxItems {c['maxItems']}"
         if c.get("uniqueItems") is True:
-            import json
-
             seen = [json.dumps(v, sort_keys=True) for v in value]
             if len(set(seen)) != len(seen):
                 return "the array has duplicate items but uniqueItems is true"

@@ -136,7 +136,7 @@ class Checker(DeclChecker, ExprChecker, CallChecker, StmtChecker):
         self.scope = self.root
         return ctx
 
-    def check_toplevel(self, statements: list[ast.Stmt], session_scope: Scope) -> None:
+    def check_toplevel(self, statements: list[ast.Stmt], session_scope: Scope) -> WorkflowContext:
         ctx = WorkflowContext("<top level>", None, None)
         self.ctx = ctx
         self.scope = Scope(session_scope)
@@ -150,6 +150,7 @@ class Checker(DeclChecker, ExprChecker, CallChecker, StmtChecker):
         self.toplevel_bindings = dict(cell_scope.bindings)
         self.ctx = None
         self.scope = self.root
+        return ctx
 
     def check_recursion(self, contexts: list[WorkflowContext]) -> None:
         spans = {(c.name, callee): span for c in contexts for callee, span in reversed(c.calls)}

@@ -400,12 +400,12 @@ class ExprParser(ParserBase):
         parts: list[str | ast.Expr] = []
         for part in tok.parts:
             if isinstance(part, Interpolation):
-                parts.append(self._interpolated(part, tok))
+                parts.append(self._interpolated(part))
             else:
                 parts.append(part)
         return ast.StrLit(tok.span, parts)
 
-    def _interpolated(self, part: Interpolation, tok: Token) -> ast.Expr:
+    def _interpolated(self, part: Interpolation) -> ast.Expr:
         sub_tokens = Lexer(self.src, self.reporter, part.start, part.end).tokenize()
         sub = type(self)(self.src, sub_tokens, self.reporter)
         sub.in_interpolation = True

@@ -6,6 +6,7 @@ Schemas can say `Triage` instead of spelling the object out.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 Constraint = tuple[str, object]
@@ -333,9 +334,7 @@ def display(t: Type, depth: int = 0) -> str:
 
 
 def _lit(v: object) -> str:
-    import json as _json  # json is pure; imported here to keep the module namespace small
-
-    return _json.dumps(v, ensure_ascii=False)
+    return json.dumps(v, ensure_ascii=False)
 
 
 def object_type(fields: dict[str, Type], optional: frozenset[str] = frozenset(), open: bool = False) -> ObjectType:

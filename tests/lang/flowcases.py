@@ -49,21 +49,14 @@ def run_example(text: str) -> list[Diagnostic]:
 def expected_markers(text: str) -> list[tuple[str, int, str, str]]:
     """(source name, line, severity, code) for every marker, for single-source cases."""
     example = split_example(text)
-    out: list[tuple[str, int, str, str]] = []
     names = ["main.flow"] if len(example.cells) == 1 else [f"cell[{i}]" for i in range(1, len(example.cells) + 1)]
-    for name, cell in zip(names, example.cells, strict=True):
-        for lineno, line in enumerate(cell.splitlines(), start=1):
-            comment = line.find("#")
-            if comment < 0:
-                continue
-            for severity, code in MARKER.findall(line[comment:]):
-                out.append((name, lineno, severity, code))
-    for fname, ftext in example.files.items():
-        for lineno, line in enumerate(ftext.splitlines(), start=1):
+    sources = [*zip(names, example.cells, strict=True), *example.files.items()]
+    out: list[tuple[str, int, str, str]] = []
+    for name, source in sources:
+        for lineno, line in enumerate(source.splitlines(), start=1):
             comment = line.find("#")
             if comment >= 0:
-                for severity, code in MARKER.findall(line[comment:]):
-                    out.append((fname, lineno, severity, code))
+                out.extend((name, lineno, severity, code) for severity, code in MARKER.findall(line[comment:]))
     return sorted(out)
 
 
