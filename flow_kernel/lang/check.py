@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from flow_kernel.diagnostics.model import Diagnostic, Related
 from flow_kernel.diagnostics.registry import Reporter
 from flow_kernel.lang import ast
+from flow_kernel.lang import types as T
 from flow_kernel.lang.builtins import BUILTINS
 from flow_kernel.lang.checker import Checker, decl_kind, type_references
 from flow_kernel.lang.env import Binding, DeclEntry, Scope, WorkflowContext
@@ -30,6 +31,8 @@ class CheckResult:
     toplevel: WorkflowContext | None = None
     workflows: dict[str, WorkflowContext] = field(default_factory=dict)
     used_files: list[SourceFile] = field(default_factory=list)
+    optional_reads: set[int] = field(default_factory=set)  # ids of Idents naming optional fields
+    call_outputs: dict[int, T.Type] = field(default_factory=dict)  # id of an agent Call -> output type
 
     @property
     def ok(self) -> bool:
@@ -91,7 +94,7 @@ def _check(source: SourceFile, session: SessionScope | None, loader: Loader | No
         checker.warn_unused_declarations()
     return CheckResult(
         source, module, reporter.sorted(), checker.decls, checker.toplevel_bindings, toplevel,
-        {c.name: c for c in contexts}, [src for src, _ in used],
+        {c.name: c for c in contexts}, [src for src, _ in used], checker.optional_reads, checker.call_outputs,
     )
 
 

@@ -193,6 +193,11 @@ class CallChecker:
         return self.agent_call(e, target, e.args, target.agent.output)
 
     def agent_call(self: Checker, e: ast.Call, entry: DeclEntry | None, args: list[ast.Arg], output: T.Type) -> T.Type:
+        result = self._agent_call(e, entry, args, output)
+        self.call_outputs[id(e)] = result
+        return result
+
+    def _agent_call(self: Checker, e: ast.Call, entry: DeclEntry | None, args: list[ast.Arg], output: T.Type) -> T.Type:
         self.effect(e.span, "an agent call")
         positional, named = self._split_args(args)
         if not positional:

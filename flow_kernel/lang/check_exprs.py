@@ -325,6 +325,8 @@ class ExprChecker:
                     continue
                 self.report("F3002", name.span, f"`{option}` has no field `{name.name}`", hints=closest(name.name, core.names))
                 return T.ANY
+            if fld.optional:
+                self.optional_reads.add(id(name))
             results.append(T.union([fld.type, T.NULL]) if fld.optional else fld.type)
         return T.union(results) if results else T.ANY
 

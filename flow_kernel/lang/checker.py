@@ -48,6 +48,11 @@ class Checker(DeclChecker, ExprChecker, CallChecker, StmtChecker):
         self.toplevel_names: set[str] = set()
         self.toplevel_bindings: dict[str, Binding] = {}
         self._resolving: DeclEntry | None = None
+        # Facts the code generator needs beyond the tree: which field reads are of
+        # declared optional fields (an absent key reads as null) and the output type
+        # of every agent call (its schema is the call's output contract).
+        self.optional_reads: set[int] = set()
+        self.call_outputs: dict[int, T.Type] = {}
 
     # -- reporting ---------------------------------------------------------------------------
     def report(self, code: str, span: Span, message: str, related: list[Related] | tuple[Related, ...] = (),

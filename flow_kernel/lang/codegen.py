@@ -1,0 +1,648 @@
+"""Code generation: a checked Flow module → a restricted Python module.
+
+The output defines `async def main(rt, args)`. Every operation on a value goes
+through the runtime object `rt` (the ABI of `flow_kernel/sandbox/bootstrap/flowbox/
+runtime.py`): generated code never reads an attribute, calls a value, indexes or
+imports anything itself, so the verifier (`verify.py`) can check it against a short
+allow-list. The generator builds Python `ast` nodes rather than text, so no Flow
+string can ever become code; `sourcemap.py` turns the nodes' origins into a map
+from generated positions back to Flow spans.
+
+Naming: Flow bindings become `v_<name>[_<n>]` (a suffix when an inner scope shadows
+an outer name), workflows `w_<n>`, lambdas `l_<n>`, parallel branches `p_<n>`,
+`async` bodies `t_<n>` with their handles `k_<n>`, expectation checks `x_<n>`,
+caught errors `e_<n>`, temporaries `q_<n>` and unused lambda parameters `d_<n>`.
+"""
+
+from __future__ import annotations
+
+import ast as py
+from dataclasses import dataclass, field
+
+from flow_kernel.lang import ast
+from flow_kernel.lang import types as T
+from flow_kernel.lang.check import CheckResult
+from flow_kernel.lang.check_decls import FATAL, RUNTIME_CODES
+from flow_kernel.lang.env import DEFAULT_LIMITS
+from flow_kernel.lang.schema import type_schema
+from flow_kernel.source import Span
+
+NOW_UUID = ("now", "uuid")
+CATCHABLE = tuple(c for c in RUNTIME_CODES if c not in FATAL)
+
+
+@dataclass
+class _Scope:
+    parent: _Scope | None
+    names: dict[str, str] = field(default_factory=dict)
+    cell: bool = False  # the top-level scope of a cell: its bindings persist in the session
+    boundary: _Frame | None = None  # set on the first scope of an `async` body
+
+
+@dataclass
+class _Frame:
+    """An `async` body: the outer names it reads become parameters (a snapshot at launch)."""
+
+    captured: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class GeneratedModule:
+    tree: py.Module
+    origins: dict[int, Span]  # id(python node) -> the Flow span it came from
+    entry_limits: dict[str, int]
+
+
+class CodeGenerator:
+    def __init__(self, result: CheckResult, session_names: set[str] | None = None) -> None:
+        self.result = result
+        self.decls = result.decls
+        self.session_names = session_names or set()
+        self.origins: dict[int, Span] = {}
+        self.counter = 0
+        self.scope = _Scope(None)
+        self.prelude: list[py.stmt] = []  # helper functions the current statement needs
+        self.it_names: list[str] = []
+        self.tasks: dict[str, str] = {}  # Flow task name -> handle variable
+        self.session_loads: dict[str, str] = {}
+        self.workflow_names: dict[str, str] = {}
+
+    # -- helpers -------------------------------------------------------------------------
+    def fresh(self, prefix: str) -> str:
+        self.counter += 1
+        return f"{prefix}_{self.counter}"
+
+    def at(self, node: py.AST, span: Span) -> py.AST:
+        self.origins[id(node)] = span
+        return node
+
+    def rt(self, name: str, *args: py.expr, span: Span | None = None) -> py.expr:
+        call = py.Call(py.Attribute(py.Name("rt", py.Load()), name, py.Load()), list(args), [])
+        if span is not None:
+            self.at(call, span)
+        return call
+
+    def await_(self, call: py.expr, span: Span) -> py.expr:
+        node = py.Await(call)
+        self.at(node, span)
+        return node
+
+    @staticmethod
+    def const(value: object) -> py.expr:
+        if isinstance(value, list):
+            return py.List([CodeGenerator.const(v) for v in value], py.Load())
+        if isinstance(value, dict):
+            return py.Dict([py.Constant(k) for k in value], [CodeGenerator.const(v) for v in value.values()])
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
+            return py.UnaryOp(py.USub(), py.Constant(-value))
+        return py.Constant(value)
+
+    @staticmethod
+    def load(name: str) -> py.Name:
+        return py.Name(name, py.Load())
+
+    @staticmethod
+    def store(name: str) -> py.Name:
+        return py.Name(name, py.Store())
+
+    def stmt_expr(self, value: py.expr, span: Span) -> py.stmt:
+        node = py.Expr(value)
+        self.at(node, span)
+        return node
+
+    def step(self, span: Span) -> py.stmt:
+        return self.stmt_expr(self.rt("step", span=span), span)
+
+    def async_def(self, name: str, params: list[str], body: list[py.stmt]) -> py.AsyncFunctionDef:
+        args = py.arguments([], [py.arg(p) for p in params], None, [], [], None, [])
+        return py.AsyncFunctionDef(name, args, body or [py.Pass()], [], None, type_params=[])
+
+    # -- scopes --------------------------------------------------------------------------
+    def push(self, *, cell: bool = False, boundary: _Frame | None = None) -> _Scope:
+        self.scope = _Scope(self.scope, cell=cell, boundary=boundary)
+        return self.scope
+
+    def pop(self) -> None:
+        assert self.scope.parent is not None
+        self.scope = self.scope.parent
+
+    def bind(self, name: str) -> str:
+        python = f"v_{name}"
+        if self._taken(python):
+            self.counter += 1
+            python = f"v_{name}_{self.counter}"
+        self.scope.names[name] = python
+        return python
+
+    def _taken(self, python: str) -> bool:
+        scope: _Scope | None = self.scope
+        while scope is not None:
+            if python in scope.names.values():
+                return True
+            scope = scope.parent
+        return python in self.session_loads.values()
+
+    def lookup(self, name: str) -> tuple[str, _Scope | None]:
+        scope: _Scope | None = self.scope
+        frames: list[_Frame] = []
+        while scope is not None:
+            if name in scope.names:
+                python = scope.names[name]
+                for frame in frames:  # read from inside an `async` body: capture it
+                    frame.captured.setdefault(python, python)
+                return python, scope
+            if scope.boundary is not None:
+                frames.append(scope.boundary)
+            scope = scope.parent
+        if name in self.session_names:
+            python = self.session_loads.setdefault(name, f"v_{name}")
+            for frame in frames:
+                frame.captured.setdefault(python, python)
+            return python, None
+        raise AssertionError(f"unresolved name {name!r} in checked code")
+
+    # -- the module ----------------------------------------------------------------------
+    def module(self) -> GeneratedModule:
+        body: list[py.stmt] = []
+        workflows = [e for e in self.decls.values() if e.kind == "workflow"]
+        for i, entry in enumerate(workflows):
+            self.workflow_names[entry.name] = f"w_{i}"
+        table_keys: list[py.expr | None] = []
+        table_values: list[py.expr] = []
+        for entry in workflows:
+            node = entry.node
+            assert isinstance(node, ast.WorkflowDecl)
+            body.append(self.workflow(node))
+            ctx = self.result.workflows.get(entry.name)
+            limits = dict(ctx.limits) if ctx is not None else dict(DEFAULT_LIMITS)
+            params = [p.name.name for p in node.params]
+            table_keys.append(py.Constant(entry.name))
+            table_values.append(py.List([self.load(self.workflow_names[entry.name]), self.const(params),
+                                         self.const(limits)], py.Load()))
+        body.append(self.cell())
+        toplevel = self.result.toplevel
+        entry_limits = dict(toplevel.limits) if toplevel is not None else dict(DEFAULT_LIMITS)
+        start = self.rt("start", self.load("args"), self.load("c_main"), self.const(entry_limits),
+                        py.Dict(table_keys, table_values))
+        body.append(self.async_def("main", ["rt", "args"], [py.Return(py.Await(start))]))
+        tree = py.Module(body, [])
+        py.fix_missing_locations(tree)
+        return GeneratedModule(tree, self.origins, entry_limits)
+
+    def workflow(self, node: ast.WorkflowDecl) -> py.AsyncFunctionDef:
+        saved_tasks, self.tasks = self.tasks, {}
+        self.push()
+        params = [self.bind(p.name.name) for p in node.params]
+        stmts = self.block(node.body.body)
+        self.pop()
+        self.tasks = saved_tasks
+        stmts.append(py.Return(py.Constant(None)))
+        fn = self.async_def(self.workflow_names[node.name.name], ["rt", *params], stmts)
+        self.at(fn, node.name.span)
+        return fn
+
+    def cell(self) -> py.AsyncFunctionDef:
+        statements = self.result.module.statements
+        self.push(cell=True)
+        result_stmt = statements[-1] if statements and isinstance(statements[-1], ast.ExprStmt) else None
+        body = self.block(statements[:-1] if result_stmt is not None else statements)
+        if result_stmt is not None:
+            assert isinstance(result_stmt, ast.ExprStmt)
+            value = self.expr(result_stmt.expr)
+            body.extend(self.take_prelude())
+            body.append(self.step(result_stmt.span))
+            ret = py.Return(value)
+            self.at(ret, result_stmt.span)
+            body.append(ret)
+        else:
+            body.append(py.Return(py.Constant(None)))
+        self.pop()
+        loads = [py.Assign([self.store(python)], self.rt("session", py.Constant(name)))
+                 for name, python in self.session_loads.items()]
+        return self.async_def("c_main", ["rt"], [*loads, *body])
+
+    # -- statements ----------------------------------------------------------------------
+    def take_prelude(self) -> list[py.stmt]:
+        out, self.prelude = self.prelude, []
+        return out
+
+    def block(self, stmts: list[ast.Stmt]) -> list[py.stmt]:
+        out: list[py.stmt] = []
+        saved, self.prelude = self.prelude, []
+        for s in stmts:
+            if isinstance(s, ast.Limits):
+                continue  # applied by `rt.start` / `rt.workflow` from the limits table
+            generated = self.stmt(s)
+            out.extend(self.take_prelude())
+            out.append(self.step(s.span))
+            out.extend(generated)
+        self.prelude = saved
+        return out
+
+    def scoped(self, block: ast.Block) -> list[py.stmt]:
+        self.push()
+        try:
+            return self.block(block.body) or [py.Pass()]
+        finally:
+            self.pop()
+
+    def stmt(self, s: ast.Stmt) -> list[py.stmt]:
+        method = getattr(self, "s_" + type(s).__name__)
+        out: list[py.stmt] = method(s)
+        for node in out:
+            if id(node) not in self.origins:
+                self.at(node, s.span)
+        return out
+
+    def _persisting(self, python: str, scope: _Scope | None, name: str, value: py.expr) -> py.expr:
+        if scope is None or scope.cell:
+            return self.rt("bind", py.Constant(name), value)
+        return value
+
+    def s_Let(self, s: ast.Let) -> list[py.stmt]:
+        value = self.expr(s.value)
+        python = self.bind(s.name.name)
+        return [py.Assign([self.store(python)], self._persisting(python, self.scope, s.name.name, value))]
+
+    def s_Assign(self, s: ast.Assign) -> list[py.stmt]:
+        value = self.expr(s.value)
+        python, scope = self.lookup(s.target.name)
+        return [py.Assign([self.store(python)], self._persisting(python, scope, s.target.name, value))]
+
+    def s_If(self, s: ast.If) -> list[py.stmt]:
+        cond = self.rt("cond", self.expr(s.cond), span=s.cond.span)
+        then = self.scoped(s.then)
+        other: list[py.stmt] = []
+        if isinstance(s.other, ast.If):
+            saved, self.prelude = self.prelude, []
+            inner = self.stmt(s.other)
+            other = [*self.take_prelude(), self.step(s.other.span), *inner]
+            self.prelude = saved
+        elif isinstance(s.other, ast.Block):
+            other = self.scoped(s.other)
+        return [py.If(cond, then, other)]
+
+    def s_For(self, s: ast.For) -> list[py.stmt]:
+        iterable = self.rt("iterate", self.expr(s.iterable), span=s.iterable.span)
+        self.push()
+        item = self.bind(s.var.name)
+        index = self.bind(s.index.name) if s.index is not None else self.fresh("d")
+        body = self.block(s.body.body) or [py.Pass()]
+        self.pop()
+        target = py.Tuple([self.store(index), self.store(item)], py.Store())
+        return [py.For(target, iterable, body, [])]
+
+    def s_While(self, s: ast.While) -> list[py.stmt]:
+        # The condition counts a step per iteration, so `while true {}` still meets `steps`.
+        saved, self.prelude = self.prelude, []
+        cond = self.rt("loop", self.expr(s.cond), span=s.cond.span)
+        helpers = self.take_prelude()
+        self.prelude = saved
+        self.prelude.extend(helpers)
+        return [py.While(cond, self.scoped(s.body), [])]
+
+    def s_Break(self, s: ast.Break) -> list[py.stmt]:
+        return [py.Break()]
+
+    def s_Continue(self, s: ast.Continue) -> list[py.stmt]:
+        return [py.Continue()]
+
+    def s_Stage(self, s: ast.Stage) -> list[py.stmt]:
+        name = self.expr(s.name)
+        body = self.block(s.body.body) or [py.Pass()]
+        return [py.With([py.withitem(self.rt("stage", name, span=s.name.span))], body)]
+
+    def s_Pipeline(self, s: ast.Pipeline) -> list[py.stmt]:
+        name = self.expr(s.name)
+        body: list[py.stmt] = []
+        for stage in s.stages:
+            generated = self.stmt(stage)
+            body.extend(self.take_prelude())
+            body.append(self.step(stage.span))
+            body.extend(generated)
+        return [py.With([py.withitem(self.rt("pipeline", name, span=s.name.span))], body or [py.Pass()])]
+
+    def s_Verify(self, s: ast.Verify) -> list[py.stmt]:
+        cond = self.expr(s.cond)
+        message = self.expr(s.message) if s.message is not None else py.Constant(None)
+        op = "require" if s.require else "verify"
+        return [self.stmt_expr(self.rt(op, cond, message, py.Constant(s.cond.span.text), span=s.span), s.span)]
+
+    def s_Emit(self, s: ast.Emit) -> list[py.stmt]:
+        return [self.stmt_expr(self.rt("emit", py.Constant(s.kind.name), self.expr(s.value), span=s.span), s.span)]
+
+    def s_Print(self, s: ast.Print) -> list[py.stmt]:
+        return [self.stmt_expr(self.rt("print", self.expr(s.value), span=s.span), s.span)]
+
+    def s_Log(self, s: ast.Log) -> list[py.stmt]:
+        return [self.stmt_expr(self.rt("log", self.expr(s.value), span=s.span), s.span)]
+
+    def s_Publish(self, s: ast.Publish) -> list[py.stmt]:
+        call = self.rt("publish", self.expr(s.name), self.expr(s.value), span=s.span)
+        return [self.stmt_expr(call, s.span)]
+
+    def s_Return(self, s: ast.Return) -> list[py.stmt]:
+        return [py.Return(self.expr(s.value) if s.value is not None else py.Constant(None))]
+
+    def s_ExprStmt(self, s: ast.ExprStmt) -> list[py.stmt]:
+        return [self.stmt_expr(self.expr(s.expr), s.span)]
+
+    def s_Async(self, s: ast.Async) -> list[py.stmt]:
+        frame = _Frame()
+        saved, self.prelude = self.prelude, []
+        self.push(boundary=frame)
+        body = self.block(s.body.body)
+        fields = dict(self.scope.names)
+        self.pop()
+        self.prelude = saved
+        body.append(py.Return(py.Dict([py.Constant(k) for k in fields], [self.load(v) for v in fields.values()])))
+        fn_name, handle = self.fresh("t"), self.fresh("k")
+        captured = list(frame.captured)
+        self.prelude.append(self.async_def(fn_name, captured, body))
+        self.tasks[s.name.name] = handle
+        launch = py.Call(self.load(fn_name), [self.load(c) for c in captured], [])
+        return [py.Assign([self.store(handle)], self.rt("task", py.Constant(s.name.name), launch, span=s.span))]
+
+    def s_Await(self, s: ast.Await) -> list[py.stmt]:
+        handle = self.tasks[s.name.name]
+        return [self.stmt_expr(self.await_(self.rt("await_task", self.load(handle), span=s.span), s.span), s.span)]
+
+    def s_Try(self, s: ast.Try) -> list[py.stmt]:
+        body = self.scoped(s.body)
+        err = self.fresh("e")
+        chain: list[py.stmt] = [py.Raise(None, None)]
+        for catch in reversed(s.catches):
+            codes = [c.constant for c in catch.codes if c.constant is not None]
+            test = self.rt("catches", self.load(err), self.const(codes) if catch.codes else py.Constant(None))
+            self.push()
+            inner: list[py.stmt] = []
+            if catch.binding is not None:
+                python = self.bind(catch.binding.name)
+                inner.append(py.Assign([self.store(python)], self.rt("error_value", self.load(err))))
+            inner.extend(self.block(catch.body.body))
+            self.pop()
+            chain = [py.If(test, inner or [py.Pass()], chain)]
+        handler = py.ExceptHandler(py.Attribute(self.load("rt"), "Error", py.Load()), err, chain)
+        return [py.Try(body, [handler], [], [])]
+
+    # -- expressions ---------------------------------------------------------------------
+    def expr(self, e: ast.Expr) -> py.expr:
+        method = getattr(self, "x_" + type(e).__name__)
+        node: py.expr = method(e)
+        if id(node) not in self.origins:
+            self.at(node, e.span)
+        return node
+
+    def x_IntLit(self, e: ast.IntLit) -> py.expr:
+        return py.Constant(e.value)
+
+    def x_NumLit(self, e: ast.NumLit) -> py.expr:
+        return py.Constant(int(e.value) if e.value.is_integer() and abs(e.value) <= 2**53 else e.value)
+
+    def x_DurationLit(self, e: ast.DurationLit) -> py.expr:
+        return py.Constant(e.ms)
+
+    def x_BoolLit(self, e: ast.BoolLit) -> py.expr:
+        return py.Constant(e.value)
+
+    def x_NullLit(self, e: ast.NullLit) -> py.expr:
+        return py.Constant(None)
+
+    def x_StrLit(self, e: ast.StrLit) -> py.expr:
+        const = e.constant
+        if const is not None:
+            return py.Constant(const)
+        parts = [py.Constant(p) if isinstance(p, str) else self.expr(p) for p in e.parts]
+        return self.rt("interp", *parts, span=e.span)
+
+    def x_ArrayLit(self, e: ast.ArrayLit) -> py.expr:
+        return py.List([self.expr(i) for i in e.items], py.Load())
+
+    def x_ObjectLit(self, e: ast.ObjectLit) -> py.expr:
+        return py.Dict([py.Constant(en.key) for en in e.entries], [self.expr(en.value) for en in e.entries])
+
+    def x_Name(self, e: ast.Name) -> py.expr:
+        return self.load(self.lookup(e.name)[0])
+
+    def x_It(self, e: ast.It) -> py.expr:
+        return self.load(self.it_names[-1])
+
+    def x_Unary(self, e: ast.Unary) -> py.expr:
+        return self.rt("neg" if e.op == "-" else "not_", self.expr(e.operand), span=e.span)
+
+    BINARY = {"+": "add", "-": "sub", "*": "mul", "/": "div", "%": "mod", "==": "eq", "!=": "ne",
+              "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}
+
+    def x_Binary(self, e: ast.Binary) -> py.expr:
+        if e.op in ("and", "or"):
+            left = self.rt("cond", self.expr(e.left), span=e.left.span)
+            right = self.rt("cond", self.expr(e.right), span=e.right.span)
+            return py.BoolOp(py.And() if e.op == "and" else py.Or(), [left, right])
+        if e.op == "??":
+            temp = self.fresh("q")
+            left = py.NamedExpr(self.store(temp), self.expr(e.left))
+            test = py.Compare(left, [py.IsNot()], [py.Constant(None)])
+            return py.IfExp(test, self.load(temp), self.expr(e.right))
+        if e.op == "in":
+            return self.rt("in_", self.expr(e.left), self.expr(e.right), span=e.span)
+        return self.rt(self.BINARY[e.op], self.expr(e.left), self.expr(e.right), span=e.span)
+
+    def x_Ternary(self, e: ast.Ternary) -> py.expr:
+        cond = self.rt("cond", self.expr(e.cond), span=e.cond.span)
+        return py.IfExp(cond, self.expr(e.then), self.expr(e.other))
+
+    def x_Member(self, e: ast.Member) -> py.expr:
+        if isinstance(e.obj, ast.Name) and e.obj.name in self.tasks and not self._is_local(e.obj.name):
+            return self.rt("task_field", self.load(self.tasks[e.obj.name]), py.Constant(e.name.name), span=e.span)
+        obj = self.expr(e.obj)
+        if e.optional:
+            op = "safe_member"
+        elif id(e.name) in self.result.optional_reads:
+            op = "member_opt"
+        else:
+            op = "member"
+        return self.rt(op, obj, py.Constant(e.name.name), span=e.span)
+
+    def _is_local(self, name: str) -> bool:
+        scope: _Scope | None = self.scope
+        while scope is not None:
+            if name in scope.names:
+                return True
+            scope = scope.parent
+        return False
+
+    def x_Index(self, e: ast.Index) -> py.expr:
+        return self.rt("index", self.expr(e.obj), self.expr(e.index), span=e.span)
+
+    def x_Slice(self, e: ast.Slice) -> py.expr:
+        lower = self.expr(e.lower) if e.lower is not None else py.Constant(None)
+        upper = self.expr(e.upper) if e.upper is not None else py.Constant(None)
+        return self.rt("slice_", self.expr(e.obj), lower, upper, span=e.span)
+
+    def x_Project(self, e: ast.Project) -> py.expr:
+        return self.rt("project", self.expr(e.obj), self.const([p.name for p in e.path]), span=e.span)
+
+    def x_Pick(self, e: ast.Pick) -> py.expr:
+        return self.rt("pick", self.expr(e.obj), self.const([f.name for f in e.fields]), span=e.span)
+
+    def x_Parallel(self, e: ast.Parallel) -> py.expr:
+        keys: list[py.expr | None] = []
+        values: list[py.expr] = []
+        for branch in e.branches:
+            fn = self.fresh("p")
+            saved, self.prelude = self.prelude, []
+            value = self.expr(branch.value)
+            helpers = self.take_prelude()
+            self.prelude = saved
+            self.prelude.append(self.async_def(fn, [], [*helpers, py.Return(value)]))
+            keys.append(py.Constant(branch.name.name))
+            values.append(self.load(fn))
+        return self.await_(self.rt("parallel", py.Dict(keys, values), span=e.span), e.span)
+
+    def x_Approve(self, e: ast.Approve) -> py.expr:
+        details = self.expr(e.details) if e.details is not None else py.Constant(None)
+        return self.await_(self.rt("approve", self.expr(e.question), details, span=e.span), e.span)
+
+    def x_Ask(self, e: ast.Ask) -> py.expr:
+        choice = self.expr(e.choice) if e.choice is not None else py.Constant(None)
+        return self.await_(self.rt("ask", self.expr(e.question), choice, span=e.span), e.span)
+
+    def x_Run(self, e: ast.Run) -> py.expr:
+        stdin = self.expr(e.stdin) if e.stdin is not None else py.Constant(None)
+        timeout = self.expr(e.timeout) if e.timeout is not None else py.Constant(None)
+        call = self.rt("run", self.expr(e.executable), self.expr(e.arguments), stdin, timeout, span=e.span)
+        return self.await_(call, e.span)
+
+    def x_Expect(self, e: ast.Expect) -> py.expr:
+        assert isinstance(e.call, ast.Call)
+        return self.call(e.call, e.clauses)
+
+    def x_Call(self, e: ast.Call) -> py.expr:
+        return self.call(e, [])
+
+    def x_Lambda(self, e: ast.Lambda) -> py.expr:  # only reached as a builtin argument
+        return self.load(self.lambda_def(e))
+
+    # -- calls ---------------------------------------------------------------------------
+    def call(self, e: ast.Call, clauses: list[ast.ExpectClause]) -> py.expr:
+        callee = e.callee
+        if isinstance(callee, ast.Name) and not self._is_local(callee.name):
+            entry = self.decls.get(callee.name)
+            if entry is not None and entry.kind == "agent":
+                return self.agent_call(e, callee.name, None, clauses)
+            if entry is not None and entry.kind == "workflow":
+                return self.workflow_call(e, callee.name)
+            return self.builtin_call(e, callee.name)
+        assert isinstance(callee, ast.Member) and isinstance(callee.obj, ast.Name)
+        return self.agent_call(e, None, (callee.obj.name, callee.name.name), clauses)
+
+    def builtin_call(self, e: ast.Call, name: str) -> py.expr:
+        positional = [a.value for a in e.args if a.name is None]
+        named = {a.name.name: a.value for a in e.args if a.name is not None}
+        if name in NOW_UUID:
+            return self.await_(self.rt(name, span=e.span), e.span)
+        args = [self.expr(v) for v in positional]
+        if name == "parallelMap":
+            concurrency = self.expr(named["concurrency"]) if "concurrency" in named else py.Constant(None)
+            return self.await_(self.rt("parallel_map", *args, concurrency, span=e.span), e.span)
+        call = self.rt("fn_" + name, *args, span=e.span)
+        if any(isinstance(v, ast.Lambda) for v in positional):
+            return self.await_(call, e.span)
+        return call
+
+    def lambda_def(self, e: ast.Lambda) -> str:
+        name = self.fresh("l")
+        saved, self.prelude = self.prelude, []
+        self.push()
+        params = [self.bind(p.name) for p in e.params]
+        while len(params) < 2:
+            params.append(self.fresh("d"))
+        body: list[py.stmt] = [self.step(e.span)]
+        if isinstance(e.body, ast.Block):
+            body.extend(self.block(e.body.body))
+            body.append(py.Return(py.Constant(None)))
+        else:
+            value = self.expr(e.body)
+            body.extend(self.take_prelude())
+            body.append(py.Return(value))
+        self.pop()
+        self.prelude = saved
+        fn = self.async_def(name, params, body)
+        self.at(fn, e.span)
+        self.prelude.append(fn)
+        return name
+
+    def workflow_call(self, e: ast.Call, name: str) -> py.expr:
+        entry = self.decls[name]
+        node = entry.node
+        assert isinstance(node, ast.WorkflowDecl)
+        positional = [a.value for a in e.args if a.name is None]
+        named = {a.name.name: a.value for a in e.args if a.name is not None}
+        values: list[py.expr] = []
+        for i, param in enumerate(node.params):
+            value = positional[i] if i < len(positional) else named.get(param.name.name)
+            values.append(self.expr(value) if value is not None else py.Constant(None))
+        ctx = self.result.workflows.get(name)
+        limits = dict(ctx.limits) if ctx is not None else dict(DEFAULT_LIMITS)
+        call = self.rt("workflow", py.Constant(name), self.load(self.workflow_names[name]),
+                       py.List(values, py.Load()), self.const(limits), span=e.span)
+        return self.await_(call, e.span)
+
+    def agent_call(self, e: ast.Call, agent: str | None, team: tuple[str, str] | None,
+                   clauses: list[ast.ExpectClause]) -> py.expr:
+        args = list(e.args)
+        member_expr: py.expr = py.Constant(None)
+        if team is not None and team[1] == "member":
+            first = next(a for a in args if a.name is None)
+            args.remove(first)
+            member_expr = self.expr(first.value)
+        prompt_arg = next(a for a in args if a.name is None)
+        named = {a.name.name: a.value for a in args if a.name is not None}
+        output = self.result.call_outputs.get(id(e), T.STRING)
+        options: dict[str, py.expr] = {"schema": self.const(type_schema(output))}
+        start = e.span.start_pos
+        target = agent if agent is not None else f"{team[0]}.{team[1]}" if team else "?"
+        options["label"] = self.expr(named["label"]) if "label" in named else py.Constant(f"{target}@{start.line}:{start.column}")
+        for key in ("context", "timeout", "repair", "choice", "fallback"):
+            if key in named:
+                options[key] = self.expr(named[key])
+        if "tools" in named:
+            value = named["tools"]
+            names = [i.name for i in value.items if isinstance(i, ast.Name)] if isinstance(value, ast.ArrayLit) else []
+            options["tools"] = self.const(names)
+        check: py.expr = py.Constant(None)
+        if clauses:
+            check = self.load(self.expect_def(clauses))
+        opts = py.Dict([py.Constant(k) for k in options], list(options.values()))
+        if team is None:
+            call = self.rt("agent", py.Constant(agent), self.expr(prompt_arg.value), opts, check, span=e.span)
+        else:
+            call = self.rt("team", py.Constant(team[0]), py.Constant(team[1]), member_expr,
+                           self.expr(prompt_arg.value), opts, check, span=e.span)
+        return self.await_(call, e.span)
+
+    def expect_def(self, clauses: list[ast.ExpectClause]) -> str:
+        """`async def x_n(it)` → `[[passed, message], …]` for the host's repair loop."""
+        name = self.fresh("x")
+        saved, self.prelude = self.prelude, []
+        self.push()
+        it = self.fresh("v_it")
+        self.it_names.append(it)
+        pairs: list[py.expr] = []
+        for clause in clauses:
+            cond = self.expr(clause.cond)
+            message = self.expr(clause.message) if clause.message is not None else py.Constant(clause.cond.span.text)
+            pairs.append(py.List([cond, message], py.Load()))
+        self.it_names.pop()
+        self.pop()
+        body = [*self.take_prelude(), py.Return(py.List(pairs, py.Load()))]
+        self.prelude = saved
+        self.prelude.append(self.async_def(name, [it], body))
+        return name
+
+
+def generate(result: CheckResult, session_names: set[str] | None = None) -> GeneratedModule:
+    """Generate the Python module of a checked (error-free) module."""
+    if not result.ok:
+        raise ValueError("cannot generate code for a module with errors")
+    return CodeGenerator(result, session_names).module()

@@ -1,0 +1,38 @@
+"""Compile: check → generate → write (with the source map) → verify (runtime.md §1, step 1)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from flow_kernel.lang.check import CheckResult, Loader, check
+from flow_kernel.lang.codegen import generate
+from flow_kernel.lang.session import SessionScope
+from flow_kernel.lang.sourcemap import SourceMap, write
+from flow_kernel.lang.verify import verify
+from flow_kernel.source import SourceFile
+
+
+@dataclass
+class Compiled:
+    check: CheckResult
+    python: str | None  # None when the source has errors: nothing runs
+    source_map: SourceMap | None
+    entry_limits: dict[str, int] | None
+
+    @property
+    def ok(self) -> bool:
+        return self.python is not None
+
+
+def compile_checked(result: CheckResult, session: SessionScope | None = None) -> Compiled:
+    if not result.ok:
+        return Compiled(result, None, None, None)
+    generated = generate(result, set(session.bindings) if session is not None else None)
+    written = write(generated.tree, generated.origins)
+    verify(written.tree)
+    return Compiled(result, written.source, written.source_map, generated.entry_limits)
+
+
+def compile_source(source: SourceFile, *, session: SessionScope | None = None, loader: Loader | None = None,
+                   cell: bool | None = None) -> Compiled:
+    return compile_checked(check(source, session=session, loader=loader, cell=cell), session)

@@ -1,0 +1,80 @@
+"""Operator policies (runtime.md §6): who answers `approve` and `ask`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from flow_kernel.errors import OperatorUnavailableError
+
+POLICIES = ("interactive", "auto-approve", "auto-deny", "none")
+
+
+@dataclass
+class Operator:
+    policy: str = "none"
+    answers: dict[str, Any] = field(default_factory=dict)
+
+    @staticmethod
+    def parse(text: str) -> Operator:
+        """`interactive`, `auto-approve`, `auto-deny`, `answers:PATH` or `none`."""
+        if text.startswith("answers:"):
+            path = Path(text[len("answers:"):])
+            try:
+                answers = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError) as exc:
+                raise ValueError(f"cannot read the answers file {path}: {exc}") from None
+            if not isinstance(answers, dict):
+                raise ValueError(f"the answers file {path} must hold a JSON object")
+            return Operator("answers", answers)
+        if text not in POLICIES:
+            raise ValueError(f"unknown operator policy {text!r}: use interactive, auto-approve, auto-deny, answers:PATH or none")
+        return Operator(text)
+
+    @staticmethod
+    def default() -> Operator:
+        """Interactive in a terminal, `none` when headless (CI, nbval, pipes)."""
+        return Operator("interactive" if sys.stdin.isatty() and sys.stderr.isatty() else "none")
+
+    async def approve(self, question: str, details: Any) -> tuple[bool, str]:
+        """The answer and how it was decided."""
+        if self.policy == "auto-approve":
+            return True, "auto-approve"
+        if self.policy == "auto-deny":
+            return False, "auto-deny"
+        if self.policy == "answers":
+            answer = self.answers.get(question)
+            if isinstance(answer, bool):
+                return answer, "answers"
+            raise OperatorUnavailableError(f"the answers file has no yes/no answer for {question!r}")
+        if self.policy == "interactive":
+            text = await self._prompt(f"{question} [y/n] ")
+            return text.strip().lower() in ("y", "yes"), "terminal"
+        raise OperatorUnavailableError(f"no operator to answer {question!r} (policy `none`)")
+
+    async def ask(self, question: str, choice: list[str] | None) -> tuple[str, str]:
+        if self.policy in ("auto-approve", "auto-deny"):
+            if choice:
+                return choice[0], self.policy
+            raise OperatorUnavailableError(f"policy `{self.policy}` cannot answer the open question {question!r}")
+        if self.policy == "answers":
+            answer = self.answers.get(question)
+            if isinstance(answer, str):
+                return answer, "answers"
+            raise OperatorUnavailableError(f"the answers file has no answer for {question!r}")
+        if self.policy == "interactive":
+            hint = f" ({'/'.join(choice)})" if choice else ""
+            return (await self._prompt(f"{question}{hint} ")).strip(), "terminal"
+        raise OperatorUnavailableError(f"no operator to answer {question!r} (policy `none`)")
+
+    @staticmethod
+    async def _prompt(text: str) -> str:
+        def read() -> str:
+            sys.stderr.write(text)
+            sys.stderr.flush()
+            return sys.stdin.readline()
+        return await asyncio.to_thread(read)

@@ -1,0 +1,148 @@
+"""The deterministic providers: `scripted` (an agent's `script`) and `mock`
+(schema-valid values seeded by the agent and the prompt), language.md §4.2.1."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import random
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from flow_kernel.errors import AgentInvocationError, FlowError, OutputValidationError
+from flow_kernel.lang import ast
+from flow_kernel.lang.literals import NOT_LITERAL, literal_value
+
+
+@dataclass(frozen=True)
+class Reply:
+    value: Any = None
+    fail: tuple[str, str] | None = None  # (code, message)
+    delay_ms: int = 0
+
+
+@dataclass(frozen=True)
+class When:
+    pattern: str
+    reply: Reply
+
+    def matches(self, prompt: str) -> bool:
+        if len(self.pattern) >= 2 and self.pattern.startswith("/") and self.pattern.endswith("/"):
+            return re.search(self.pattern[1:-1], prompt) is not None
+        return self.pattern in prompt
+
+
+@dataclass(frozen=True)
+class Script:
+    ordered: tuple[Reply, ...]
+    whens: tuple[When, ...]
+
+
+def _reply(node: ast.Expr) -> Reply:
+    if isinstance(node, ast.Call) and isinstance(node.callee, ast.Name):
+        args = [a.value for a in node.args]
+        if node.callee.name == "fail":
+            return Reply(fail=(str(literal_value(args[0])), str(literal_value(args[1]))))
+        if node.callee.name == "slow":
+            inner = _reply(args[1])
+            delay = literal_value(args[0])
+            return Reply(inner.value, inner.fail, delay if isinstance(delay, int) else 0)
+    value = literal_value(node)
+    return Reply(None if value is NOT_LITERAL else value)
+
+
+def parse_script(agent: ast.AgentDecl) -> Script:
+    ordered: list[Reply] = []
+    whens: list[When] = []
+    for f in agent.fields:
+        if f.name.name != "script" or not isinstance(f.value, ast.ArrayLit):
+            continue
+        for item in f.value.items:
+            if isinstance(item, ast.Call) and isinstance(item.callee, ast.Name) and item.callee.name == "when":
+                args = [a.value for a in item.args]
+                whens.append(When(str(literal_value(args[0])), _reply(args[1])))
+            else:
+                ordered.append(_reply(item))
+    return Script(tuple(ordered), tuple(whens))
+
+
+class ScriptedProvider:
+    """One cursor per agent per run; a matching `when` answers every attempt of its call."""
+
+    def __init__(self) -> None:
+        self.cursors: dict[str, int] = {}
+
+    async def attempt(self, agent: str, script: Script, prompt: str) -> Any:
+        reply = next((w.reply for w in script.whens if w.matches(prompt)), None)
+        if reply is None:
+            if not script.ordered:
+                raise AgentInvocationError(f"the script of `{agent}` has no reply for this prompt")
+            cursor = self.cursors.get(agent, 0)
+            self.cursors[agent] = cursor + 1
+            reply = script.ordered[cursor % len(script.ordered)]
+        if reply.delay_ms:
+            await asyncio.sleep(reply.delay_ms / 1000)
+        if reply.fail is not None:
+            code, message = reply.fail
+            cls = OutputValidationError if code == "output-validation" else AgentInvocationError
+            raise cls(message)
+        return reply.value
+
+
+class MockProvider:
+    """Deterministic schema-valid values: the same agent, prompt and schema give the same value."""
+
+    async def attempt(self, agent: str, schema: dict[str, Any], prompt: str) -> Any:
+        seed = hashlib.sha256(f"{agent}\x00{prompt}".encode()).digest()
+        return _MockValue(random.Random(seed), schema).value(schema, 0)
+
+
+class _MockValue:
+    def __init__(self, rng: random.Random, root: dict[str, Any]) -> None:
+        self.rng = rng
+        self.defs: dict[str, Any] = root.get("$defs", {})
+
+    def value(self, schema: Any, depth: int) -> Any:
+        if not isinstance(schema, dict) or depth > 8:
+            return None
+        if "$ref" in schema:
+            return self.value(self.defs.get(str(schema["$ref"]).rsplit("/", 1)[-1], {}), depth + 1)
+        if "const" in schema:
+            return schema["const"]
+        if "enum" in schema:
+            return self.rng.choice(schema["enum"])
+        if "anyOf" in schema:
+            options = [o for o in schema["anyOf"] if not (isinstance(o, dict) and o.get("type") == "null")] or schema["anyOf"]
+            return self.value(self.rng.choice(options), depth + 1)
+        kind = schema.get("type")
+        if kind == "string":
+            low = int(schema.get("minLength", 1))
+            high = max(low, int(schema.get("maxLength", max(low, 12))))
+            words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel"]
+            text = " ".join(self.rng.choice(words) for _ in range(3))
+            while len(text) < low:
+                text += " " + self.rng.choice(words)
+            return text[:high]
+        if kind == "integer":
+            low = int(schema.get("minimum", 0))
+            return self.rng.randint(low, int(schema.get("maximum", low + 100)))
+        if kind == "number":
+            low = float(schema.get("minimum", 0))
+            return round(self.rng.uniform(low, float(schema.get("maximum", low + 100))), 2)
+        if kind == "boolean":
+            return self.rng.random() < 0.5
+        if kind == "null":
+            return None
+        if kind == "array":
+            n = max(int(schema.get("minItems", 1)), min(2, int(schema.get("maxItems", 2))))
+            return [self.value(schema.get("items", {}), depth + 1) for _ in range(n)]
+        if kind == "object":
+            props: dict[str, Any] = schema.get("properties", {})
+            return {k: self.value(v, depth + 1) for k, v in props.items() if k in schema.get("required", [])}
+        return "mock"
+
+
+def provider_error(code: str, message: str) -> FlowError:
+    cls = OutputValidationError if code == "output-validation" else AgentInvocationError
+    return cls(message)

@@ -1,0 +1,108 @@
+"""One run, end to end (runtime.md §1): validate the input, execute the compiled
+module in an executor (the sandbox pool, or in-process for benchmarks), map errors
+back to Flow spans, validate the output."""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import jsonschema
+
+from flow_kernel.errors import (
+    FlowError,
+    FlowIsolateError,
+    OutputValidationError,
+    WorkflowInputValidationError,
+)
+from flow_kernel.lang.compiler import Compiled
+from flow_kernel.lang.sourcemap import span_to_json
+from flow_kernel.runtime.host import EventSink, HostServices
+from flow_kernel.runtime.operator import Operator
+
+
+class Executor(Protocol):
+    async def run(self, module: str, payload: dict[str, Any], host: HostServices) -> dict[str, Any]: ...
+
+
+@dataclass
+class RunOutcome:
+    run_id: str
+    result: Any = None
+    error: FlowError | None = None
+    events: list[dict[str, Any]] = field(default_factory=list)
+    bindings: dict[str, Any] = field(default_factory=dict)
+    steps: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def to_json(self) -> dict[str, Any]:
+        if self.error is None:
+            return {"ok": True, "result": self.result, "run": self.run_id}
+        e = self.error
+        return {"ok": False, "run": self.run_id,
+                "error": {"code": e.code, "message": e.message, "stage": e.stage, "span": e.span, "details": e.details}}
+
+
+def new_run_id() -> str:
+    return "r" + secrets.token_hex(6)
+
+
+async def run_compiled(compiled: Compiled, executor: Executor, *, workflow: str | None = None,
+                       input: dict[str, Any] | None = None, session_values: dict[str, Any] | None = None,
+                       operator: Operator | None = None, allow_run: frozenset[str] = frozenset(),
+                       sinks: list[EventSink] | None = None, run_id: str | None = None) -> RunOutcome:
+    """Run a compiled module: its top level, or `workflow` with `input`. Never raises a FlowError:
+    failures are in the outcome, with the events up to the failure."""
+    if compiled.python is None:
+        raise ValueError("the module has compile errors; nothing runs")
+    run_id = run_id or new_run_id()
+    host = HostServices(compiled.check, run_id, operator or Operator("none"), allow_run, list(sinks or []))
+    outcome = RunOutcome(run_id, events=host.events)
+    try:
+        limits = compiled.entry_limits or {}
+        if workflow is not None:
+            schemas = compiled.check.schema_for(workflow)
+            if schemas is None or compiled.check.decls[workflow].kind != "workflow":
+                raise WorkflowInputValidationError(f"no workflow `{workflow}` in {compiled.check.source.name}")
+            _validate(schemas["input"], input or {}, WorkflowInputValidationError, f"the input of `{workflow}`")
+            ctx = compiled.check.workflows.get(workflow)
+            limits = ctx.limits if ctx is not None else limits
+        payload = {"run": run_id, "module": compiled.python, "filename": "<flow>",
+                   "args": {"workflow": workflow, "input": input or {}, "session": session_values or {}},
+                   "deadline_ms": limits.get("duration")}
+        reply = await executor.run(compiled.python, payload, host)
+        outcome.result = reply.get("result")
+        outcome.bindings = reply.get("bindings") or {}
+        outcome.steps = int(reply.get("steps") or 0)
+        if workflow is not None:
+            assert schemas is not None
+            _validate(schemas["output"], outcome.result, OutputValidationError, f"the result of `{workflow}`")
+    except FlowError as exc:
+        outcome.error = _locate(exc, compiled)
+        outcome.bindings = exc.dto.get("bindings") or {} if isinstance(exc.dto.get("bindings"), dict) else {}
+        outcome.steps = int(exc.dto.get("steps") or 0)
+    return outcome
+
+
+def _validate(schema: Any, value: Any, cls: type[FlowError], what: str) -> None:
+    errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(value), key=lambda e: list(e.absolute_path))
+    if errors:
+        described = [f"{'/'.join(map(str, e.absolute_path)) or '(root)'}: {e.message}" for e in errors]
+        raise cls(f"{what} does not match its schema: {described[0]}", details={"errors": described})
+
+
+def _locate(error: FlowError, compiled: Compiled) -> FlowError:
+    """Give a sandbox error its Flow span, from the generated-code position it carries."""
+    if error.span is None and compiled.source_map is not None:
+        loc = error.dto.get("loc")
+        span = compiled.source_map.lookup(loc) if isinstance(loc, list) else None
+        if span is not None:
+            error.span = span_to_json(span)
+    return error
+
+
+__all__ = ["Executor", "FlowIsolateError", "RunOutcome", "run_compiled"]

@@ -1,0 +1,35 @@
+"""Errors raised inside the sandbox. They leave it as DTOs (`to_dto`); the host
+rebuilds typed errors from the code. Shipped into Pyodide as source: imports only
+the standard library."""
+
+from __future__ import annotations
+
+FATAL = frozenset({"limit-exceeded", "workflow-timeout", "cancelled", "isolate", "worker-crashed"})
+
+
+class FlowError(Exception):
+    """A Flow runtime error with a code of runtime.md §5."""
+
+    def __init__(self, code, message, details=None, stage=None):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.details = details if details is not None else {}
+        self.stage = stage
+        self.loc = None  # (line, col, end_line, end_col) in the generated module, set when raised
+        self.extra = {}  # run facts that travel with the error (bindings made, steps used)
+
+    @property
+    def fatal(self):
+        return self.code in FATAL
+
+    def to_dto(self):
+        dto = {"__flowError": True, "code": self.code, "message": self.message, "stage": self.stage,
+               "span": None, "details": self.details, "loc": list(self.loc) if self.loc else None}
+        dto.update(self.extra)
+        return dto
+
+
+def evaluation(message, **details):
+    """The error of a failed evaluation: a missing field on `any`, bad `parseJson`, …"""
+    return FlowError("evaluation", message, details)

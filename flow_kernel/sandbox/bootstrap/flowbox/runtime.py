@@ -1,0 +1,573 @@
+"""The runtime ABI (`rt`, version 1) given to `main(rt, args)` of a compiled module.
+
+Every operation of generated code goes through a `Runtime`: step accounting, limits
+that nest with workflow calls, stage and pipeline scopes (events), `parallel` and
+`parallelMap` on asyncio with fail-closed cancellation, `async` tasks, effects
+(print, log, emit, publish, verify, require) as event notifications, and the calls
+that need the host (agents, operator prompts, processes, clock) as bridge requests.
+
+`execute` runs one `run` request; `cancel` stops one; `expect` answers the host's
+question "does this candidate output meet the call's `expect` clauses?".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import re
+import time
+
+from . import builtins as _builtins
+from . import operators as _ops
+from . import values as _values
+from .errors import FlowError, evaluation
+
+ABI = 1
+STEP_CLOCK_EVERY = 64  # check a nested workflow's deadline every this many steps
+PUBLISH_NAME = re.compile(r"^[A-Za-z0-9._-]+(?:/[A-Za-z0-9._-]+)*$")
+
+_frame = contextvars.ContextVar("flow_frame")
+_scope = contextvars.ContextVar("flow_scope", default=(None, None))  # (span id, stage name)
+
+_active = {}  # run id -> (Runtime, asyncio task)
+
+
+class Frame:
+    """One running workflow (the implicit top-level one included)."""
+
+    __slots__ = ("cap", "cap_name", "cap_limit", "concurrency", "deadline", "id", "name", "tasks")
+
+    def __init__(self, name, fid, cap, cap_name, cap_limit, deadline, concurrency):
+        self.name = name
+        self.id = fid
+        self.cap = cap  # the absolute step count at which this frame (or an enclosing one) is exhausted
+        self.cap_name = cap_name
+        self.cap_limit = cap_limit
+        self.deadline = deadline
+        self.concurrency = concurrency
+        self.tasks = []
+
+
+class TaskHandle:
+    __slots__ = ("done", "name", "result", "task")
+
+    def __init__(self, name, task):
+        self.name = name
+        self.task = task
+        self.done = False
+        self.result = None
+
+
+class Runtime:
+    abi = ABI
+    Error = FlowError
+
+    def __init__(self, bridge, payload):
+        self.bridge = bridge
+        self.run = payload.get("run")
+        self.steps = 0
+        self.span_counter = 0
+        self.call_counter = 0
+        self.bindings = {}
+        self.session_values = (payload.get("args") or {}).get("session") or {}
+        self.expectations = {}
+        self.started = time.monotonic()
+
+    # -- entry and workflows --------------------------------------------------------------
+    async def start(self, args, cell, limits, workflows):
+        name = args.get("workflow")
+        if name is None:
+            return await self._frame("<cell>", cell, [], limits)
+        if name not in workflows:
+            raise FlowError("capability-violation", f"the module has no workflow `{name}`")
+        fn, params, wf_limits = workflows[name]
+        given = args.get("input") or {}
+        return await self._frame(name, fn, [given.get(p) for p in params], wf_limits)
+
+    async def workflow(self, name, fn, values, limits):
+        self.step()
+        return await self._frame(name, fn, values, limits)
+
+    async def _frame(self, name, fn, values, limits):
+        parent = _frame.get(None)
+        now = time.monotonic()
+        own_cap = self.steps + limits["steps"]
+        if parent is None or own_cap <= parent.cap:
+            cap, cap_name, cap_limit = own_cap, name, limits["steps"]
+        else:
+            cap, cap_name, cap_limit = parent.cap, parent.cap_name, parent.cap_limit
+        deadline = now + limits["duration"] / 1000
+        if parent is not None:
+            deadline = min(deadline, parent.deadline)
+        frame = Frame(name, self._span_id(), cap, cap_name, cap_limit, deadline, limits["concurrency"])
+        token = _frame.set(frame)
+        span_token = _scope.set((frame.id, None))
+        self._event("workflow.started", {"name": name, "frame": frame.id, "parent": parent.id if parent else None,
+                                         "limits": dict(limits)}, frame.id, parent.id if parent else None)
+        try:
+            result = await fn(self, *values) if values else await fn(self)
+            await self._finish_tasks(frame)
+        except BaseException as exc:
+            for handle in frame.tasks:
+                if not handle.task.done():
+                    handle.task.cancel()
+            code = exc.code if isinstance(exc, FlowError) else "cancelled"
+            self._event("workflow.failed", {"name": name, "code": code}, frame.id, parent.id if parent else None)
+            raise
+        finally:
+            _scope.reset(span_token)
+            _frame.reset(token)
+        self._event("workflow.completed", {"name": name}, frame.id, parent.id if parent else None)
+        return result
+
+    async def _finish_tasks(self, frame):
+        for handle in frame.tasks:
+            if not handle.done:
+                await self.await_task(handle)
+
+    def session(self, name):
+        return self.session_values.get(name)
+
+    def bind(self, name, value):
+        self.bindings[name] = value
+        return value
+
+    # -- steps and conditions -------------------------------------------------------------
+    def step(self):
+        self.steps += 1
+        frame = _frame.get()
+        if self.steps > frame.cap:
+            raise FlowError("limit-exceeded", f"the `steps` limit of {frame.cap_limit} of `{frame.cap_name}` is exceeded",
+                            {"limit": "steps", "value": frame.cap_limit, "workflow": frame.cap_name})
+        if not self.steps % STEP_CLOCK_EVERY and time.monotonic() > frame.deadline:
+            raise _timeout(frame)
+
+    def loop(self, value):
+        self.step()
+        return _values.expect_bool(value, "the condition of `while`")
+
+    @staticmethod
+    def cond(value):
+        return _values.expect_bool(value, "a condition")
+
+    @staticmethod
+    def iterate(xs):
+        if not isinstance(xs, list):
+            raise evaluation(f"`for` needs an array, got {_values.type_of(xs)}")
+        return enumerate(xs)
+
+    @staticmethod
+    def interp(*parts):
+        return "".join(p if isinstance(p, str) else _values.text(p) for p in parts)
+
+    # -- events and scopes ------------------------------------------------------------------
+    def _span_id(self):
+        self.span_counter += 1
+        return f"s{self.span_counter}"
+
+    def _event(self, kind, data, span_id=None, parent=None):
+        current, stage = _scope.get()
+        self.bridge.notify("event", {"run": self.run, "type": kind,
+                                     "span": {"id": span_id if span_id is not None else current,
+                                              "parent": parent if span_id is not None else None},
+                                     "stage": stage, "data": data})
+
+    def stage(self, name):
+        return _EventScope(self, "stage", self._name(name, "stage"))
+
+    def pipeline(self, name):
+        return _EventScope(self, "pipeline", self._name(name, "pipeline"))
+
+    @staticmethod
+    def _name(name, what):
+        if not isinstance(name, str):
+            raise evaluation(f"a {what} name must be a string, got {_values.type_of(name)}")
+        return name
+
+    def verify(self, cond, message, text):
+        passed = _values.expect_bool(cond, "the condition of `verify`")
+        self._event("verify.evaluated", {"passed": passed, "message": _message(message, text), "condition": text})
+
+    def require(self, cond, message, text):
+        passed = _values.expect_bool(cond, "the condition of `require`")
+        if not passed:
+            msg = _message(message, text)
+            self._event("require.failed", {"message": msg, "condition": text})
+            raise FlowError("assertion", msg if message is not None else f"requirement failed: {text}", {"condition": text})
+
+    def emit(self, kind, value):
+        if not isinstance(value, dict):
+            raise evaluation(f"`emit {kind}` needs an object, got {_values.type_of(value)}")
+        data = {}
+        for key in ("done", "total"):
+            if key in value and value[key] is not None:
+                if not _values.is_number(value[key]):
+                    raise evaluation(f"`emit {kind}`: `{key}` must be a number, got {_values.type_of(value[key])}")
+                data[key] = value[key]
+        if value.get("message") is not None:
+            data["message"] = _values.text(value["message"])
+        self._event(kind, data)
+
+    def print(self, value):
+        self._event("print", {"text": _values.text(value)})
+
+    def log(self, value):
+        self._event("log", {"text": _values.text(value)})
+
+    def publish(self, name, value):
+        if not isinstance(name, str) or not PUBLISH_NAME.match(name) or ".." in name.split("/"):
+            raise FlowError("capability-violation", f"`publish`: {_values.render(name)} is not a relative artifact path "
+                            "of [A-Za-z0-9._-] segments", {"name": name})
+        data = {"name": name, "text": value} if isinstance(value, str) else {"name": name, "json": value}
+        self._event("artifact.published", data)
+
+    # -- host calls -----------------------------------------------------------------------------
+    async def _host(self, op, payload):
+        frame = _frame.get()
+        remaining = frame.deadline - time.monotonic()
+        if remaining <= 0:
+            raise _timeout(frame)
+        payload["run"] = self.run
+        current, stage = _scope.get()
+        payload["span"] = current
+        payload["stage"] = stage
+        payload["frame"] = frame.id
+        try:
+            return await asyncio.wait_for(self.bridge.invoke(op, payload), remaining)
+        except asyncio.TimeoutError:
+            raise _timeout(frame) from None
+
+    async def agent(self, name, prompt, options, check):
+        return await self._agent({"agent": name, "team": None, "member": None}, prompt, options, check)
+
+    async def team(self, team, member, member_name, prompt, options, check):
+        if member == "member":
+            if not isinstance(member_name, str):
+                raise evaluation(f"a team member name must be a string, got {_values.type_of(member_name)}")
+            member = member_name
+        return await self._agent({"agent": None, "team": team, "member": member}, prompt, options, check)
+
+    async def _agent(self, target, prompt, options, check):
+        self.step()
+        if not isinstance(prompt, str):
+            raise evaluation(f"the prompt must be a string, got {_values.type_of(prompt)}")
+        self.call_counter += 1
+        call = f"c{self.call_counter}"
+        payload = dict(target, prompt=prompt, options=options, call=call, expect=check is not None)
+        if check is not None:
+            self.expectations[call] = check
+        try:
+            return await self._host("agent", payload)
+        finally:
+            self.expectations.pop(call, None)
+
+    async def expect(self, call, output):
+        """Failed `expect` messages for a candidate output (asked by the host)."""
+        check = self.expectations.get(call)
+        if check is None:
+            return []
+        try:
+            pairs = await check(output)
+        except FlowError as exc:
+            if exc.fatal:
+                raise
+            return [f"the expectation could not be evaluated: {exc.message}"]
+        failed = []
+        for passed, message in pairs:
+            if passed is not True:
+                failed.append(_values.text(message))
+        return failed
+
+    async def approve(self, question, details):
+        self.step()
+        if not isinstance(question, str):
+            raise evaluation(f"the question of `approve` must be a string, got {_values.type_of(question)}")
+        answer = await self._host("approve", {"question": question, "details": details})
+        if not isinstance(answer, bool):
+            raise FlowError("operator-unavailable", "the operator's answer to `approve` was not yes or no")
+        return answer
+
+    async def ask(self, question, choice):
+        self.step()
+        if not isinstance(question, str):
+            raise evaluation(f"the question of `ask` must be a string, got {_values.type_of(question)}")
+        answer = await self._host("ask", {"question": question, "choice": choice})
+        if not isinstance(answer, str) or (choice is not None and answer not in choice):
+            raise FlowError("operator-unavailable", "the operator's answer to `ask` is not one of its choices")
+        return answer
+
+    async def run(self, executable, arguments, stdin, timeout):
+        self.step()
+        if not isinstance(executable, str):
+            raise evaluation(f"the executable of `run` must be a string, got {_values.type_of(executable)}")
+        if not isinstance(arguments, list):
+            raise evaluation(f"`run` takes an array of arguments, got {_values.type_of(arguments)}")
+        args = []
+        for a in arguments:
+            if isinstance(a, (list, dict)):
+                raise evaluation(f"`run` arguments must be scalars, got {_values.type_of(a)}")
+            args.append(_values.text(a))
+        if stdin is not None and not isinstance(stdin, str):
+            raise evaluation(f"the `stdin` of `run` must be a string, got {_values.type_of(stdin)}")
+        timeout_ms = 30_000 if timeout is None else timeout
+        if not _values.is_number(timeout_ms) or timeout_ms <= 0:
+            raise evaluation("the `timeout` of `run` must be a positive duration")
+        return await self._host("process", {"executable": executable, "arguments": args, "stdin": stdin,
+                                            "timeout_ms": timeout_ms})
+
+    async def now(self):
+        self.step()
+        return await self._host("now", {})
+
+    async def uuid(self):
+        self.step()
+        return await self._host("uuid", {})
+
+    # -- parallelism and tasks ---------------------------------------------------------------------
+    async def parallel(self, branches):
+        names = list(branches)
+        results = await _fail_closed([branches[n]() for n in names])
+        return dict(zip(names, results))
+
+    async def parallel_map(self, xs, fn, concurrency):
+        self.step()
+        if not isinstance(xs, list):
+            raise evaluation(f"parallelMap: expected an array, got {_values.type_of(xs)}")
+        frame = _frame.get()
+        limit = frame.concurrency if concurrency is None else concurrency
+        if not _values.is_number(limit) or limit < 1:
+            raise evaluation("parallelMap: `concurrency` must be a positive int")
+        workers = max(1, min(int(limit), frame.concurrency, len(xs) or 1))
+        results = [None] * len(xs)
+        cursor = iter(range(len(xs)))
+
+        async def worker():
+            # Workers take items in input order, so items start in order (language.md §4.2.1).
+            for i in cursor:
+                results[i] = await fn(xs[i], i)
+
+        await _fail_closed([worker() for _ in range(workers)])
+        return results
+
+    def task(self, name, coro):
+        frame = _frame.get()
+        handle = TaskHandle(name, asyncio.ensure_future(coro))
+        frame.tasks.append(handle)
+        return handle
+
+    async def await_task(self, handle):
+        if not handle.done:
+            handle.result = await handle.task
+            handle.done = True
+        return None
+
+    @staticmethod
+    def task_field(handle, name):
+        if not handle.done:
+            raise evaluation(f"task `{handle.name}` has not been awaited")
+        return handle.result.get(name)
+
+    # -- errors ------------------------------------------------------------------------------------
+    @staticmethod
+    def catches(err, codes):
+        if err.fatal:
+            return False
+        return codes is None or err.code in codes
+
+    @staticmethod
+    def error_value(err):
+        return {"code": err.code, "message": err.message, "stage": err.stage, "details": err.details}
+
+    # -- operators (values, operators.py) ------------------------------------------------------
+    neg = staticmethod(_ops.neg)
+    not_ = staticmethod(_ops.not_)
+    add = staticmethod(_ops.add)
+    sub = staticmethod(_ops.sub)
+    mul = staticmethod(_ops.mul)
+    div = staticmethod(_ops.div)
+    mod = staticmethod(_ops.mod)
+    eq = staticmethod(_ops.eq)
+    ne = staticmethod(_ops.ne)
+    lt = staticmethod(_ops.lt)
+    le = staticmethod(_ops.le)
+    gt = staticmethod(_ops.gt)
+    ge = staticmethod(_ops.ge)
+    in_ = staticmethod(_ops.in_)
+    index = staticmethod(_ops.index)
+    slice_ = staticmethod(_ops.slice_)
+    member = staticmethod(_ops.member)
+    member_opt = staticmethod(_ops.member_opt)
+    safe_member = staticmethod(_ops.safe_member)
+    project = staticmethod(_ops.project)
+    pick = staticmethod(_ops.pick)
+
+
+class _EventScope:
+    """`stage` / `pipeline`: events around a body, which sees the scope's id as parent."""
+
+    __slots__ = ("kind", "name", "parent", "rt", "span_id", "token")
+
+    def __init__(self, rt, kind, name):
+        self.rt = rt
+        self.kind = kind
+        self.name = name
+
+    def __enter__(self):
+        parent, stage = _scope.get()
+        self.parent = parent
+        self.span_id = self.rt._span_id()
+        if self.kind == "stage":
+            stage = self.name
+        self.token = _scope.set((self.span_id, stage))
+        self.rt._event(f"{self.kind}.started", {"name": self.name}, self.span_id, parent)
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc is None:
+            self.rt._event(f"{self.kind}.completed", {"name": self.name}, self.span_id, self.parent)
+        else:
+            if isinstance(exc, FlowError) and exc.stage is None and self.kind == "stage":
+                exc.stage = self.name
+            code = exc.code if isinstance(exc, FlowError) else "cancelled"
+            self.rt._event(f"{self.kind}.failed", {"name": self.name, "code": code}, self.span_id, self.parent)
+        _scope.reset(self.token)
+        return False
+
+
+def _builtin(name, fn, is_async):
+    if is_async:
+        async def call(self, *args):
+            self.step()
+            return await fn(*args)
+    else:
+        def call(self, *args):
+            self.step()
+            return fn(*args)
+    call.__name__ = f"fn_{name}"
+    return call
+
+
+for _name, _fn in _builtins.BUILTINS.items():
+    setattr(Runtime, f"fn_{_name}", _builtin(_name, _fn, _name in _builtins.LAMBDA_BUILTINS))
+
+
+def _message(message, text):
+    return _values.text(message) if message is not None else text
+
+
+def _timeout(frame):
+    return FlowError("workflow-timeout", f"`{frame.name}` ran past its `duration`", {"workflow": frame.name})
+
+
+async def _fail_closed(coros):
+    """Run coroutines concurrently; the first failure cancels the rest (late results are dropped)."""
+    tasks = [asyncio.ensure_future(c) for c in coros]
+    try:
+        return await asyncio.gather(*tasks)
+    except BaseException:
+        for t in tasks:
+            if not t.done():
+                t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+
+
+# -- entry points for the bridge ------------------------------------------------------------------
+def _location(exc):
+    """(line, col, end_line, end_col) of the innermost generated-code frame of `exc`."""
+    loc = None
+    tb = exc.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if code.co_filename == "<flow>" and tb.tb_lasti >= 0:
+            positions = list(code.co_positions())
+            index = tb.tb_lasti // 2
+            if index < len(positions):
+                line, end_line, col, end_col = positions[index]
+                if line is not None:
+                    loc = (line, col or 0, end_line or line, end_col or 0)
+        tb = tb.tb_next
+    return loc
+
+
+def _context_location(exc):
+    """The location of `exc`, or of the error it was raised while handling."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        loc = _location(exc)
+        if loc is not None:
+            return loc
+        exc = exc.__context__
+    return None
+
+
+async def execute(main, payload, bridge):
+    """Run `main(rt, args)` for one `run` request; returns the reply value or raises FlowError."""
+    rt = Runtime(bridge, payload)
+    run_id = payload.get("run")
+    deadline_ms = payload.get("deadline_ms")
+    task = asyncio.ensure_future(main(rt, payload.get("args") or {}))
+    _active[run_id] = (rt, task)
+    rt.cancel_reason = None
+    if deadline_ms:
+        bridge.arm(deadline_ms)
+    try:
+        try:
+            result = await task
+        finally:
+            if deadline_ms:
+                bridge.disarm()
+    except FlowError as exc:
+        error = exc
+    except KeyboardInterrupt as exc:  # the watchdog's interrupt: the deadline passed (or a cancel)
+        error = FlowError(rt.cancel_reason or "workflow-timeout", "the run was stopped: "
+                          + ("it was cancelled" if rt.cancel_reason == "cancelled" else "it ran past its deadline"))
+        error.__traceback__ = exc.__traceback__
+    except asyncio.CancelledError as exc:
+        reason = rt.cancel_reason or "cancelled"
+        error = FlowError(reason, "the run was cancelled" if reason == "cancelled" else "the run ran past its deadline")
+        error.__traceback__ = exc.__traceback__
+    except MemoryError as exc:
+        error = FlowError("isolate", "the sandbox ran out of memory")
+        error.__traceback__ = exc.__traceback__
+    except RecursionError as exc:
+        error = FlowError("isolate", "the sandbox ran out of stack")
+        error.__traceback__ = exc.__traceback__
+    except Exception as exc:  # a bug in the runtime: report it, never hide it
+        error = FlowError("isolate", f"internal error: {type(exc).__name__}: {exc}")
+        error.__traceback__ = exc.__traceback__
+    else:
+        error = None
+    finally:
+        _active.pop(run_id, None)
+    if error is not None:
+        error.loc = error.loc or _context_location(error)
+        error.extra = {"bindings": _json_only(rt.bindings), "steps": rt.steps}
+        raise error
+    if not _values.is_json(result):
+        raise FlowError("isolate", "the run's result is not a JSON value")
+    return {"result": result, "bindings": _json_only(rt.bindings), "steps": rt.steps, "memory": bridge.memory()}
+
+
+def _json_only(bindings):
+    return {k: v for k, v in bindings.items() if _values.is_json(v)}
+
+
+def cancel(run_id, reason):
+    """Ask a running run to stop with `reason` ("cancelled" or "workflow-timeout")."""
+    entry = _active.get(run_id)
+    if entry is None:
+        return False
+    rt, task = entry
+    rt.cancel_reason = reason
+    task.cancel()
+    return True
+
+
+async def expect(payload):
+    """The host's repair loop asks whether a candidate output meets a call's `expect` clauses."""
+    entry = _active.get(payload.get("run"))
+    if entry is None:
+        return []
+    return await entry[0].expect(payload.get("call"), payload.get("output"))

@@ -1,0 +1,168 @@
+"""Flow's runtime values (language.md §1, §3.2): JSON only — None, bool, int, float,
+str, list, dict (insertion-ordered).
+
+Python's bool is a subclass of int; in Flow a bool is never a number, so every check
+here uses exact types (`type(v) is int`) rather than isinstance on numbers.
+
+Shipped as source into Pyodide: imports only the standard library and the package."""
+
+import json
+
+from .errors import evaluation
+
+MAX_EXACT = 2**53  # integral floats up to this magnitude are normalised to ints
+NUMBER_TYPES = (int, float)  # compared with `type(v) in NUMBER_TYPES`: bool is not in it
+
+_TYPE_NAMES = {type(None): "null", bool: "bool", int: "number", float: "number",
+               str: "string", list: "array", dict: "object"}
+
+# The encoder of language.md §1. allow_nan=False: a non-finite float is never JSON.
+_dumps = json.JSONEncoder(ensure_ascii=False, separators=(", ", ": "), allow_nan=False).encode
+
+
+def norm(x):
+    """Normalise an arithmetic result: an integral float with |x| <= 2**53 becomes an
+    int (so 6 / 3 is 2); inf and nan are errors (they are not JSON)."""
+    if type(x) is float:
+        if x - x != 0.0:  # true only for inf and nan (inf - inf and nan - nan are nan)
+            raise evaluation("number out of range")
+        if x.is_integer() and -MAX_EXACT <= x <= MAX_EXACT:
+            return int(x)
+    return x
+
+
+def deep_norm(v):
+    """`norm` applied to every float at any depth; returns a new structure only for
+    containers (callers use it when a float may hide inside)."""
+    t = type(v)
+    if t is float:
+        return norm(v)
+    if t is list:
+        return [deep_norm(x) for x in v]
+    if t is dict:
+        return {k: deep_norm(x) for k, x in v.items()}
+    return v
+
+
+def render(v):
+    """The text of a value (language.md §1): json.dumps with ", " / ": " separators,
+    non-ASCII kept, integral floats normalised to ints at any depth."""
+    try:
+        s = _dumps(v)
+        # Fast path: repr switches to exponent notation only from 1e16 > 2**53, so an
+        # integral float in range always dumps as "…X.0"; output without ".0" has
+        # nothing to normalise. A string containing ".0" only costs one more pass.
+        if ".0" in s:
+            s = _dumps(deep_norm(v))
+        return s
+    except ValueError as e:  # a non-finite float, or an int too long to print
+        raise evaluation("number out of range") from e
+    except TypeError as e:  # never happens for JSON values: a runtime bug, said plainly
+        raise evaluation(f"value is not JSON: {e}") from e
+
+
+def text(v):
+    """A value as text for interpolation, print, log and str(): strings as they are."""
+    return v if type(v) is str else render(v)
+
+
+def type_of(v):
+    """The JSON type name: "null", "bool", "number", "string", "array" or "object"."""
+    name = _TYPE_NAMES.get(type(v))
+    if name is not None:
+        return name
+    # Subclasses (never produced by the runtime, but keep messages sensible).
+    if isinstance(v, bool):
+        return "bool"
+    if isinstance(v, NUMBER_TYPES):
+        return "number"
+    if isinstance(v, str):
+        return "string"
+    if isinstance(v, list):
+        return "array"
+    if isinstance(v, dict):
+        return "object"
+    return type(v).__name__
+
+
+def is_number(v):
+    """An int or a float, never a bool."""
+    return type(v) in NUMBER_TYPES
+
+
+def deep_eq(a, b):
+    """Deep JSON equality (`==`): a bool equals only a bool, numbers compare by value
+    (1 == 1.0), arrays elementwise, objects by keys and values in any order."""
+    if a is b:
+        return True
+    ta = type(a)
+    tb = type(b)
+    if ta is tb:
+        if ta is list:
+            return len(a) == len(b) and all(deep_eq(x, y) for x, y in zip(a, b, strict=True))
+        if ta is dict:
+            if len(a) != len(b):
+                return False
+            return all(k in b and deep_eq(x, b[k]) for k, x in a.items())
+        return a == b  # None, bool, int, float, str
+    if ta in NUMBER_TYPES and tb in NUMBER_TYPES:
+        return a == b  # int vs float: Python compares exactly
+    # Subclasses of containers or strings (not produced by the runtime).
+    if isinstance(a, list) and isinstance(b, list):
+        return deep_eq(list(a), list(b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return deep_eq(dict(a), dict(b))
+    if isinstance(a, str) and isinstance(b, str):
+        return str(a) == str(b)
+    return False
+
+
+def eq_key(v):
+    """A hashable key with eq_key(a) == eq_key(b) exactly when deep_eq(a, b): numbers
+    share a tag (hash(1) == hash(1.0)), bools have their own (True is not 1), objects
+    are order-insensitive. Lets `unique` run in linear time."""
+    t = type(v)
+    if t is str:
+        return ("s", v)
+    if t is int or t is float:
+        return ("n", v)
+    if t is bool:
+        return ("b", v)
+    if v is None:
+        return ("z",)
+    if isinstance(v, list):
+        return ("a", tuple(eq_key(x) for x in v))
+    if isinstance(v, dict):
+        return ("o", frozenset((k, eq_key(x)) for k, x in v.items()))
+    if isinstance(v, str):
+        return ("s", str(v))
+    raise evaluation(f"value is not JSON: {type_of(v)}")
+
+
+def truthy(v):
+    """JSON truthiness (`bool()`): null, false, 0, "", [] and {} are false. Python's
+    own truthiness is exactly that on JSON values (0.0 included)."""
+    return bool(v)
+
+
+def is_json(v):
+    """True if v is a JSON value at any depth: exact JSON types, string keys, finite
+    floats."""
+    t = type(v)
+    if v is None or t is bool or t is int or t is str:
+        return True
+    if t is float:
+        return v - v == 0.0  # finite
+    if t is list:
+        return all(is_json(x) for x in v)
+    if t is dict:
+        return all(type(k) is str and is_json(x) for k, x in v.items())
+    return False
+
+
+def expect_bool(v, what):
+    """v if it is a bool; else an evaluation error. Conditions of `if`, `while`, the
+    ternary and the operands of `and`, `or`, `not` are never coerced."""
+    if v is True or v is False:
+        return v
+    raise evaluation(f"{what} must be a bool, got {type_of(v)}")

@@ -1,0 +1,89 @@
+"""Run a generated module in this (host) CPython, with no sandbox around it.
+
+For the benchmark that compares the sandbox with host CPython (runtime.md §8 of
+issue 8's table), and for tests that exercise language semantics quickly. It loads
+the same `flowbox` sources the sandbox runs. Never use it for untrusted code: it is
+not a sandbox.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import json
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from flow_kernel.errors import FlowError
+
+BOOTSTRAP_DIR = Path(__file__).parent / "bootstrap"
+
+Handler = Callable[[str, dict[str, Any]], Awaitable[Any]]
+Notify = Callable[[str, dict[str, Any]], None]
+
+
+def load_flowbox() -> tuple[ModuleType, ModuleType]:
+    """The bootstrap's `runtime` and `errors` modules, imported from its sources."""
+    if str(BOOTSTRAP_DIR) not in sys.path:
+        sys.path.insert(0, str(BOOTSTRAP_DIR))
+    return importlib.import_module("flowbox.runtime"), importlib.import_module("flowbox.errors")
+
+
+class _InProcessBridge:
+    def __init__(self, handler: Handler, on_notify: Notify, errors: ModuleType) -> None:
+        self.handler = handler
+        self.on_notify = on_notify
+        self.errors = errors
+
+    async def invoke(self, op: str, payload: dict[str, Any]) -> Any:
+        try:
+            return await self.handler(op, payload)
+        except FlowError as exc:  # a host error becomes the sandbox's own error type, as over the bridge
+            raise self.errors.FlowError(exc.code, exc.message, exc.details) from None
+
+    def notify(self, op: str, payload: dict[str, Any]) -> None:
+        self.on_notify(op, payload)
+
+    def memory(self) -> int:
+        return 0
+
+    def arm(self, ms: int) -> None:
+        pass
+
+    def disarm(self) -> None:
+        pass
+
+
+class InProcessExecutor:
+    """Same interface as the sandbox pool's `run`, executed in this interpreter."""
+
+    def __init__(self) -> None:
+        self.runtime, self.errors = load_flowbox()
+        self._code: dict[str, Any] = {}
+
+    async def run(self, module: str, payload: dict[str, Any], host: Any) -> dict[str, Any]:
+        """`host` offers `handle(op, payload)`, `on_notify(op, payload)` and takes `sandbox_call`."""
+        code = self._code.get(module)
+        if code is None:
+            code = self._code[module] = compile(module, "<flow>", "exec")
+        namespace: dict[str, Any] = {"__builtins__": {}}
+        exec(code, namespace)
+        bridge = _InProcessBridge(host.handle, host.on_notify, self.errors)
+        host.sandbox_call = self._sandbox_call
+        try:
+            result: dict[str, Any] = await self.runtime.execute(namespace["main"], payload, bridge)
+        except self.errors.FlowError as exc:
+            raise FlowError.from_dto(json.loads(json.dumps(exc.to_dto()))) from None
+        return result
+
+    async def _sandbox_call(self, op: str, payload: dict[str, Any]) -> Any:
+        if op != "expect":
+            raise FlowError(f"unknown sandbox operation {op!r}")
+        return await self.runtime.expect(payload)
+
+    async def close(self) -> None:
+        await asyncio.sleep(0)
+
