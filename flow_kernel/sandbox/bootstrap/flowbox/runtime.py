@@ -64,7 +64,7 @@ class Runtime:
 
     def __init__(self, bridge, payload):
         self.bridge = bridge
-        self.run = payload.get("run")
+        self.run_id = payload.get("run")
         self.steps = 0
         self.span_counter = 0
         self.call_counter = 0
@@ -167,7 +167,7 @@ class Runtime:
 
     def _event(self, kind, data, span_id=None, parent=None):
         current, stage = _scope.get()
-        self.bridge.notify("event", {"run": self.run, "type": kind,
+        self.bridge.notify("event", {"run": self.run_id, "type": kind,
                                      "span": {"id": span_id if span_id is not None else current,
                                               "parent": parent if span_id is not None else None},
                                      "stage": stage, "data": data})
@@ -227,7 +227,7 @@ class Runtime:
         remaining = frame.deadline - time.monotonic()
         if remaining <= 0:
             raise _timeout(frame)
-        payload["run"] = self.run
+        payload["run"] = self.run_id
         current, stage = _scope.get()
         payload["span"] = current
         payload["stage"] = stage
@@ -356,15 +356,18 @@ class Runtime:
         return handle
 
     async def await_task(self, handle):
-        if not handle.done:
-            handle.result = await handle.task
-            handle.done = True
+        if handle.done:
+            return None  # awaiting twice does not rerun (and does not raise a caught failure again)
+        handle.done = True
+        handle.result = await handle.task
         return None
 
     @staticmethod
     def task_field(handle, name):
         if not handle.done:
             raise evaluation(f"task `{handle.name}` has not been awaited")
+        if handle.result is None:
+            raise evaluation(f"task `{handle.name}` failed, so it has no `{name}`")
         return handle.result.get(name)
 
     # -- errors ------------------------------------------------------------------------------------
