@@ -1,4 +1,5 @@
-"""The `flow` command line: `flow check`, `flow explain`, `flow schema` (runtime.md §8).
+"""The `flow` command line: `flow check`, `flow explain`, `flow schema` (runtime.md §8);
+`flow run` and `flow doctor` live in `cli_run.py`.
 
 Exit codes: 0 success (warnings and infos allowed), 1 the source has errors or the
 thing asked for does not exist, 2 a usage error (bad arguments, a missing or
@@ -224,6 +225,10 @@ def build_parser() -> argparse.ArgumentParser:
     schema.add_argument("file", metavar="FILE", help="a .flow file")
     schema.add_argument("name", metavar="NAME", help="a type alias or workflow in FILE")
     schema.set_defaults(handler=cmd_schema)
+
+    from flow_kernel.cli_run import add_commands
+
+    add_commands(commands)
     return parser
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast as py
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from flow_kernel.lang import ast
 from flow_kernel.lang import types as T
@@ -95,6 +96,7 @@ class CodeGenerator:
             return py.Dict([py.Constant(k) for k in value], [CodeGenerator.const(v) for v in value.values()])
         if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
             return py.UnaryOp(py.USub(), py.Constant(-value))
+        assert value is None or isinstance(value, (str, int, float, bool))
         return py.Constant(value)
 
     @staticmethod
@@ -115,7 +117,9 @@ class CodeGenerator:
 
     def async_def(self, name: str, params: list[str], body: list[py.stmt]) -> py.AsyncFunctionDef:
         args = py.arguments([], [py.arg(p) for p in params], None, [], [], None, [])
-        return py.AsyncFunctionDef(name, args, body or [py.Pass()], [], None, type_params=[])
+        fn = py.AsyncFunctionDef(name, args, body or [py.Pass()], [], None)
+        setattr(fn, "type_params", [])  # noqa: B010 - a field from Python 3.12 on, unknown to 3.11
+        return fn
 
     # -- scopes --------------------------------------------------------------------------
     def push(self, *, cell: bool = False, boundary: _Frame | None = None) -> _Scope:
@@ -430,7 +434,7 @@ class CodeGenerator:
     def x_Unary(self, e: ast.Unary) -> py.expr:
         return self.rt("neg" if e.op == "-" else "not_", self.expr(e.operand), span=e.span)
 
-    BINARY = {"+": "add", "-": "sub", "*": "mul", "/": "div", "%": "mod", "==": "eq", "!=": "ne",
+    BINARY: ClassVar[dict[str, str]] = {"+": "add", "-": "sub", "*": "mul", "/": "div", "%": "mod", "==": "eq", "!=": "ne",
               "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}
 
     def x_Binary(self, e: ast.Binary) -> py.expr:

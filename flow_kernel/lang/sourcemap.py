@@ -67,7 +67,7 @@ def write(tree: py.Module, origins: dict[int, Span]) -> CompiledPython:
         if type(built) is not type(parsed):
             raise AssertionError(f"unparse changed the tree: {type(built).__name__} became {type(parsed).__name__}")
         span = origins.get(id(built))
-        if span is not None and hasattr(parsed, "lineno"):
+        if span is not None and isinstance(parsed, (py.expr, py.stmt)):
             pos = (parsed.lineno, parsed.col_offset, parsed.end_lineno or parsed.lineno, parsed.end_col_offset or 0)
             entries.append((pos, span))
     return CompiledPython(source, reparsed, SourceMap(entries))

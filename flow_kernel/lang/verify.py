@@ -53,9 +53,9 @@ class VerificationError(Exception):
 
 def verify(tree: py.Module) -> None:
     """Raise `VerificationError` unless every node of `tree` is allowed."""
-    for node in tree.body:
-        if not isinstance(node, py.AsyncFunctionDef):
-            raise VerificationError(f"only async function definitions may stand at module level, found {type(node).__name__}", node)
+    for top in tree.body:
+        if not isinstance(top, py.AsyncFunctionDef):
+            raise VerificationError(f"only async function definitions may stand at module level, found {type(top).__name__}", top)
     for node in py.walk(tree):
         _check_node(node)
     if not any(isinstance(n, py.AsyncFunctionDef) and n.name == "main" for n in tree.body):
@@ -110,6 +110,5 @@ def _check_node(node: py.AST) -> None:
         for item in node.items:
             if item.optional_vars is not None:
                 raise VerificationError("`with … as` is not generated", node)
-    elif isinstance(node, py.NamedExpr):
-        if not (isinstance(node.target, py.Name) and node.target.id.startswith("q_")):
-            raise VerificationError("only temporaries may be bound by `:=`", node)
+    elif isinstance(node, py.NamedExpr) and not (isinstance(node.target, py.Name) and node.target.id.startswith("q_")):
+        raise VerificationError("only temporaries may be bound by `:=`", node)

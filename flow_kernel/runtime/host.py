@@ -9,6 +9,7 @@ pipeline of runtime.md §4 builds on it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime
 import os
 import shutil
@@ -90,10 +91,8 @@ class HostServices:
                 gate=asyncio.Semaphore(int(limits.get("concurrency", 4))))
         self.events.append(full)
         for sink in self.sinks:
-            try:
+            with contextlib.suppress(Exception):  # sinks are best-effort (runtime.md §4)
                 sink(full)
-            except Exception:  # noqa: BLE001 - sinks are best-effort (runtime.md §4)
-                pass
 
     def on_notify(self, op: str, payload: dict[str, Any]) -> None:
         if op == "event":

@@ -35,7 +35,7 @@ _active = {}  # run id -> (Runtime, asyncio task)
 class Frame:
     """One running workflow (the implicit top-level one included)."""
 
-    __slots__ = ("cap", "cap_name", "cap_limit", "concurrency", "deadline", "id", "name", "tasks")
+    __slots__ = ("cap", "cap_limit", "cap_name", "concurrency", "deadline", "id", "name", "tasks")
 
     def __init__(self, name, fid, cap, cap_name, cap_limit, deadline, concurrency):
         self.name = name
@@ -234,7 +234,7 @@ class Runtime:
         payload["frame"] = frame.id
         try:
             return await asyncio.wait_for(self.bridge.invoke(op, payload), remaining)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise _timeout(frame) from None
 
     async def agent(self, name, prompt, options, check):
@@ -327,7 +327,7 @@ class Runtime:
     async def parallel(self, branches):
         names = list(branches)
         results = await _fail_closed([branches[n]() for n in names])
-        return dict(zip(names, results))
+        return dict(zip(names, results, strict=True))
 
     async def parallel_map(self, xs, fn, concurrency):
         self.step()

@@ -1,0 +1,180 @@
+"""`flow run` and `flow doctor` (runtime.md §8).
+
+`flow run FILE [WORKFLOW]`: exit 0 success, 1 runtime error, 2 compile errors or a
+usage error. Human output: `print` on stdout, live progress on stderr when it is a
+terminal, the result on stdout. `--format json`: one object on stdout, `print` on
+stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from flow_kernel.cli import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    UsageError,
+    _error,
+    _load,
+    _wants_color,
+    display_name,
+)
+
+EXIT_COMPILE = 2
+
+
+def add_commands(commands: Any) -> None:
+    run = commands.add_parser(
+        "run", help="compile and run a Flow file in the sandbox",
+        description="Run FILE's top-level statements, or WORKFLOW with --input. Exit 0 on success, "
+        "1 on a runtime error, 2 on compile errors.")
+    run.add_argument("file", metavar="FILE")
+    run.add_argument("workflow", metavar="WORKFLOW", nargs="?")
+    run.add_argument("--input", metavar="JSON|@FILE", help="the workflow's input object")
+    run.add_argument("--operator", metavar="POLICY", help="interactive, auto-approve, auto-deny, answers:PATH or none")
+    run.add_argument("--allow-run", metavar="EXE", action="append", default=[], help="allow `run` of EXE (repeatable)")
+    run.add_argument("--replay", metavar="CASSETTE", help="answer agent calls from a cassette (not in this build)")
+    run.add_argument("--record", metavar="CASSETTE", help="record agent calls to a cassette (not in this build)")
+    run.add_argument("--format", choices=("text", "json"), default="text")
+    run.set_defaults(handler=cmd_run)
+
+    doctor = commands.add_parser("doctor", help="report Node.js, Pyodide, the sandbox's walls and providers",
+                                 description="Report what the sandbox will use on this machine.")
+    doctor.set_defaults(handler=cmd_doctor)
+
+
+def _parse_input(text: str | None) -> dict[str, Any]:
+    if text is None:
+        return {}
+    if text.startswith("@"):
+        try:
+            text = Path(text[1:]).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"--input: cannot read {text[1:]}: {exc.strerror}") from None
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise UsageError(f"--input is not valid JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise UsageError("--input must be a JSON object (the workflow's named parameters)")
+    return value
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from flow_kernel.diagnostics.render import render_text
+    from flow_kernel.files import FileSystemLoader
+    from flow_kernel.lang.compiler import compile_checked
+    from flow_kernel.runtime.operator import Operator
+
+    try:
+        result = _load(FileSystemLoader(), args.file)
+        data = _parse_input(args.input)
+        operator = Operator.parse(args.operator) if args.operator else Operator.default()
+        if args.replay or args.record:
+            raise UsageError("--replay and --record arrive with the agent pipeline; this build has neither")
+    except (UsageError, ValueError) as exc:
+        _error(str(exc), command="run")
+        return EXIT_USAGE
+    if not result.ok:
+        text = render_text(result.diagnostics, color=_wants_color(sys.stderr), display_name=display_name)
+        sys.stderr.write(text + "\n")
+        return EXIT_COMPILE
+    warnings = [d for d in result.diagnostics if not d.is_error]
+    if warnings and args.format == "text":
+        sys.stderr.write(render_text(warnings, color=_wants_color(sys.stderr), display_name=display_name) + "\n")
+    if args.workflow is not None:
+        entry = result.decls.get(args.workflow)
+        if entry is None or entry.kind != "workflow":
+            known = sorted(n for n, e in result.decls.items() if e.kind == "workflow")
+            _error(f"`{args.workflow}` is not a workflow in {args.file}" + (f"; it has {', '.join(known)}" if known else ""),
+                   command="run")
+            return EXIT_USAGE
+    compiled = compile_checked(result)
+    json_mode = args.format == "json"
+    sink = _TerminalSink(json_mode)
+    outcome = asyncio.run(_run(compiled, args, data, operator, sink))
+    if json_mode:
+        sys.stdout.write(json.dumps(outcome.to_json(), ensure_ascii=False) + "\n")
+    elif outcome.error is None:
+        if outcome.result is not None:
+            from flow_kernel.runtime.render import render_value
+
+            sys.stdout.write(render_value(outcome.result) + "\n")
+    else:
+        sys.stderr.write(_describe_error(outcome.error) + "\n")
+    return EXIT_OK if outcome.error is None else EXIT_FAILED
+
+
+async def _run(compiled: Any, args: argparse.Namespace, data: dict[str, Any], operator: Any, sink: Any) -> Any:
+    from flow_kernel.runtime.executors import SandboxExecutor
+    from flow_kernel.runtime.run import run_compiled
+
+    executor = SandboxExecutor()
+    try:
+        return await run_compiled(compiled, executor, workflow=args.workflow, input=data if args.workflow else None,
+                                  operator=operator, allow_run=frozenset(args.allow_run), sinks=[sink])
+    finally:
+        await executor.close()
+
+
+class _TerminalSink:
+    """`print` to stdout (stderr in JSON mode); progress lines on stderr when it is a terminal."""
+
+    def __init__(self, json_mode: bool) -> None:
+        self.json_mode = json_mode
+        self.live = sys.stderr.isatty() and not json_mode
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        kind, data = event["type"], event["data"]
+        if kind == "print":
+            stream = sys.stderr if self.json_mode else sys.stdout
+            stream.write(str(data.get("text")) + "\n")
+            stream.flush()
+        elif self.live and kind in ("stage.started", "stage.failed", "agent.completed", "agent.failed", "log",
+                                    "verify.evaluated", "progress"):
+            sys.stderr.write(f"  · {kind} {_short(data)}\n")
+
+
+def _short(data: dict[str, Any]) -> str:
+    text = json.dumps({k: v for k, v in data.items() if k not in ("output", "attempts", "prompt")}, ensure_ascii=False)
+    return text if len(text) < 100 else text[:97] + "…"
+
+
+def _describe_error(error: Any) -> str:
+    lines = [f"error[{error.code}]: {error.message}"]
+    span = error.span
+    if span:
+        lines.append(f"  --> {display_name(str(span['file']))}:{span['line']}:{span['column']}")
+        try:
+            text = Path(str(span["file"])).read_text(encoding="utf-8").splitlines()[int(span["line"]) - 1]
+            lines.append(f"   | {text}")
+            width = max(1, (span["end_column"] - span["column"]) if span["end_line"] == span["line"] else len(text) - span["column"] + 1)
+            lines.append("   | " + " " * (int(span["column"]) - 1) + "^" * width)
+        except (OSError, IndexError, ValueError):
+            pass
+    if error.stage:
+        lines.append(f"   = in stage \"{error.stage}\"")
+    return "\n".join(lines)
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from flow_kernel.runtime.executors import doctor_report
+
+    report = doctor_report()
+    width = max(len(k) for k, _, _ in report)
+    bad = False
+    for name, ok, detail in report:
+        mark = "ok " if ok else ("-- " if ok is None else "!! ")
+        bad = bad or ok is False
+        sys.stdout.write(f"{mark}{name.ljust(width)}  {detail}\n")
+    return EXIT_FAILED if bad else EXIT_OK
+
+
+__all__ = ["add_commands", "os"]

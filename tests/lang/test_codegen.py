@@ -1,0 +1,102 @@
+"""The code generator's output: it verifies, it maps back to Flow, and the verifier
+refuses what generated code never contains."""
+
+from __future__ import annotations
+
+import ast as py
+from pathlib import Path
+
+import pytest
+
+from flow_kernel import SourceFile
+from flow_kernel.lang.compiler import compile_source
+from flow_kernel.lang.verify import ABI_NAMES, VerificationError, verify
+from flow_kernel.sandbox.inprocess import load_flowbox
+from tests.runtime.programs import ALL
+
+ROOT = Path(__file__).parents[2]
+
+
+def compiled(source: str):  # type: ignore[no-untyped-def]
+    result = compile_source(SourceFile("t.flow", source))
+    assert result.ok, [d.message for d in result.check.errors]
+    return result
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "examples").glob("*.flow")), ids=lambda p: p.name)
+def test_examples_compile_and_verify(path: Path) -> None:
+    result = compile_source(SourceFile(path.name, path.read_text()))
+    assert result.python is not None
+    verify(py.parse(result.python))
+
+
+def test_every_program_compiles_to_verified_python() -> None:
+    for _, source, _ in ALL:
+        result = compiled(source)
+        assert result.python is not None and "async def main(rt, args)" in result.python
+
+
+def test_abi_names_match_the_runtime() -> None:
+    runtime, _ = load_flowbox()
+    provided = {n for n in dir(runtime.Runtime) if not n.startswith("_")}
+    missing = ABI_NAMES - provided
+    assert not missing, f"the verifier allows names the runtime lacks: {sorted(missing)}"
+    used_by_codegen = set()
+    for _, source, _ in ALL:
+        tree = py.parse(compiled(source).python or "")
+        used_by_codegen |= {n.attr for n in py.walk(tree) if isinstance(n, py.Attribute)}
+    assert used_by_codegen <= ABI_NAMES
+
+
+def test_flow_strings_never_become_code() -> None:
+    source = 'let s = "\\"); import os; os.system(\\"x\\") #"\nprint s\nprint "${s}__class__"'
+    result = compiled(source)
+    tree = py.parse(result.python or "")
+    verify(tree)
+    assert not any(isinstance(n, (py.Import, py.ImportFrom)) for n in py.walk(tree))
+
+
+def test_source_map_points_into_flow() -> None:
+    result = compiled("let a = 1\nlet b = [a]\nb[3]")
+    assert result.source_map is not None and len(result.source_map) > 0
+    tree = py.parse(result.python or "")
+    index_calls = [n for n in py.walk(tree) if isinstance(n, py.Call) and isinstance(n.func, py.Attribute) and n.func.attr == "index"]
+    node = index_calls[0]
+    span = result.source_map.lookup([node.lineno, node.col_offset, node.end_lineno, node.end_col_offset])
+    assert span is not None and span.text == "b[3]"
+    inner = result.source_map.lookup([node.lineno, node.col_offset + 9, node.lineno, node.col_offset + 12])
+    assert inner is not None and span.start <= inner.start and inner.end <= span.end
+
+
+REFUSED = [
+    ("import", "async def main(rt, args):\n    import os\n"),
+    ("import from", "async def main(rt, args):\n    from os import system\n"),
+    ("dunder attribute", "async def main(rt, args):\n    return rt.__class__\n"),
+    ("attribute on a value", "async def main(rt, args):\n    return args.keys\n"),
+    ("non-ABI attribute", "async def main(rt, args):\n    return rt.bridge\n"),
+    ("subscript", "async def main(rt, args):\n    return args['x']\n"),
+    ("builtin name", "async def main(rt, args):\n    return open\n"),
+    ("call of a value", "async def main(rt, args):\n    return v_f(1)\n"),
+    ("lambda", "async def main(rt, args):\n    return lambda: 1\n"),
+    ("sync def", "def main(rt, args):\n    return 1\n"),
+    ("module statement", "x = 1\nasync def main(rt, args):\n    return 1\n"),
+    ("global", "async def main(rt, args):\n    global v_x\n"),
+    ("raise an expression", "async def main(rt, args):\n    raise v_x\n"),
+    ("except everything", "async def main(rt, args):\n    try:\n        pass\n    except:\n        pass\n"),
+    ("rebinding rt", "async def main(rt, args):\n    rt = 1\n"),
+    ("comprehension", "async def main(rt, args):\n    return [v_x for v_x in args]\n"),
+    ("keyword call", "async def main(rt, args):\n    return rt.step(x=1)\n"),
+    ("bytes constant", "async def main(rt, args):\n    return b'x'\n"),
+    ("comparison", "async def main(rt, args):\n    return v_a < v_b\n"),
+    ("with as", "async def main(rt, args):\n    with rt.stage('x') as v_s:\n        pass\n"),
+    ("no main", "async def c_main(rt):\n    return 1\n"),
+    ("default argument", "async def main(rt, args=rt):\n    return 1\n"),
+    ("walrus on a binding", "async def main(rt, args):\n    return (v_x := 1)\n"),
+    ("attribute store", "async def main(rt, args):\n    rt.step = 1\n"),
+]
+
+
+@pytest.mark.parametrize(("name", "source"), REFUSED, ids=[r[0] for r in REFUSED])
+def test_verifier_refuses(name: str, source: str) -> None:
+    with pytest.raises(VerificationError):
+        verify(py.parse(source))
