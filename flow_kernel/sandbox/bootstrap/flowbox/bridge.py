@@ -1,0 +1,151 @@
+"""The Python end of the line bridge (docs/sandbox.md): requests, replies and
+notifications as JSON lines through the `io` object the Node runner hands over."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import time
+
+from . import guard, runtime
+from .errors import FlowError
+
+ABI = 1
+_bridge = None
+
+
+class Bridge:
+    def __init__(self, io):
+        self.io = io
+        self.next_id = 0
+        self.pending = {}
+        self.code_cache = {}
+        self.tasks = set()
+
+    # -- output -----------------------------------------------------------------------------
+    def _send(self, message):
+        try:
+            line = json.dumps(message, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        except (TypeError, ValueError) as exc:
+            if "id" in message and "op" not in message:
+                line = json.dumps({"id": message["id"], "ok": False, "error": FlowError(
+                    "isolate", f"the sandbox produced a non-JSON value: {exc}").to_dto()})
+            else:
+                raise FlowError("isolate", f"a non-JSON value cannot leave the sandbox: {exc}") from None
+        self.io.write(line)
+
+    def notify(self, op, payload):
+        self._send({"op": op, "payload": payload})
+
+    def invoke(self, op, payload):
+        self.next_id += 1
+        rid = self.next_id
+        future = asyncio.get_event_loop().create_future()
+        self.pending[rid] = future
+        self._send({"id": rid, "op": op, "payload": payload})
+        return future
+
+    def memory(self):
+        return int(self.io.memory())
+
+    def arm(self, ms):
+        self.io.arm(int(ms))
+
+    def disarm(self):
+        self.io.disarm()
+
+    # -- input ------------------------------------------------------------------------------
+    def on_line(self, line):
+        try:
+            message = json.loads(line)
+        except ValueError:
+            return  # the host never sends a bad line; ignoring keeps the sandbox alive
+        if not isinstance(message, dict):
+            return
+        if "op" not in message:
+            future = self.pending.pop(message.get("id"), None)
+            if future is None or future.done():
+                return  # a late reply (its request was cancelled): it never takes effect
+            if message.get("ok"):
+                future.set_result(message.get("value"))
+            else:
+                dto = message.get("error") or {}
+                future.set_exception(FlowError(str(dto.get("code", "isolate")), str(dto.get("message", "")),
+                                               dto.get("details") if isinstance(dto.get("details"), dict) else None,
+                                               dto.get("stage")))
+            return
+        task = asyncio.ensure_future(self._serve(message))
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    async def _serve(self, message):
+        rid = message.get("id")
+        try:
+            value = await self._dispatch(str(message.get("op")), message.get("payload") or {})
+        except FlowError as exc:
+            reply = {"id": rid, "ok": False, "error": exc.to_dto()}
+        except BaseException as exc:  # noqa: BLE001 - every failure must become a reply
+            reply = {"id": rid, "ok": False, "error": FlowError("isolate", f"{type(exc).__name__}: {exc}").to_dto()}
+        else:
+            reply = {"id": rid, "ok": True, "value": value}
+        if rid is not None:
+            self._send(reply)
+
+    async def _dispatch(self, op, payload):
+        if op == "run":
+            return await runtime.execute(self._main(payload), payload, self)
+        if op == "cancel":
+            return runtime.cancel(payload.get("run"), payload.get("reason", "cancelled"))
+        if op == "expect":
+            return await runtime.expect(payload)
+        if op == "ping":
+            return payload
+        if op == "echo_bench":
+            return await self._echo_bench(payload)
+        raise FlowError("capability-violation", f"unknown sandbox operation {op!r}")
+
+    def _main(self, payload):
+        source = payload.get("module")
+        if not isinstance(source, str):
+            raise FlowError("isolate", "`run` needs the module source")
+        unrestricted = payload.get("unrestricted") is True
+        key = (hashlib.sha256(source.encode()).hexdigest(), unrestricted)
+        code = self.code_cache.get(key)
+        if code is None:
+            code = self.code_cache[key] = compile(source, payload.get("filename") or "<flow>", "exec")
+        # Generated code uses no builtins (the verifier checks it); `unrestricted` is the
+        # deliberate verifier bypass of the door tests, which must assume full Python.
+        namespace = {} if unrestricted else {"__builtins__": {}}
+        exec(code, namespace)
+        main = namespace.get("main")
+        if main is None:
+            raise FlowError("isolate", "the module defines no `main`")
+        return main
+
+    async def _echo_bench(self, payload):
+        n = int(payload.get("n", 1000))
+        body = {"x": "x" * int(payload.get("size", 0))}
+        started = time.perf_counter()
+        if payload.get("concurrent"):
+            await asyncio.gather(*[self.invoke("echo", body) for _ in range(n)])
+        else:
+            for _ in range(n):
+                await self.invoke("echo", body)
+        return {"n": n, "seconds": time.perf_counter() - started}
+
+
+def warm_up():
+    """Run a tiny module once so the first real run finds everything imported (snapshot)."""
+    compile("async def main(rt, args):\n    return None\n", "<flow>", "exec")
+    json.dumps(json.loads('{"a": [1, 2.5, "x", null, true]}'))
+
+
+def attach(io):
+    """Called by the runner after the doors are closed; returns the line handler."""
+    global _bridge
+    guard.install()
+    _bridge = Bridge(io)
+    _bridge.notify("ready", {"abi": ABI, "python": ".".join(map(str, __import__("sys").version_info[:3])),
+                             "snapshot": bool(io.snapshot)})
+    return _bridge.on_line
