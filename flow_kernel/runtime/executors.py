@@ -1,0 +1,56 @@
+"""Where a compiled module runs: the sandbox (what users run) or, for benchmarks and
+fast semantic tests, this interpreter (`flow_kernel.sandbox.inprocess`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flow_kernel.runtime.host import HostServices
+from flow_kernel.sandbox.pool import SandboxPool
+from flow_kernel.sandbox.process import SandboxProcess
+
+DEADLINE_SLACK_MS = 250  # the sandbox's own watchdog fires at the deadline; the host waits a little longer
+
+
+class SandboxExecutor:
+    def __init__(self, pool: SandboxPool | None = None) -> None:
+        self.pool = pool or SandboxPool()
+        self._owns_pool = pool is None
+
+    async def run(self, module: str, payload: dict[str, Any], host: HostServices) -> dict[str, Any]:
+        def bind(process: SandboxProcess) -> None:
+            host.sandbox_call = process.request
+
+        deadline = payload.get("deadline_ms")
+        return await self.pool.run(module, payload, handler=host.handle, on_notify=host.on_notify,
+                                   deadline_ms=deadline + DEADLINE_SLACK_MS if deadline else None, bind=bind)
+
+    async def close(self) -> None:
+        if self._owns_pool:
+            await self.pool.close()
+
+
+def doctor_report() -> list[tuple[str, bool | None, str]]:
+    """(what, ok / None for "not available here", detail) for `flow doctor`."""
+    from flow_kernel.sandbox import install
+    from flow_kernel.sandbox.node import NodeNotFound, find_node, network_namespace
+
+    rows: list[tuple[str, bool | None, str]] = []
+    try:
+        node = find_node()
+        rows.append(("node", True, f"{node.path} v{'.'.join(map(str, node.version))} (from {node.source}); "
+                                   f"permission flag {node.permission_flag}"))
+    except NodeNotFound as exc:
+        return [("node", False, str(exc))]
+    version = install.installed_version()
+    pinned = install.pinned_version()
+    rows.append(("pyodide", version == pinned, f"{version or 'not installed'} (pinned {pinned}) in {install.PYODIDE_DIR}"
+                 + ("" if version == pinned else "; it is installed with npm on first use")))
+    snap = install.snapshot_path(node) if version else None
+    rows.append(("snapshot", True if snap and snap.exists() else None,
+                 str(snap) if snap and snap.exists() else "not built yet (built on the first run)"))
+    ns = network_namespace()
+    rows.append(("network", True if ns else None, f"sandboxes run without network ({' '.join(ns)})" if ns else
+                 "no network namespace on this OS: the sandbox relies on stubbed net/tls modules only"))
+    rows.append(("providers", True, "scripted and mock (this build); OpenAI/Anthropic arrive with the agent pipeline"))
+    return rows

