@@ -4,21 +4,25 @@ expression form, every builtin, agents, and failure paths with their code and sp
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from flow_kernel import SourceFile
 from flow_kernel.lang.compiler import compile_source
+from flow_kernel.runtime.executors import SandboxExecutor
 from flow_kernel.runtime.run import RunOutcome, run_compiled
 from flow_kernel.sandbox.inprocess import InProcessExecutor
 from tests.runtime.programs import ALL, Case
 
 
-def run_case(executor: Any, source: str) -> RunOutcome:
+def run_case(executor: Any, source: str, loop: asyncio.AbstractEventLoop | None = None) -> RunOutcome:
     compiled = compile_source(SourceFile("case.flow", source))
     assert compiled.ok, [f"{d.code} {d.message}" for d in compiled.check.errors]
-    return asyncio.run(run_compiled(compiled, executor))
+    if loop is None:
+        return asyncio.run(run_compiled(compiled, executor))
+    return loop.run_until_complete(run_compiled(compiled, executor))
 
 
 def assert_outcome(outcome: RunOutcome, expected: dict[str, Any]) -> None:
@@ -52,6 +56,43 @@ def inprocess() -> InProcessExecutor:
 @pytest.mark.parametrize(("name", "source", "expected"), ALL, ids=[c[0] for c in ALL])
 def test_in_process(inprocess: InProcessExecutor, name: str, source: str, expected: dict[str, Any]) -> None:
     assert_outcome(run_case(inprocess, source), expected)
+
+
+@pytest.fixture(scope="module")
+def sandbox() -> Iterator[tuple[SandboxExecutor, asyncio.AbstractEventLoop]]:
+    loop = asyncio.new_event_loop()
+    executor = SandboxExecutor()
+    yield executor, loop
+    loop.run_until_complete(executor.close())
+    loop.close()
+
+
+@pytest.mark.parametrize(("name", "source", "expected"), ALL, ids=[c[0] for c in ALL])
+def test_in_sandbox(sandbox: tuple[SandboxExecutor, asyncio.AbstractEventLoop], name: str, source: str,
+                    expected: dict[str, Any]) -> None:
+    executor, loop = sandbox
+    assert_outcome(run_case(executor, source, loop), expected)
+
+
+def test_sandbox_and_host_give_the_same_events(inprocess: InProcessExecutor,
+                                               sandbox: tuple[SandboxExecutor, asyncio.AbstractEventLoop]) -> None:
+    from pathlib import Path
+
+    source = (Path(__file__).parents[2] / "examples" / "triage.flow").read_text()
+    here = run_case(inprocess, source)
+    there = run_case(sandbox[0], source, sandbox[1])
+    # Concurrent agent calls may interleave differently (runtime.md §7 orders sibling
+    # branches by key, not by time); within each span the sequence must be the same.
+    def by_span(events: list[dict[str, Any]]) -> dict[str, list[tuple[Any, ...]]]:
+        out: dict[str, list[tuple[Any, ...]]] = {}
+        for e in events:
+            data = {k: v for k, v in e["data"].items() if k != "latency_ms"}
+            out.setdefault(str(e["span"]["id"]), []).append((e["type"], e["span"]["parent"], e["stage"], repr(data)))
+        return out
+
+    assert by_span(here.events) == by_span(there.events)
+    assert len(here.events) == len(there.events)
+    assert here.to_json()["error"] == there.to_json()["error"]
 
 
 def test_cases_are_distinct() -> None:

@@ -153,6 +153,8 @@ async function main() {
   lines.on("close", () => process.exit(0));  // the host closed the bridge: shut down
 }
 
+// The bootstrap turns a watchdog interrupt into an ordinary error inside each task; one
+// that still escapes (raised between tasks) ends the process, and the host replaces it.
 process.on("uncaughtException", (err) => fail(`uncaught: ${err && err.stack || err}`));
 process.on("unhandledRejection", (err) => fail(`unhandled rejection: ${err && err.stack || err}`));
 main().catch((err) => fail(`start-up failed: ${err && err.stack || err}`));

@@ -351,7 +351,7 @@ class Runtime:
 
     def task(self, name, coro):
         frame = _frame.get()
-        handle = TaskHandle(name, asyncio.ensure_future(coro))
+        handle = TaskHandle(name, _spawn(coro))
         frame.tasks.append(handle)
         return handle
 
@@ -462,9 +462,26 @@ def _timeout(frame):
     return FlowError("workflow-timeout", f"`{frame.name}` ran past its `duration`", {"workflow": frame.name})
 
 
+class Interrupted(Exception):
+    """The watchdog's KeyboardInterrupt, caught inside the task it hit."""
+
+
+async def _guarded(coro):
+    # A KeyboardInterrupt leaving a task's step is re-raised by asyncio into the event
+    # loop (and so into JavaScript); caught here, inside the task, it is an ordinary error.
+    try:
+        return await coro
+    except KeyboardInterrupt:
+        raise Interrupted() from None
+
+
+def _spawn(coro):
+    return asyncio.ensure_future(_guarded(coro))
+
+
 async def _fail_closed(coros):
     """Run coroutines concurrently; the first failure cancels the rest (late results are dropped)."""
-    tasks = [asyncio.ensure_future(c) for c in coros]
+    tasks = [_spawn(c) for c in coros]
     try:
         return await asyncio.gather(*tasks)
     except BaseException:
@@ -510,7 +527,7 @@ async def execute(main, payload, bridge):
     rt = Runtime(bridge, payload)
     run_id = payload.get("run")
     deadline_ms = payload.get("deadline_ms")
-    task = asyncio.ensure_future(main(rt, payload.get("args") or {}))
+    task = _spawn(main(rt, payload.get("args") or {}))
     _active[run_id] = (rt, task)
     rt.cancel_reason = None
     if deadline_ms:
@@ -523,7 +540,7 @@ async def execute(main, payload, bridge):
                 bridge.disarm()
     except FlowError as exc:
         error = exc
-    except KeyboardInterrupt as exc:  # the watchdog's interrupt: the deadline passed (or a cancel)
+    except (KeyboardInterrupt, Interrupted) as exc:  # the watchdog's interrupt: the deadline passed
         error = FlowError(rt.cancel_reason or "workflow-timeout", "the run was stopped: "
                           + ("it was cancelled" if rt.cancel_reason == "cancelled" else "it ran past its deadline"))
         error.__traceback__ = exc.__traceback__
