@@ -14,7 +14,7 @@ import module from "node:module";
 import childProcess from "node:child_process";
 import net from "node:net";
 import tls from "node:tls";
-import { Worker } from "node:worker_threads";
+import workerThreads, { Worker } from "node:worker_threads";
 import { fileURLToPath } from "node:url";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -42,12 +42,10 @@ function fail(message) {
 }
 
 // --- the wasm memory cap: Emscripten's heap growth fails cleanly -> MemoryError ------------
-let heap = null;
 function capMemory(megabytes) {
   const cap = megabytes * 1024 * 1024;
   const grow = WebAssembly.Memory.prototype.grow;
   WebAssembly.Memory.prototype.grow = function (pages) {
-    heap = this;
     if (this.buffer.byteLength + pages * 65536 > cap) {
       throw new RangeError("flow sandbox: the wasm memory cap is reached");
     }
@@ -81,7 +79,9 @@ function installBootstrap(pyodide, dir) {
 
 function closeDoors() {
   const blocked = (what) => function () { throw new Error(`flow sandbox: ${what} is not available`); };
-  for (const [name, mod] of [["child_process", childProcess], ["net", net], ["tls", tls]]) {
+  // worker_threads too (the watchdog is already running): a new Worker would get fresh,
+  // unstubbed copies of every module above.
+  for (const [name, mod] of [["child_process", childProcess], ["net", net], ["tls", tls], ["worker_threads", workerThreads]]) {
     for (const key of Object.keys(mod)) {
       if (typeof mod[key] === "function") {
         try { mod[key] = blocked(`${name}.${key}`); } catch { /* a getter-only export stays, the permission model covers it */ }
@@ -92,11 +92,74 @@ function closeDoors() {
   delete globalThis.require;
 }
 
+// --- the watchdog (watchdog.mjs): deadlines that hold even while Python is busy --------------
+const LAYOUT = { INTERRUPT: 0, STATE: 1, ASKING: -1, TAKEN: -2, FIRING: -3, FIRED: -4 };
+
+function startWatchdog() {
+  const control = new Int32Array(new SharedArrayBuffer(2 * Int32Array.BYTES_PER_ELEMENT));
+  const worker = new Worker(path.join(here, "watchdog.mjs"), { workerData: { buffer: control.buffer, layout: LAYOUT } });
+  worker.unref();
+  let generation = 0;
+  const dog = {
+    interrupt: control,  // Pyodide polls element 0 (INTERRUPT)
+    onTimeout: () => {},
+    arm(ms) {
+      reset();
+      generation = generation % 0x7fffffff + 1;
+      Atomics.store(control, LAYOUT.STATE, generation);
+      worker.postMessage({ arm: generation, ms: Number(ms) });
+    },
+    disarm() {
+      reset();
+      worker.postMessage({});
+    },
+  };
+  // Back to idle. A worker between deciding to interrupt and writing the buffer (FIRING,
+  // a few instructions) is waited out, so that the clear below is final: without it a
+  // deadline passing while a run ends would interrupt whatever Python runs next.
+  function reset() {
+    for (;;) {
+      const state = Atomics.load(control, LAYOUT.STATE);
+      if (state === LAYOUT.FIRING) continue;
+      if (Atomics.compareExchange(control, LAYOUT.STATE, state, 0) === state) break;
+    }
+    Atomics.store(control, LAYOUT.INTERRUPT, 0);
+  }
+  // This handler runs only when the main thread is idle, i.e. Python is not running and
+  // the run is awaiting something: take the deadline from the worker and cancel the run
+  // the ordinary way. A KeyboardInterrupt left pending instead would go off in whatever
+  // Python code runs next (the next stdin line), outside the run.
+  worker.on("message", ({ ask }) => {
+    if (ask !== generation) return;
+    if (Atomics.compareExchange(control, LAYOUT.STATE, LAYOUT.ASKING, LAYOUT.TAKEN) !== LAYOUT.ASKING) return;
+    Atomics.notify(control, LAYOUT.STATE);
+    dog.onTimeout();
+  });
+  return dog;
+}
+
 async function main() {
   // Node creates the stdio streams lazily, through `net` when they are pipes: make them
   // now, before `net` is stubbed out.
   const stdio = [process.stdin, process.stdout, process.stderr];
   if (stdio.some((s) => !s)) fail("stdio is missing");
+  // Only the bridge writes to stdout. Everything else that would (console.log, Pyodide's
+  // default stdout after a `setStdout()`, Emscripten's `system` with stdio "inherit")
+  // goes to stderr, so no code in the sandbox can put a non-protocol line on the stream.
+  const stdoutWrite = process.stdout.write.bind(process.stdout);
+  process.stdout.write = process.stderr.write.bind(process.stderr);
+  // Pyodide's own Node writer (what `pyodide.setStdout()` restores) bypasses the stream
+  // with fs.writeSync(1, ...): send every fd-1 write of the fs module to fd 2 as well.
+  // (The stream above writes through its pipe handle, not through these functions.)
+  for (const name of ["write", "writeSync", "writev", "writevSync"]) {
+    const original = fs[name];
+    fs[name] = function (fd, ...rest) { return original.call(this, fd === 1 ? 2 : fd, ...rest); };
+  }
+  module.syncBuiltinESMExports();
+  const writeLine = (line) => {
+    if (typeof line !== "string" || line.includes("\n")) throw new TypeError("a bridge line is one string without a newline");
+    stdoutWrite(line + "\n");
+  };
   const args = parseArgs(process.argv.slice(2));
   capMemory(args.memoryMb);
   shimBinding();
@@ -131,23 +194,25 @@ async function main() {
     installBootstrap(pyodide, args.bootstrap);
   }
 
-  // The watchdog: a worker thread that sets the interrupt buffer when a deadline passes,
-  // so a busy loop in Python gets KeyboardInterrupt even though this thread is blocked.
-  const signal = new Int32Array(new SharedArrayBuffer(4));
-  const watchdog = new Worker(path.join(here, "watchdog.mjs"), { workerData: signal.buffer });
-  watchdog.unref();
+  const watchdog = startWatchdog();
   closeDoors();
-  pyodide.setInterruptBuffer(signal);
+  pyodide.setInterruptBuffer(watchdog.interrupt);
 
-  const io = {
-    write: (line) => { process.stdout.write(line + "\n"); },
-    arm: (ms) => { watchdog.postMessage(ms); },
-    disarm: () => { watchdog.postMessage(-1); Atomics.store(signal, 0, 0); },
-    memory: () => (heap ? heap.buffer.byteLength : 0),
+  const io = Object.freeze({
+    write: writeLine,
+    arm: (ms) => watchdog.arm(ms),
+    disarm: () => watchdog.disarm(),
+    // The live size of the wasm heap, read where Emscripten keeps it (Module.HEAPU8 is
+    // replaced on every growth): right after a snapshot restore nothing has grown yet.
+    memory: () => pyodide._module.HEAPU8.buffer.byteLength,
     snapshot: fromSnapshot,
-  };
+  });
   const bridge = pyodide.pyimport("flowbox.bridge");
   const onLine = bridge.attach(io);
+  const onWatchdog = bridge.on_watchdog;
+  watchdog.onTimeout = () => {
+    try { onWatchdog(); } catch (err) { process.stderr.write(`flow sandbox: watchdog: ${err && err.message || err}\n`); }
+  };
   const lines = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
   lines.on("line", (line) => { if (line) onLine(line); });
   lines.on("close", () => process.exit(0));  // the host closed the bridge: shut down

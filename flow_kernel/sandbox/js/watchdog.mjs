@@ -1,13 +1,40 @@
-// The sandbox's watchdog thread: after `ms` (a posted number) it writes 2 (SIGINT)
-// into the interrupt buffer Pyodide polls, so Python raises KeyboardInterrupt even
-// while the main thread is busy. A negative number disarms it.
+// The sandbox's watchdog thread (docs/sandbox.md, "Deadlines inside the sandbox").
+//
+// Python runs on the runner's main thread; this worker keeps the deadline timer. When
+// an armed deadline passes it first asks the main thread ({ask: generation}). A main
+// thread that answers within ANSWER_MS was idle (the run is awaiting something) and
+// cancels the run itself, with no interrupt at all. Only when it does not answer is
+// Python busy: then the worker writes SIGINT (2) into the interrupt buffer that
+// Pyodide polls, and the busy code gets KeyboardInterrupt.
+//
+// Shared state, an Int32Array over one SharedArrayBuffer (runner.mjs owns the layout):
+//   control[INTERRUPT]  the interrupt buffer Pyodide reads (0 or 2)
+//   control[STATE]      0 idle | g > 0 armed (generation g) | ASKING | TAKEN | FIRING | FIRED
+// Every transition is a compare-and-swap, so a deadline that passes while the main
+// thread disarms can neither interrupt the next run nor code between runs: the main
+// thread only clears the interrupt once the state is no longer FIRING (runner.mjs).
+
 import { parentPort, workerData } from "node:worker_threads";
 
-const signal = new Int32Array(workerData);
+const control = new Int32Array(workerData.buffer);
+const { INTERRUPT, STATE, ASKING, FIRING, FIRED } = workerData.layout;
+const SIGINT = 2;
+const ANSWER_MS = 50;
+
 let timer = null;
 
-parentPort.on("message", (ms) => {
+function fire(generation) {
+  timer = null;
+  if (Atomics.compareExchange(control, STATE, generation, ASKING) !== generation) return;  // disarmed meanwhile
+  parentPort.postMessage({ ask: generation });
+  Atomics.wait(control, STATE, ASKING, ANSWER_MS);  // the main thread answers by leaving ASKING
+  if (Atomics.compareExchange(control, STATE, ASKING, FIRING) !== ASKING) return;  // answered, or disarmed
+  Atomics.store(control, INTERRUPT, SIGINT);
+  Atomics.store(control, STATE, FIRED);
+}
+
+parentPort.on("message", (message) => {
   if (timer !== null) clearTimeout(timer);
   timer = null;
-  if (ms >= 0) timer = setTimeout(() => { Atomics.store(signal, 0, 2); timer = null; }, ms);
+  if (message.arm !== undefined) timer = setTimeout(fire, Math.max(0, message.ms), message.arm);
 });

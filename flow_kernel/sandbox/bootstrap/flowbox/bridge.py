@@ -4,6 +4,7 @@ notifications as JSON lines through the `io` object the Node runner hands over."
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import hashlib
 import json
 import time
@@ -13,6 +14,7 @@ from .errors import FlowError
 
 ABI = 1
 _bridge = None
+_current_run = contextvars.ContextVar("flow_current_run", default=None)  # the run a task belongs to
 
 
 class Bridge:
@@ -22,6 +24,7 @@ class Bridge:
         self.pending = {}
         self.code_cache = {}
         self.tasks = set()
+        self.armed_run = None  # the run whose deadline the watchdog holds
 
     # -- output -----------------------------------------------------------------------------
     def _send(self, message):
@@ -50,10 +53,20 @@ class Bridge:
         return int(self.io.memory())
 
     def arm(self, ms):
+        self.armed_run = _current_run.get()
         self.io.arm(int(ms))
 
     def disarm(self):
+        self.armed_run = None
         self.io.disarm()
+
+    def on_watchdog(self):
+        """The armed deadline passed while Python was idle (the run awaits the host): stop
+        the run the way a host `cancel` does, instead of a KeyboardInterrupt that would go
+        off in whatever Python runs next."""
+        run, self.armed_run = self.armed_run, None
+        if run is not None:
+            runtime.cancel(run, "workflow-timeout")
 
     # -- input ------------------------------------------------------------------------------
     def on_line(self, line):
@@ -89,11 +102,17 @@ class Bridge:
             reply = {"id": rid, "ok": False, "error": FlowError("isolate", f"{type(exc).__name__}: {exc}").to_dto()}
         else:
             reply = {"id": rid, "ok": True, "value": value}
-        if rid is not None:
+        if rid is None:
+            return
+        try:
             self._send(reply)
+        except BaseException as exc:  # noqa: BLE001 - e.g. MemoryError while encoding: still answer
+            self._send({"id": rid, "ok": False, "error": FlowError(
+                "isolate", f"the reply could not be sent: {type(exc).__name__}").to_dto()})
 
     async def _dispatch(self, op, payload):
         if op == "run":
+            _current_run.set(payload.get("run"))  # this task's context only
             return await runtime.execute(self._main(payload), payload, self)
         if op == "cancel":
             return runtime.cancel(payload.get("run"), payload.get("reason", "cancelled"))
@@ -139,6 +158,12 @@ def warm_up():
     """Run a tiny module once so the first real run finds everything imported (snapshot)."""
     compile("async def main(rt, args):\n    return None\n", "<flow>", "exec")
     json.dumps(json.loads('{"a": [1, 2.5, "x", null, true]}'))
+
+
+def on_watchdog():
+    """Called by the runner (see `Bridge.on_watchdog`)."""
+    if _bridge is not None:
+        _bridge.on_watchdog()
 
 
 def attach(io):

@@ -563,15 +563,50 @@ async def execute(main, payload, bridge):
         _active.pop(run_id, None)
     if error is not None:
         error.loc = error.loc or _context_location(error)
-        error.extra = {"bindings": _json_only(rt.bindings), "steps": rt.steps}
+        rt_bindings = {} if error.code == "isolate" else rt.bindings  # the heap may be full: send nothing big
+        error.extra = {"bindings": _json_only(rt_bindings), "steps": rt.steps}
         raise error
     if not _values.is_json(result):
         raise FlowError("isolate", "the run's result is not a JSON value")
     return {"result": result, "bindings": _json_only(rt.bindings), "steps": rt.steps, "memory": bridge.memory()}
 
 
+BINDINGS_BUDGET = 4 * 1024 * 1024  # bytes of session bindings a reply may carry
+
+
 def _json_only(bindings):
-    return {k: v for k, v in bindings.items() if _values.is_json(v)}
+    """The bindings worth sending back: JSON values, and not bigger than the budget in all
+    (a run that filled the heap must still be able to report)."""
+    out, budget = {}, BINDINGS_BUDGET
+    for name, value in bindings.items():
+        size = _size(value, budget)
+        if size is None or not _values.is_json(value):
+            continue
+        budget -= size
+        out[name] = value
+    return out
+
+
+def _size(value, budget):
+    """A rough encoded size of `value`, or None once it passes `budget` (without encoding it)."""
+    stack, total = [value], 0
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            total += len(v) + 2
+        elif isinstance(v, list):
+            total += 2 + len(v)
+            stack.extend(v)
+        elif isinstance(v, dict):
+            total += 2 + len(v) * 4
+            for k, item in v.items():
+                total += len(k)
+                stack.append(item)
+        else:
+            total += 8
+        if total > budget:
+            return None
+    return total
 
 
 def cancel(run_id, reason):

@@ -1,0 +1,116 @@
+"""The pool's lifecycle through real runs: warm reuse, crashes, deadlines, steps."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from flow_kernel import SourceFile
+from flow_kernel.lang.compiler import compile_source
+from flow_kernel.runtime.executors import SandboxExecutor
+from flow_kernel.runtime.run import RunOutcome, run_compiled
+from flow_kernel.sandbox.pool import SandboxPool
+
+
+@pytest.fixture(scope="module")
+def env() -> Iterator[tuple[SandboxPool, asyncio.AbstractEventLoop]]:
+    loop = asyncio.new_event_loop()
+    pool = SandboxPool()
+    yield pool, loop
+    loop.run_until_complete(pool.close())
+    loop.close()
+
+
+def run(env: tuple[SandboxPool, asyncio.AbstractEventLoop], source: str, **kw: Any) -> RunOutcome:
+    pool, loop = env
+    compiled = compile_source(SourceFile("pool.flow", source))
+    assert compiled.ok, [d.message for d in compiled.check.errors]
+    return loop.run_until_complete(run_compiled(compiled, SandboxExecutor(pool), **kw))
+
+
+def test_warm_sandbox_is_reused(env: tuple[SandboxPool, asyncio.AbstractEventLoop]) -> None:
+    assert run(env, "1 + 1").result == 2
+    started = env[0].started
+    for i in range(3):
+        assert run(env, f"{i} * 2").result == i * 2
+    assert env[0].started == started  # no new process for ordinary runs
+
+
+def test_killed_sandbox_is_worker_crashed_and_the_next_run_works(env: tuple[SandboxPool, asyncio.AbstractEventLoop]) -> None:
+    pool, loop = env
+    compiled = compile_source(SourceFile("pool.flow", 'agent slow { model: "scripted", script: [slow(5s, "late")] }\nslow("go")'))
+    executor = SandboxExecutor(pool)
+    original = executor.pool.run
+
+    async def run_and_kill(*a: Any, **kw: Any) -> Any:
+        bind = kw["bind"]
+
+        def bind_and_kill(process: Any) -> None:
+            bind(process)
+            loop.call_later(0.5, os.kill, process.pid, signal.SIGKILL)  # mid-run: the agent takes 5 s
+
+        kw["bind"] = bind_and_kill
+        return await original(*a, **kw)
+
+    executor.pool = type("P", (), {"run": staticmethod(run_and_kill)})()  # type: ignore[assignment]
+    started = time.monotonic()
+    outcome = loop.run_until_complete(run_compiled(compiled, executor))
+    assert time.monotonic() - started < 4
+    assert outcome.error is not None and outcome.error.code == "worker-crashed", outcome.to_json()
+    assert [e["type"] for e in outcome.events][:2] == ["workflow.started", "agent.started"]
+    assert run(env, '"alive"').result == "alive"
+
+
+def test_busy_loop_meets_the_steps_limit(env: tuple[SandboxPool, asyncio.AbstractEventLoop]) -> None:
+    outcome = run(env, "var i = 0\nwhile true { i = i + 1 }")
+    assert outcome.error is not None and outcome.error.code == "limit-exceeded"
+    assert outcome.error.span is not None and outcome.error.span["line"] == 2
+    assert outcome.bindings == {"i": outcome.bindings["i"]} and outcome.bindings["i"] > 100
+
+
+def test_busy_loop_meets_the_deadline_and_the_host_stays_responsive(env: tuple[SandboxPool, asyncio.AbstractEventLoop]) -> None:
+    pool, loop = env
+    ticks: list[float] = []
+
+    async def heartbeat() -> None:
+        while True:
+            ticks.append(time.monotonic())
+            await asyncio.sleep(0.05)
+
+    compiled = compile_source(SourceFile("pool.flow", "limits { duration: 800ms, steps: 100000000 }\nvar i = 0\nwhile true { i = i + 1 }"))
+
+    async def both() -> RunOutcome:
+        beat = asyncio.ensure_future(heartbeat())
+        try:
+            return await run_compiled(compiled, SandboxExecutor(pool))
+        finally:
+            beat.cancel()
+
+    started = time.monotonic()
+    outcome = loop.run_until_complete(both())
+    assert outcome.error is not None and outcome.error.code == "workflow-timeout", outcome.to_json()
+    assert time.monotonic() - started < 5
+    gaps = [b - a for a, b in zip(ticks, ticks[1:], strict=False)]
+    assert gaps and max(gaps) < 0.5  # the host's loop kept running while the sandbox spun
+    assert run(env, "[1][0]").result == 1
+
+
+def test_nested_workflow_deadline(env: tuple[SandboxPool, asyncio.AbstractEventLoop]) -> None:
+    source = ("limits { steps: 100000000 }\nworkflow spin() -> int {\n  limits { duration: 300ms, steps: 100000000 }\n  var i = 0\n"
+              "  while true { i = i + 1 }\n  return i\n}\nspin()")
+    outcome = run(env, source)
+    assert outcome.error is not None and outcome.error.code == "workflow-timeout"
+    assert outcome.error.span is not None and outcome.error.span["line"] == 5
+
+
+def test_memory_bomb_in_flow_is_isolate_and_recycled(env: tuple[SandboxPool, asyncio.AbstractEventLoop]) -> None:
+    source = 'limits { steps: 100000000 }\nvar s = "xxxxxxxxxxxxxxxx"\nvar xs: string[] = []\nwhile true { s = s + s\nxs = xs + [s] }'
+    outcome = run(env, source)
+    assert outcome.error is not None and outcome.error.code in ("isolate", "evaluation"), outcome.to_json()
+    assert run(env, "2 + 2").result == 4
