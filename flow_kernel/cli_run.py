@@ -100,6 +100,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     json_mode = args.format == "json"
     sink = _TerminalSink(json_mode)
     outcome = asyncio.run(_run(compiled, args, data, operator, sink))
+    if outcome.error is not None and outcome.error.span:
+        outcome.error.span = {**outcome.error.span, "file": display_name(str(outcome.error.span["file"]))}
     if json_mode:
         sys.stdout.write(json.dumps(outcome.to_json(), ensure_ascii=False) + "\n")
     elif outcome.error is None:
@@ -115,13 +117,14 @@ def cmd_run(args: argparse.Namespace) -> int:
 async def _run(compiled: Any, args: argparse.Namespace, data: dict[str, Any], operator: Any, sink: Any) -> Any:
     from flow_kernel.runtime.executors import SandboxExecutor
     from flow_kernel.runtime.run import run_compiled
+    from flow_kernel.sandbox.pool import SandboxPool
 
-    executor = SandboxExecutor()
+    executor = SandboxExecutor(SandboxPool(warm=0))  # one run: no spare to keep warm
     try:
         return await run_compiled(compiled, executor, workflow=args.workflow, input=data if args.workflow else None,
                                   operator=operator, allow_run=frozenset(args.allow_run), sinks=[sink])
     finally:
-        await executor.close()
+        await executor.pool.close()
 
 
 class _TerminalSink:
@@ -151,7 +154,7 @@ def _describe_error(error: Any) -> str:
     lines = [f"error[{error.code}]: {error.message}"]
     span = error.span
     if span:
-        lines.append(f"  --> {display_name(str(span['file']))}:{span['line']}:{span['column']}")
+        lines.append(f"  --> {span['file']}:{span['line']}:{span['column']}")
         try:
             text = Path(str(span["file"])).read_text(encoding="utf-8").splitlines()[int(span["line"]) - 1]
             lines.append(f"   | {text}")

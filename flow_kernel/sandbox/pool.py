@@ -32,6 +32,7 @@ class SandboxPool:
         self.idle: list[SandboxProcess] = []
         self.baseline: dict[int, int] = {}
         self._starting: set[asyncio.Task[SandboxProcess]] = set()
+        self._closing: set[asyncio.Task[None]] = set()  # recycled processes being killed
         self._closed = False
         self.started = 0
 
@@ -54,7 +55,7 @@ class SandboxPool:
                 return
             process = t.result()
             if self._closed:
-                asyncio.ensure_future(process.close())
+                self._dispose(process)
             else:
                 self.idle.append(process)
 
@@ -81,10 +82,15 @@ class SandboxPool:
 
     def release(self, process: SandboxProcess, *, recycle: bool) -> None:
         if recycle or not process.alive or self._closed:
-            asyncio.ensure_future(process.close())
+            self._dispose(process)
             self._refill()
             return
         self.idle.append(process)
+
+    def _dispose(self, process: SandboxProcess) -> None:
+        task = asyncio.ensure_future(process.close())
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
 
     async def prestart(self) -> None:
         """Start the warm process now (e.g. when a kernel starts) and wait for it."""
@@ -150,3 +156,4 @@ class SandboxPool:
         await asyncio.gather(*self._starting, return_exceptions=True)
         await asyncio.gather(*(p.close() for p in self.idle), return_exceptions=True)
         self.idle.clear()
+        await asyncio.gather(*self._closing, return_exceptions=True)

@@ -73,6 +73,9 @@ class SandboxProcess:
             tail = "\n".join(sandbox.stderr_tail[-20:])
             await sandbox.kill()
             raise FlowIsolateError(f"the sandbox did not start: {exc}\n{tail}".strip()) from None
+        except BaseException:  # cancelled while starting (e.g. a spare at shutdown): leave no process behind
+            await asyncio.shield(sandbox.kill())
+            raise
         return sandbox
 
     @property
