@@ -33,3 +33,13 @@ def test_generated_sources_scale_with_lines() -> None:
         python = python_program(flow.count("\n"))
         compile(python, "bench.py", "exec")
         assert python.count("\n") == flow.count("\n")
+
+
+def test_sandbox_benchmark_smoke() -> None:
+    from flow_kernel.bench.sandbox import main as sandbox_main
+
+    figures = sandbox_main(["--quick", "--quiet"])
+    for key in ("cold_start_s", "trivial_run_ms", "round_trip_us", "cpu_sandbox_s", "cpu_host_cpython_s"):
+        assert 0 < figures[key]["min"] <= figures[key]["median"] <= figures[key]["max"]
+    assert figures["ratio_cpu_sandbox_to_cpython"] > 0
+    assert figures["sandbox_calls_per_s"]["concurrent"] > 0

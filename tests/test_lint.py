@@ -21,6 +21,14 @@ TYPED = [
     "flow_kernel/files.py",
     "flow_kernel/cli.py",
     "flow_kernel/lang",
+    "flow_kernel/errors.py",
+    "flow_kernel/cli_run.py",
+    "flow_kernel/runtime",
+    "flow_kernel/sandbox/process.py",
+    "flow_kernel/sandbox/pool.py",
+    "flow_kernel/sandbox/node.py",
+    "flow_kernel/sandbox/install.py",
+    "flow_kernel/sandbox/inprocess.py",
 ]
 
 

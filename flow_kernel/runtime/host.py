@@ -248,7 +248,8 @@ class HostServices:
         if isinstance(choice, list):
             schema = {"type": "string", "enum": choice}
         repair = int(options.get("repair", spec.fields.get("repair", 1)))
-        retry = spec.fields.get("retry") if isinstance(spec.fields.get("retry"), dict) else {}
+        raw_retry = spec.fields.get("retry")
+        retry: dict[str, Any] = raw_retry if isinstance(raw_retry, dict) else {}
         attempts_total = int(retry.get("attempts", 1))
         retry_on = set(retry.get("on", []))
         backoff = float(retry.get("backoff", 0)) / 1000

@@ -128,8 +128,8 @@ class _MockValue:
             low = int(schema.get("minimum", 0))
             return self.rng.randint(low, int(schema.get("maximum", low + 100)))
         if kind == "number":
-            low = float(schema.get("minimum", 0))
-            return round(self.rng.uniform(low, float(schema.get("maximum", low + 100))), 2)
+            bottom = float(schema.get("minimum", 0))
+            return round(self.rng.uniform(bottom, float(schema.get("maximum", bottom + 100))), 2)
         if kind == "boolean":
             return self.rng.random() < 0.5
         if kind == "null":

@@ -98,7 +98,7 @@ class Bridge:
             value = await self._dispatch(str(message.get("op")), message.get("payload") or {})
         except FlowError as exc:
             reply = {"id": rid, "ok": False, "error": exc.to_dto()}
-        except BaseException as exc:  # noqa: BLE001 - every failure must become a reply
+        except BaseException as exc:
             reply = {"id": rid, "ok": False, "error": FlowError("isolate", f"{type(exc).__name__}: {exc}").to_dto()}
         else:
             reply = {"id": rid, "ok": True, "value": value}
@@ -106,7 +106,7 @@ class Bridge:
             return
         try:
             self._send(reply)
-        except BaseException as exc:  # noqa: BLE001 - e.g. MemoryError while encoding: still answer
+        except BaseException as exc:
             self._send({"id": rid, "ok": False, "error": FlowError(
                 "isolate", f"the reply could not be sent: {type(exc).__name__}").to_dto()})
 
