@@ -167,3 +167,17 @@ def test_the_scan_catches_what_it_should(tmp_path: Path, monkeypatch: pytest.Mon
         "bad.py:4: imports the host module flow_kernel.files",
         "bad.py:6: calls open(",
     ]
+
+
+def test_sandbox_knows_nothing_of_the_language() -> None:
+    """`sandbox/` sees generated source and JSON only; its bootstrap imports nothing of ours."""
+    root = Path(__file__).resolve().parents[1] / "flow_kernel" / "sandbox"
+    for path in root.rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        imported = {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+        imported |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        inside = "bootstrap" in path.parts
+        for name in imported:
+            assert not name.startswith(("flow_kernel.lang", "flow_kernel.runtime")), f"{path} imports {name}"
+            if inside:
+                assert not name.startswith("flow_kernel"), f"{path} (inside Pyodide) imports {name}"

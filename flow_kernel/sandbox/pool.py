@@ -30,7 +30,6 @@ class SandboxPool:
         self.warm = warm
         self.snapshot: Path | None = None
         self.idle: list[SandboxProcess] = []
-        self.baseline: dict[int, int] = {}
         self._starting: set[asyncio.Task[SandboxProcess]] = set()
         self._closing: set[asyncio.Task[None]] = set()  # recycled processes being killed
         self._closed = False
@@ -116,9 +115,10 @@ class SandboxPool:
                 recycle = True
                 own = await self._stop(process, request, run_id, "workflow-timeout")
                 raise own or WorkflowTimeoutError("the run ran past its `duration`") from None
+            # Growth is measured from the fresh heap the sandbox reported when ready, so a
+            # first run that grew it a lot is recycled too (wasm memory never shrinks).
             memory = int(reply.get("memory") or 0)
-            base = self.baseline.setdefault(process.pid or 0, memory)
-            recycle = memory - base > RECYCLE_GROWTH
+            recycle = memory - int(process.ready.get("memory") or memory) > RECYCLE_GROWTH
             return reply
         except asyncio.CancelledError:
             recycle = True

@@ -206,6 +206,7 @@ async function main() {
     // replaced on every growth): right after a snapshot restore nothing has grown yet.
     memory: () => pyodide._module.HEAPU8.buffer.byteLength,
     snapshot: fromSnapshot,
+    pyodide: pyodide.version,
   });
   const bridge = pyodide.pyimport("flowbox.bridge");
   const onLine = bridge.attach(io);

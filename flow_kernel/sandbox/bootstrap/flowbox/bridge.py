@@ -171,6 +171,8 @@ def attach(io):
     global _bridge
     guard.install()
     _bridge = Bridge(io)
-    _bridge.notify("ready", {"abi": ABI, "python": ".".join(map(str, __import__("sys").version_info[:3])),
-                             "snapshot": bool(io.snapshot)})
+    # `memory` is the fresh heap: the host's baseline for recycling a process that grew.
+    _bridge.notify("ready", {"abi": ABI, "pyodide": str(io.pyodide),
+                             "python": ".".join(map(str, __import__("sys").version_info[:3])),
+                             "snapshot": bool(io.snapshot), "memory": _bridge.memory()})
     return _bridge.on_line
