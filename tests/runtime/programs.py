@@ -200,6 +200,7 @@ w()''', {"error": "limit-exceeded"}),
     ("parallelMap of agents", '''agent bot { model: "scripted", script: [when("1", "one"), when("2", "two")] }
 parallelMap(["1", "2"], s => bot("n ${s}"))''', {"result": ["one", "two"]}),
     ("approve without operator", 'let ok = approve "Go?"\nok', {"error": "operator-unavailable", "line": 1}),
+    ("ask without operator", 'let a = ask "Which?" choice ["x", "y"]\na', {"error": "operator-unavailable", "line": 1}),
     ("run not allowed", 'let r = run "echo" ["hi"]\nr.stdout', {"error": "capability-violation", "line": 1}),
 ]
 

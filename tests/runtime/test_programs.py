@@ -100,3 +100,61 @@ def test_cases_are_distinct() -> None:
     assert len(names) == len(set(names))
     assert all(isinstance(c, tuple) and len(c) == 3 for c in ALL)
     _: list[Case] = ALL
+
+
+def test_programs_cover_every_form_and_builtin() -> None:
+    """Every statement and expression node of the language and every builtin appears in a program."""
+    import dataclasses
+
+    from flow_kernel.lang import ast as flow_ast
+    from flow_kernel.lang.builtins import BUILTINS
+    from flow_kernel.lang.check import check
+
+    seen_nodes: set[str] = set()
+    called: set[str] = set()
+
+    def walk(node: object) -> None:
+        if isinstance(node, flow_ast.Node):
+            seen_nodes.add(type(node).__name__)
+            if isinstance(node, flow_ast.Call) and isinstance(node.callee, flow_ast.Name):
+                called.add(node.callee.name)
+            for f in dataclasses.fields(node):
+                walk(getattr(node, f.name))
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    for _, source, _ in ALL:
+        walk(check(SourceFile("c.flow", source)).module)
+    forms = {c.__name__ for c in vars(flow_ast).values()
+             if isinstance(c, type) and issubclass(c, (flow_ast.Stmt, flow_ast.Expr))
+             and c not in (flow_ast.Stmt, flow_ast.Expr, flow_ast.ErrorExpr, flow_ast.TypeArg)}
+    assert forms - seen_nodes == set()
+    assert set(BUILTINS) - called == set()
+
+
+@pytest.mark.parametrize(("policy", "expected"), [
+    ("auto-approve", [True, "x"]),
+    ("auto-deny", [False, "x"]),
+])
+def test_operator_policies(inprocess: InProcessExecutor, policy: str, expected: list[Any]) -> None:
+    from flow_kernel.runtime.operator import Operator
+
+    compiled = compile_source(SourceFile("op.flow", 'let ok = approve "Go?" details {n: 1}\nlet chosen = ask "Which?" choice ["x", "y"]\n[ok, chosen]'))
+    outcome = asyncio.run(run_compiled(compiled, inprocess, operator=Operator.parse(policy)))
+    assert outcome.result == expected
+    resolved = [e["data"] for e in outcome.events if e["type"] == "approval.resolved"]
+    assert [r["by"] for r in resolved] == [policy, policy]
+
+
+def test_answers_file(inprocess: InProcessExecutor, tmp_path: Any) -> None:
+    from flow_kernel.runtime.operator import Operator
+
+    answers = tmp_path / "answers.json"
+    answers.write_text('{"Go?": true, "Note?": "be brief"}')
+    compiled = compile_source(SourceFile("op.flow", 'let ok = approve "Go?"\nlet note = ask "Note?"\n[ok, note]'))
+    outcome = asyncio.run(run_compiled(compiled, inprocess, operator=Operator.parse(f"answers:{answers}")))
+    assert outcome.result == [True, "be brief"]
+    compiled = compile_source(SourceFile("op.flow", 'let ok = approve "Unlisted?"\nok'))
+    outcome = asyncio.run(run_compiled(compiled, inprocess, operator=Operator.parse(f"answers:{answers}")))
+    assert outcome.error is not None and outcome.error.code == "operator-unavailable"

@@ -5,14 +5,23 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+import sys
+import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from flow_kernel.errors import CapabilityViolationError, FlowError, FlowIsolateError, FlowWorkerCrashedError
+from flow_kernel.errors import (
+    CapabilityViolationError,
+    FlowError,
+    FlowIsolateError,
+    FlowWorkerCrashedError,
+)
 from flow_kernel.sandbox import install
 from flow_kernel.sandbox.node import find_node
+from flow_kernel.sandbox.process import SandboxProcess, sandbox_command
 from tests.sandbox.sandbox_helpers import Sandbox, sandbox
 
 __all__ = ["sandbox"]
@@ -136,3 +145,172 @@ def test_snapshot_key_follows_the_bootstrap(tmp_path: Path, monkeypatch: pytest.
     assert install.snapshot_key(node) == before
     (copy / "flowbox" / "values.py").write_text((copy / "flowbox" / "values.py").read_text() + "\n# changed\n")
     assert install.snapshot_key(node) != before
+
+
+# -- the fresh heap, stdin and stdout that only the bridge owns ------------------------------
+
+UNGUARD = """
+import sys
+sys.meta_path[:] = [f for f in sys.meta_path if type(f).__name__ != "_Blocker"]
+"""
+
+
+def test_ready_reports_versions_and_the_fresh_heap(sandbox: Sandbox) -> None:
+    process = sandbox.ensure_alive()
+    ready = process.ready
+    assert ready["pyodide"] == install.installed_version()
+    assert ready["snapshot"] is (sandbox.snapshot is not None)
+    # The heap is read where Emscripten keeps it: right after a snapshot restore nothing
+    # has grown yet, and a reading taken from the grow hook alone was 0 (which made the
+    # pool's "grew by more than 64 MiB" baseline meaningless).
+    assert ready["memory"] > 16 * 1024 * 1024
+    reply = sandbox.loop.run_until_complete(process.request("run", {
+        "run": "m", "unrestricted": True, "args": {}, "module": "async def main(rt, args):\n    return 1\n"}))
+    assert reply["memory"] >= ready["memory"]
+
+
+def test_python_stdin_is_empty_and_does_not_consume_bridge_lines(sandbox: Sandbox) -> None:
+    result = sandbox.raw("""
+        import os, sys
+        out = [sys.stdin.read(), os.read(0, 100).decode()]
+        try:
+            input()
+        except EOFError:
+            out.append("EOFError")
+        return out
+    """)
+    assert result == ["", "", "EOFError"]
+    assert sandbox.loop.run_until_complete(sandbox.process.request("ping", {"after": "stdin"})) == {"after": "stdin"}
+
+
+def test_no_python_route_to_fd_1_reaches_the_protocol(sandbox: Sandbox) -> None:
+    # A process of its own: `setStdout()` below changes it for good.
+    process = sandbox.start()
+    try:
+        reply = sandbox.loop.run_until_complete(process.request("run", {
+            "run": "junk", "unrestricted": True, "args": {}, "module": "async def main(rt, args):\n" + textwrap.indent(
+                UNGUARD + textwrap.dedent("""
+                import os
+                os.write(1, b"junk-1 on fd 1\\n")
+                sys.__stdout__.write("junk-2 on __stdout__\\n")
+                sys.__stdout__.flush()
+                # Pyodide's own Node writer (what a reset `setStdout()` installs) writes to
+                # fd 1 with fs.writeSync, around process.stdout.
+                import pyodide_js
+                pyodide_js.setStdout()
+                print("junk-3 after setStdout()")
+                os.write(1, b"junk-4 on fd 1 after setStdout()\\n")
+                return "printed"
+            """), "    ")}))
+        assert reply["result"] == "printed"
+        assert sandbox.loop.run_until_complete(process.request("ping", {"still": "speaking"})) == {"still": "speaking"}
+        sandbox.loop.run_until_complete(asyncio.sleep(0.2))  # the stderr reader catches up
+        stderr = "\n".join(process.stderr_tail)
+        for n in range(1, 5):
+            assert f"junk-{n}" in stderr, (n, stderr[-2000:])
+    finally:
+        sandbox.loop.run_until_complete(process.close())
+
+
+# -- the watchdog: busy Python gets KeyboardInterrupt, idle Python a cancellation ------------
+
+def test_a_deadline_passing_while_the_run_awaits_the_host_is_a_timeout(sandbox: Sandbox) -> None:
+    # The watchdog fires while Python is idle: the run is cancelled like a host `cancel`.
+    # A KeyboardInterrupt left pending instead went off in the next Python that ran (the
+    # late reply below), outside any task, and ended the process.
+    replied = asyncio.Event()
+
+    async def slow(op: str, payload: dict[str, Any]) -> Any:
+        await asyncio.sleep(0.8)
+        replied.set()
+        return "late"
+
+    sandbox.ensure_alive().handler = slow
+    try:
+        started = time.monotonic()
+        result = sandbox.raw("import flowbox.bridge as b\nreturn await b._bridge.invoke('agent', {})", deadline_ms=200)
+        elapsed = time.monotonic() - started
+        sandbox.loop.run_until_complete(asyncio.wait_for(replied.wait(), 5))
+        sandbox.loop.run_until_complete(asyncio.sleep(0.1))  # the late reply reaches the sandbox
+    finally:
+        sandbox.process.handler = None
+    assert isinstance(result, FlowError) and result.code == "workflow-timeout", result
+    assert elapsed < 0.7
+    assert sandbox.process.alive
+    assert sandbox.raw("return 40 + 2") == 42
+
+
+def test_runs_that_end_at_their_deadline_leave_no_interrupt_behind(sandbox: Sandbox) -> None:
+    # Each run busy-waits until just before its deadline, so the watchdog's timer races the
+    # run's disarm(). A lost race used to leave SIGINT in the interrupt buffer, and the next
+    # Python to run raised KeyboardInterrupt outside any task and ended the process (a few
+    # percent of such runs). The race is timing-dependent, so this tries many offsets.
+    process = sandbox.ensure_alive()
+    finished = 0
+    for i in range(36):
+        early_ms = (i % 6) * 0.25
+        result = sandbox.raw(f"""
+            import time
+            t = time.perf_counter()
+            while time.perf_counter() - t < (50 - {early_ms}) / 1000:
+                pass
+            return "done"
+        """, deadline_ms=50)
+        if result == "done":
+            finished += 1
+        else:
+            assert isinstance(result, FlowError) and result.code == "workflow-timeout", result
+        assert sandbox.raw("return sum(range(10000))") == 49995000
+        assert sandbox.process is process, "the process died"
+    assert finished > 0
+
+
+# -- the host side against fake sandboxes: nothing on stdout is trusted ----------------------
+
+def fake(tmp_path: Path, body: str) -> list[str]:
+    """A stand-in for the runner: says ready, then runs `body` for each stdin line."""
+    script = tmp_path / "fake_sandbox.py"
+    script.write_text('import sys\nprint(\'{"op": "ready", "payload": {"abi": 1}}\', flush=True)\n'
+                      "for line in sys.stdin:\n" + textwrap.indent(textwrap.dedent(body), "    ") + "\n")
+    return [sys.executable, str(script)]
+
+
+def two_pings(command: list[str]) -> tuple[SandboxProcess, list[BaseException | Any]]:
+    async def go() -> tuple[SandboxProcess, list[BaseException | Any]]:
+        process = await SandboxProcess.start(command=command, timeout=20)
+        results = await asyncio.gather(process.request("ping", {}), process.request("ping", {}),
+                                       return_exceptions=True)
+        await process.close()
+        return process, results
+
+    return asyncio.run(go())
+
+
+@pytest.mark.parametrize(("body", "reason"), [
+    ('print("Traceback (most recent call last):", flush=True)', "not a JSON object"),
+    ('print("[1, 2, 3]", flush=True)', "not a JSON object"),
+    ("sys.exit(3)", "exited"),
+], ids=["not-json", "json-but-not-an-object", "exit"])
+def test_a_bad_stdout_or_death_fails_every_pending_request(tmp_path: Path, body: str, reason: str) -> None:
+    process, results = two_pings(fake(tmp_path, body))
+    assert all(isinstance(r, FlowWorkerCrashedError) for r in results), results
+    assert reason in str(results[0])
+    assert not process.alive
+
+
+def test_a_start_failure_is_a_clear_error() -> None:
+    command = sandbox_command(find_node(), snapshot=None, memory_mb=512)
+    command[command.index("--pyodide") + 1] = "/nonexistent/pyodide"
+    with pytest.raises(FlowIsolateError) as caught:
+        asyncio.run(SandboxProcess.start(command=command, timeout=20))
+    assert "did not start" in caught.value.message
+    assert "flow sandbox:" in caught.value.message  # the runner's own diagnostic, from stderr
+
+
+def test_a_start_without_ready_times_out(tmp_path: Path) -> None:
+    script = tmp_path / "silent.py"
+    script.write_text("import time\ntime.sleep(30)\n")
+    started = time.monotonic()
+    with pytest.raises(FlowIsolateError, match="did not start"):
+        asyncio.run(SandboxProcess.start(command=[sys.executable, str(script)], timeout=0.5))
+    assert time.monotonic() - started < 5
