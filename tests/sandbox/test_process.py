@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from flow_kernel.errors import (
     CapabilityViolationError,
@@ -314,3 +316,18 @@ def test_a_start_without_ready_times_out(tmp_path: Path) -> None:
     with pytest.raises(FlowIsolateError, match="did not start"):
         asyncio.run(SandboxProcess.start(command=[sys.executable, str(script)], timeout=0.5))
     assert time.monotonic() - started < 5
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=20),
+    lambda children: st.lists(children, max_size=5) | st.dictionaries(st.text(max_size=8), children, max_size=5),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(value=JSON)
+def test_json_values_round_trip_through_the_bridge(sandbox: Sandbox, value: Any) -> None:
+    back = sandbox.loop.run_until_complete(sandbox.ensure_alive().request("ping", {"v": value}))
+    assert back == {"v": value}
