@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from flow_kernel.errors import AgentInvocationError, FlowError, OutputValidationError
+from flow_kernel.errors import AgentInvocationError, OutputValidationError
 from flow_kernel.lang import ast
 from flow_kernel.lang.literals import NOT_LITERAL, literal_value
 
@@ -142,7 +142,3 @@ class _MockValue:
             return {k: self.value(v, depth + 1) for k, v in props.items() if k in schema.get("required", [])}
         return "mock"
 
-
-def provider_error(code: str, message: str) -> FlowError:
-    cls = OutputValidationError if code == "output-validation" else AgentInvocationError
-    return cls(message)

@@ -36,6 +36,10 @@ def run(env: tuple[SandboxPool, asyncio.AbstractEventLoop], source: str, **kw: A
 
 
 def test_warm_sandbox_is_reused(env: tuple[SandboxPool, asyncio.AbstractEventLoop]) -> None:
+    pool, loop = env
+    loop.run_until_complete(pool.prestart())
+    assert len(pool.idle) == 1 and pool.idle[0].alive
+    assert 50 * 2**20 < pool.idle[0].rss_bytes() < 2**31  # a real Node + Pyodide process
     assert run(env, "1 + 1").result == 2
     started = env[0].started
     for i in range(3):
@@ -115,3 +119,30 @@ def test_memory_bomb_in_flow_is_isolate_and_recycled(env: tuple[SandboxPool, asy
     outcome = run(env, source)
     assert outcome.error is not None and outcome.error.code in ("isolate", "evaluation"), outcome.to_json()
     assert run(env, "2 + 2").result == 4
+
+
+def test_a_first_run_that_grew_the_heap_gets_its_process_recycled() -> None:
+    # Growth is measured from the fresh heap the sandbox reports when ready: a baseline
+    # taken from the first run's reply would let a process keep a heap its first run
+    # blew up (wasm memory never shrinks). A pool of its own, so the growing run is the
+    # first of its process.
+    grow = "async def main(rt, args):\n    x = [bytearray(10**6) for _ in range(150)]\n    del x\n    return 1\n"
+    small = "async def main(rt, args):\n    return 2\n"
+
+    async def nothing(op: str, payload: dict[str, Any]) -> Any:
+        return None
+
+    async def go() -> list[int | None]:
+        pool = SandboxPool()
+        pids: list[int | None] = []
+        try:
+            for i, module in enumerate([grow, small, small]):
+                await pool.run(module, {"run": f"g{i}", "unrestricted": True, "args": {}}, handler=nothing,
+                               on_notify=lambda op, payload: None, bind=lambda p: pids.append(p.pid))
+        finally:
+            await pool.close()
+        return pids
+
+    pids = asyncio.run(go())
+    assert pids[1] != pids[0]  # the first run grew the heap by 150 MB: its process retired
+    assert pids[2] == pids[1]  # small runs reuse the warm process

@@ -71,7 +71,7 @@ class Runtime:
         self.bindings = {}
         self.session_values = (payload.get("args") or {}).get("session") or {}
         self.expectations = {}
-        self.started = time.monotonic()
+        self.cancel_reason = None  # set by `cancel`: "cancelled" or "workflow-timeout"
 
     # -- entry and workflows --------------------------------------------------------------
     async def start(self, args, cell, limits, workflows):
@@ -529,7 +529,6 @@ async def execute(main, payload, bridge):
     deadline_ms = payload.get("deadline_ms")
     task = _spawn(main(rt, payload.get("args") or {}))
     _active[run_id] = (rt, task)
-    rt.cancel_reason = None
     if deadline_ms:
         bridge.arm(deadline_ms)
     try:
