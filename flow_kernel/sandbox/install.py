@@ -40,10 +40,19 @@ def ensure_pyodide() -> Path:
     npm = shutil.which("npm")
     if npm is None:
         raise SandboxInstallError(f"Pyodide {pinned_version()} is not installed and npm was not found to install it")
-    proc = subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=JS_DIR, capture_output=True, text=True)
-    if proc.returncode != 0 or installed_version() != pinned_version():
-        raise SandboxInstallError(f"installing Pyodide with npm failed:\n{proc.stderr[-2000:]}")
-    return PYODIDE_DIR
+    # `npm ci` installs exactly what package-lock.json pins; `npm install` is the fallback
+    # for an npm too old for the lock file's format (it still honours the exact pin).
+    errors = []
+    for command in ([npm, "ci", "--no-audit", "--no-fund"], [npm, "install", "--no-audit", "--no-fund"]):
+        try:
+            proc = subprocess.run(command, cwd=JS_DIR, capture_output=True, text=True, timeout=600)
+        except (OSError, subprocess.SubprocessError) as exc:
+            errors.append(f"npm {command[1]}: {exc}")
+            continue
+        if proc.returncode == 0 and installed_version() == pinned_version():
+            return PYODIDE_DIR
+        errors.append(f"npm {command[1]} (exit {proc.returncode}):\n{proc.stderr[-2000:]}")
+    raise SandboxInstallError("installing Pyodide with npm failed:\n" + "\n".join(errors))
 
 
 def cache_dir() -> Path:
@@ -63,14 +72,31 @@ def snapshot_path(node: NodeInfo) -> Path:
     return cache_dir() / f"pyodide-{installed_version()}-{snapshot_key(node)}.snapshot"
 
 
+# Why building a snapshot failed, per snapshot file, for this process's lifetime: a
+# failed build is not retried on every sandbox start (each try costs a Pyodide load),
+# and `flow doctor` can say why sandboxes start cold.
+snapshot_failures: dict[Path, str] = {}
+
+
 def ensure_snapshot(node: NodeInfo) -> Path | None:
-    """The snapshot file, built by a trusted builder process if missing; None if that fails."""
+    """The snapshot file, built by a trusted builder process if missing; None if that
+    fails (sandboxes then start cold; the reason is kept in `snapshot_failures`)."""
     path = snapshot_path(node)
     if path.exists():
         return path
-    path.parent.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.run([node.path, str(RUNNER), "--pyodide", str(ensure_pyodide()), "--bootstrap", str(BOOTSTRAP_DIR),
-                           "--make-snapshot", str(path)], capture_output=True, text=True, timeout=300)
+    if path in snapshot_failures:
+        return None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # The builder runs only trusted code, but it gets an empty environment all the
+        # same, like every sandbox: nothing of the host's reaches the baked-in heap.
+        proc = subprocess.run([node.path, str(RUNNER), "--pyodide", str(ensure_pyodide()), "--bootstrap",
+                               str(BOOTSTRAP_DIR), "--make-snapshot", str(path)],
+                              capture_output=True, text=True, timeout=300, env={})
+    except (OSError, subprocess.SubprocessError, SandboxInstallError) as exc:
+        snapshot_failures[path] = f"{type(exc).__name__}: {exc}"
+        return None
     if proc.returncode != 0 or not path.exists():
+        snapshot_failures[path] = f"the builder exited with {proc.returncode}: {proc.stderr.strip()[-2000:]}"
         return None
     return path

@@ -22,7 +22,7 @@ from flow_kernel.errors import (
     FlowWorkerCrashedError,
 )
 from flow_kernel.sandbox import install
-from flow_kernel.sandbox.node import find_node
+from flow_kernel.sandbox.node import NodeInfo, find_node
 from flow_kernel.sandbox.process import SandboxProcess, sandbox_command
 from tests.sandbox.sandbox_helpers import Sandbox, sandbox
 
@@ -331,3 +331,23 @@ JSON = st.recursive(
 def test_json_values_round_trip_through_the_bridge(sandbox: Sandbox, value: Any) -> None:
     back = sandbox.loop.run_until_complete(sandbox.ensure_alive().request("ping", {"v": value}))
     assert back == {"v": value}
+
+
+def test_a_failed_snapshot_build_falls_back_to_cold_and_is_remembered(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FLOW_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(install, "snapshot_failures", {})
+    broken = NodeInfo(sys.executable, find_node().version, "test")  # not Node: the build fails
+    assert install.ensure_snapshot(broken) is None
+    (reason,) = install.snapshot_failures.values()
+    assert "exited with" in reason
+    runs = 0
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        nonlocal runs
+        runs += 1
+        raise AssertionError("the builder ran again")
+
+    monkeypatch.setattr(install.subprocess, "run", counting)
+    assert install.ensure_snapshot(broken) is None  # remembered: no second build
+    assert runs == 0
