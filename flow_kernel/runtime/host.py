@@ -34,6 +34,7 @@ from flow_kernel.lang.check import CheckResult
 from flow_kernel.lang.literals import NOT_LITERAL, literal_value
 from flow_kernel.runtime.operator import Operator
 from flow_kernel.runtime.providers import MockProvider, ScriptedProvider, parse_script
+from flow_kernel.runtime.validation import schema_errors
 
 Event = dict[str, Any]
 EventSink = Callable[[Event], None]
@@ -269,7 +270,7 @@ class HostServices:
                     log.append({"kind": kind, "attempt": attempt, "error": exc.code, "message": exc.message})
                     last_error = exc
                     break
-                errors = [f"{'/'.join(map(str, e.absolute_path)) or '(root)'}: {e.message}" for e in validator.iter_errors(output)]
+                errors = schema_errors(schema, output, validator)
                 if not errors and payload.get("expect") and self.sandbox_call is not None:
                     errors = list(await self.sandbox_call("expect", {"run": payload.get("run"), "call": payload.get("call"),
                                                                      "output": output}))

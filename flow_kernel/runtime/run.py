@@ -8,11 +8,8 @@ import secrets
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-import jsonschema
-
 from flow_kernel.errors import (
     FlowError,
-    FlowIsolateError,
     OutputValidationError,
     WorkflowInputValidationError,
 )
@@ -20,6 +17,7 @@ from flow_kernel.lang.compiler import Compiled
 from flow_kernel.lang.sourcemap import span_to_json
 from flow_kernel.runtime.host import EventSink, HostServices
 from flow_kernel.runtime.operator import Operator
+from flow_kernel.runtime.validation import schema_errors
 
 
 class Executor(Protocol):
@@ -89,9 +87,8 @@ async def run_compiled(compiled: Compiled, executor: Executor, *, workflow: str 
 
 
 def _validate(schema: Any, value: Any, cls: type[FlowError], what: str) -> None:
-    errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(value), key=lambda e: list(e.absolute_path))
-    if errors:
-        described = [f"{'/'.join(map(str, e.absolute_path)) or '(root)'}: {e.message}" for e in errors]
+    described = schema_errors(schema, value)
+    if described:
         raise cls(f"{what} does not match its schema: {described[0]}", details={"errors": described})
 
 
@@ -105,4 +102,4 @@ def _locate(error: FlowError, compiled: Compiled) -> FlowError:
     return error
 
 
-__all__ = ["Executor", "FlowIsolateError", "RunOutcome", "run_compiled"]
+__all__ = ["Executor", "RunOutcome", "new_run_id", "run_compiled"]
