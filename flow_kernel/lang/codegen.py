@@ -190,7 +190,7 @@ class CodeGenerator:
                         py.Dict(table_keys, table_values))
         body.append(self.async_def("main", ["rt", "args"], [py.Return(py.Await(start))]))
         tree = py.Module(body, [])
-        py.fix_missing_locations(tree)
+        _give_statements_a_line(tree.body)
         return GeneratedModule(tree, self.origins, entry_limits)
 
     def workflow(self, node: ast.WorkflowDecl) -> py.AsyncFunctionDef:
@@ -650,3 +650,15 @@ def generate(result: CheckResult, session_names: set[str] | None = None) -> Gene
     if not result.ok:
         raise ValueError("cannot generate code for a module with errors")
     return CodeGenerator(result, session_names).module()
+
+
+def _give_statements_a_line(stmts: list[py.stmt]) -> None:
+    """`ast.unparse` reads `lineno` of statements that may carry a type comment; the real
+    positions come from parsing the written text, so a placeholder will do. (Cheaper
+    than `ast.fix_missing_locations`, which visits every expression node too.)"""
+    for node in stmts:
+        node.lineno = 1
+        for name in ("body", "orelse", "finalbody", "handlers"):
+            children = getattr(node, name, None)
+            if children:
+                _give_statements_a_line(children)
