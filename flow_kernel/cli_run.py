@@ -122,7 +122,8 @@ async def _run(compiled: Any, args: argparse.Namespace, data: dict[str, Any], op
     executor = SandboxExecutor(SandboxPool(warm=0))  # one run: no spare to keep warm
     try:
         return await run_compiled(compiled, executor, workflow=args.workflow, input=data if args.workflow else None,
-                                  operator=operator, allow_run=frozenset(args.allow_run), sinks=[sink])
+                                  operator=operator, allow_run=frozenset(args.allow_run), sinks=[sink],
+                                  journal_dir=Path(".flow") / "runs")
     finally:
         await executor.pool.close()
 

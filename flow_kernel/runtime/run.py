@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 from flow_kernel.errors import (
@@ -16,6 +17,7 @@ from flow_kernel.errors import (
 from flow_kernel.lang.compiler import Compiled
 from flow_kernel.lang.sourcemap import span_to_json
 from flow_kernel.runtime.host import EventSink, HostServices
+from flow_kernel.runtime.journal import Journal
 from flow_kernel.runtime.operator import Operator
 from flow_kernel.runtime.validation import schema_errors
 
@@ -32,6 +34,7 @@ class RunOutcome:
     events: list[dict[str, Any]] = field(default_factory=list)
     bindings: dict[str, Any] = field(default_factory=dict)
     steps: int = 0
+    journal: Path | None = None
 
     @property
     def ok(self) -> bool:
@@ -52,14 +55,28 @@ def new_run_id() -> str:
 async def run_compiled(compiled: Compiled, executor: Executor, *, workflow: str | None = None,
                        input: dict[str, Any] | None = None, session_values: dict[str, Any] | None = None,
                        operator: Operator | None = None, allow_run: frozenset[str] = frozenset(),
-                       sinks: list[EventSink] | None = None, run_id: str | None = None) -> RunOutcome:
+                       sinks: list[EventSink] | None = None, run_id: str | None = None,
+                       journal_dir: Path | str | None = None) -> RunOutcome:
     """Run a compiled module: its top level, or `workflow` with `input`. Never raises a FlowError:
-    failures are in the outcome, with the events up to the failure."""
+    failures are in the outcome, with the events up to the failure (and, with `journal_dir`,
+    in `<journal_dir>/<run>.jsonl` as they happen)."""
     if compiled.python is None:
         raise ValueError("the module has compile errors; nothing runs")
     run_id = run_id or new_run_id()
-    host = HostServices(compiled.check, run_id, operator or Operator("none"), allow_run, list(sinks or []))
-    outcome = RunOutcome(run_id, events=host.events)
+    journal = Journal(journal_dir, run_id) if journal_dir is not None else None
+    all_sinks: list[EventSink] = ([journal] if journal is not None else []) + list(sinks or [])
+    host = HostServices(compiled.check, run_id, operator or Operator("none"), allow_run, all_sinks)
+    outcome = RunOutcome(run_id, events=host.events, journal=journal.path if journal is not None else None)
+    try:
+        return await _run(compiled, executor, host, outcome, workflow, input, session_values)
+    finally:
+        if journal is not None:
+            journal.close()
+
+
+async def _run(compiled: Compiled, executor: Executor, host: HostServices, outcome: RunOutcome,
+               workflow: str | None, input: dict[str, Any] | None, session_values: dict[str, Any] | None) -> RunOutcome:
+    run_id = outcome.run_id
     try:
         limits = compiled.entry_limits or {}
         if workflow is not None:
@@ -83,7 +100,22 @@ async def run_compiled(compiled: Compiled, executor: Executor, *, workflow: str 
         outcome.error = _locate(exc, compiled)
         outcome.bindings = exc.dto.get("bindings") or {} if isinstance(exc.dto.get("bindings"), dict) else {}
         outcome.steps = int(exc.dto.get("steps") or 0)
+        _record_failure(host, outcome.error, workflow)
     return outcome
+
+
+def _record_failure(host: HostServices, error: FlowError, workflow: str | None) -> None:
+    """The run's end belongs in its events (and journal) even when the sandbox could not
+    say it: input validation, a dead sandbox, an invalid result."""
+    data = {"name": workflow or "<cell>", "code": error.code, "message": error.message, "span": error.span}
+    top = next((e for e in host.events if e["type"] == "workflow.started" and e["span"]["parent"] is None), None)
+    ended = [e for e in host.events if e["type"] in ("workflow.failed", "workflow.completed")
+             and top is not None and e["span"]["id"] == top["span"]["id"]]
+    if ended and ended[-1]["type"] == "workflow.failed":
+        ended[-1]["data"].setdefault("message", error.message)
+        return
+    host.emit({"type": "workflow.failed", "span": {"id": top["span"]["id"] if top else None, "parent": None},
+               "stage": error.stage, "data": data})
 
 
 def _validate(schema: Any, value: Any, cls: type[FlowError], what: str) -> None:

@@ -1,0 +1,43 @@
+"""The journal of a run: its events as JSON lines in `.flow/runs/<run>.jsonl`
+(runtime.md §7), written and flushed as each event happens, so a failed run, a
+killed sandbox or a killed host loses nothing that was already done."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, TextIO
+
+
+class Journal:
+    """An event sink that appends each event as one line."""
+
+    def __init__(self, directory: Path | str, run_id: str) -> None:
+        self.path = Path(directory) / f"{run_id}.jsonl"
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._file: TextIO | None = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - open for the run's lifetime
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        if self._file is None:
+            return
+        self._file.write(json.dumps(event, ensure_ascii=False, separators=(",", ":")) + "\n")
+        self._file.flush()  # to the OS at once: a crash of this process keeps every line written
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.flush()
+            os.fsync(self._file.fileno())
+            self._file.close()
+            self._file = None
+
+
+def read_journal(path: Path | str) -> list[dict[str, Any]]:
+    """The events of a journal; a torn last line (the writer was killed mid-line) is skipped."""
+    events: list[dict[str, Any]] = []
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        try:
+            events.append(json.loads(line))
+        except ValueError:
+            break
+    return events
