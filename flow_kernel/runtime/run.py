@@ -89,6 +89,7 @@ async def _run(compiled: Compiled, executor: Executor, host: HostServices, outco
         payload = {"run": run_id, "module": compiled.python, "filename": "<flow>",
                    "args": {"workflow": workflow, "input": input or {}, "session": session_values or {}},
                    "deadline_ms": limits.get("duration")}
+        assert compiled.python is not None
         reply = await executor.run(compiled.python, payload, host)
         outcome.result = reply.get("result")
         outcome.bindings = reply.get("bindings") or {}
