@@ -40,8 +40,8 @@ def add_commands(commands: Any) -> None:
     run.add_argument("--input", metavar="JSON|@FILE", help="the workflow's input object")
     run.add_argument("--operator", metavar="POLICY", help="interactive, auto-approve, auto-deny, answers:PATH or none")
     run.add_argument("--allow-run", metavar="EXE", action="append", default=[], help="allow `run` of EXE (repeatable)")
-    run.add_argument("--replay", metavar="CASSETTE", help="answer agent calls from a cassette (not in this build)")
-    run.add_argument("--record", metavar="CASSETTE", help="record agent calls to a cassette (not in this build)")
+    run.add_argument("--replay", metavar="CASSETTE", help="answer agent calls from a cassette (JSON lines)")
+    run.add_argument("--record", metavar="CASSETTE", help="record every agent answer to a cassette")
     run.add_argument("--format", choices=("text", "json"), default="text")
     run.set_defaults(handler=cmd_run)
 
@@ -77,8 +77,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         result = _load(FileSystemLoader(), args.file)
         data = _parse_input(args.input)
         operator = Operator.parse(args.operator) if args.operator else Operator.default()
-        if args.replay or args.record:
-            raise UsageError("--replay and --record arrive with the agent pipeline; this build has neither")
+        if args.replay and args.record:
+            raise UsageError("--replay and --record cannot be combined")
+        if args.replay:
+            from flow_kernel.runtime.cassette import CassettePlayer
+
+            CassettePlayer(args.replay)  # a missing or malformed cassette is a usage error, before anything runs
     except (UsageError, ValueError) as exc:
         _error(str(exc), command="run")
         return EXIT_USAGE
@@ -123,7 +127,7 @@ async def _run(compiled: Any, args: argparse.Namespace, data: dict[str, Any], op
     try:
         return await run_compiled(compiled, executor, workflow=args.workflow, input=data if args.workflow else None,
                                   operator=operator, allow_run=frozenset(args.allow_run), sinks=[sink],
-                                  journal_dir=Path(".flow") / "runs")
+                                  journal_dir=Path(".flow") / "runs", record=args.record, replay=args.replay)
     finally:
         await executor.pool.close()
 

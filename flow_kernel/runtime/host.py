@@ -32,6 +32,7 @@ from flow_kernel.errors import (
 from flow_kernel.lang import ast
 from flow_kernel.lang.check import CheckResult
 from flow_kernel.lang.literals import NOT_LITERAL, literal_value
+from flow_kernel.runtime.cassette import CassettePlayer, CassetteRecorder
 from flow_kernel.runtime.operator import Operator
 from flow_kernel.runtime.providers import MockProvider, ScriptedProvider, parse_script
 from flow_kernel.runtime.validation import schema_errors
@@ -66,6 +67,8 @@ class HostServices:
     allow_run: frozenset[str] = frozenset()
     sinks: list[EventSink] = field(default_factory=list)
     sandbox_call: SandboxCall | None = None
+    recorder: CassetteRecorder | None = None
+    player: CassettePlayer | None = None
 
     def __post_init__(self) -> None:
         self.events: list[Event] = []
@@ -76,6 +79,7 @@ class HostServices:
         self.agents = {name: self._agent_spec(entry.node) for name, entry in self.check.decls.items()
                        if entry.kind == "agent" and isinstance(entry.node, ast.AgentDecl)}
         self._scripts = {name: parse_script(spec.decl) for name, spec in self.agents.items()}
+        self._occurrences: dict[tuple[str, str], int] = {}
 
     # -- events ---------------------------------------------------------------------------
     def emit(self, event: dict[str, Any]) -> None:
@@ -257,6 +261,8 @@ class HostServices:
         timeout_ms = options.get("timeout", spec.fields.get("timeout"))
         validator = jsonschema.Draft202012Validator(schema)
         prompt = str(payload.get("prompt"))
+        label = str(options.get("label"))
+        occurrence = self._occurrences[(name, label)] = self._occurrences.get((name, label), 0) + 1
         log: list[dict[str, Any]] = []
         last_error: FlowError | None = None
         for attempt in range(1, attempts_total + 1):
@@ -265,7 +271,8 @@ class HostServices:
                 self._charge(payload.get("frame"), name)
                 kind = "attempt" if not log or log[-1]["kind"] != "invalid" else "repair"
                 try:
-                    output = await self._invoke(spec, schema, prompt, timeout_ms)
+                    output = await self._attempt(spec, schema, prompt, timeout_ms,
+                                                 (name, label, occurrence, len(log) + 1))
                 except FlowError as exc:
                     log.append({"kind": kind, "attempt": attempt, "error": exc.code, "message": exc.message})
                     last_error = exc
@@ -292,6 +299,21 @@ class HostServices:
             if backoff:
                 await asyncio.sleep(backoff)
         raise last_error or AgentInvocationError(f"`{name}` made no attempt")
+
+    async def _attempt(self, spec: AgentSpec, schema: dict[str, Any], prompt: str, timeout_ms: Any,
+                       key: tuple[str, str, int, int]) -> Any:
+        """One provider attempt, answered from the cassette when replaying, written to it when recording."""
+        if self.player is not None:
+            return self.player.answer(key)
+        try:
+            output = await self._invoke(spec, schema, prompt, timeout_ms)
+        except FlowError as exc:
+            if self.recorder is not None:
+                self.recorder.write(key, prompt, error=exc)
+            raise
+        if self.recorder is not None:
+            self.recorder.write(key, prompt, output)
+        return output
 
     async def _invoke(self, spec: AgentSpec, schema: dict[str, Any], prompt: str, timeout_ms: Any) -> Any:
         if spec.model == "scripted":

@@ -16,6 +16,7 @@ from flow_kernel.errors import (
 )
 from flow_kernel.lang.compiler import Compiled
 from flow_kernel.lang.sourcemap import span_to_json
+from flow_kernel.runtime.cassette import CassettePlayer, CassetteRecorder
 from flow_kernel.runtime.host import EventSink, HostServices
 from flow_kernel.runtime.journal import Journal
 from flow_kernel.runtime.operator import Operator
@@ -56,7 +57,8 @@ async def run_compiled(compiled: Compiled, executor: Executor, *, workflow: str 
                        input: dict[str, Any] | None = None, session_values: dict[str, Any] | None = None,
                        operator: Operator | None = None, allow_run: frozenset[str] = frozenset(),
                        sinks: list[EventSink] | None = None, run_id: str | None = None,
-                       journal_dir: Path | str | None = None) -> RunOutcome:
+                       journal_dir: Path | str | None = None, record: Path | str | None = None,
+                       replay: Path | str | None = None) -> RunOutcome:
     """Run a compiled module: its top level, or `workflow` with `input`. Never raises a FlowError:
     failures are in the outcome, with the events up to the failure (and, with `journal_dir`,
     in `<journal_dir>/<run>.jsonl` as they happen)."""
@@ -65,7 +67,9 @@ async def run_compiled(compiled: Compiled, executor: Executor, *, workflow: str 
     run_id = run_id or new_run_id()
     journal = Journal(journal_dir, run_id) if journal_dir is not None else None
     all_sinks: list[EventSink] = ([journal] if journal is not None else []) + list(sinks or [])
-    host = HostServices(compiled.check, run_id, operator or Operator("none"), allow_run, all_sinks)
+    host = HostServices(compiled.check, run_id, operator or Operator("none"), allow_run, all_sinks,
+                        recorder=CassetteRecorder(record) if record is not None else None,
+                        player=CassettePlayer(replay) if replay is not None else None)
     outcome = RunOutcome(run_id, events=host.events, journal=journal.path if journal is not None else None)
     try:
         return await _run(compiled, executor, host, outcome, workflow, input, session_values)

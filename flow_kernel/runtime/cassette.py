@@ -1,0 +1,70 @@
+"""Record and replay of agent answers (runtime.md §4.2).
+
+A cassette is JSON lines, one per provider attempt: `{"agent", "label", "occurrence",
+"attempt", "prompt_hash", "output"}` or, for a failed attempt, `"error": {"code",
+"message"}`. `occurrence` counts the calls with the same agent and label in a run, in
+the order they start (deterministic: `parallelMap` starts items in input order);
+`attempt` counts the provider attempts of that call (repairs and retries included),
+so a replay walks the same attempts and gives the same events. Only what the agent
+answered is written: no keys, headers or provider settings.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from flow_kernel.errors import AgentInvocationError, FlowError
+
+Key = tuple[str, str, int, int]  # agent, label, occurrence, attempt
+
+
+def prompt_hash(prompt: str) -> str:
+    return hashlib.sha256(prompt.encode()).hexdigest()[:16]
+
+
+class CassetteRecorder:
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.write_text("", encoding="utf-8")  # a recording starts a new cassette
+
+    def write(self, key: Key, prompt: str, output: Any = None, error: FlowError | None = None) -> None:
+        agent, label, occurrence, attempt = key
+        entry: dict[str, Any] = {"agent": agent, "label": label, "occurrence": occurrence, "attempt": attempt,
+                                 "prompt_hash": prompt_hash(prompt)}
+        if error is not None:
+            entry["error"] = {"code": error.code, "message": error.message}
+        else:
+            entry["output"] = output
+        with self.path.open("a", encoding="utf-8") as out:
+            out.write(json.dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n")
+
+
+class CassettePlayer:
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        self.entries: dict[Key, dict[str, Any]] = {}
+        try:
+            lines = self.path.read_text(encoding="utf-8").splitlines()
+        except OSError as exc:
+            raise ValueError(f"cannot read the cassette {self.path}: {exc.strerror}") from None
+        for number, line in enumerate(lines, 1):
+            try:
+                e = json.loads(line)
+                self.entries[(str(e["agent"]), str(e["label"]), int(e["occurrence"]), int(e["attempt"]))] = e
+            except (ValueError, KeyError, TypeError):
+                raise ValueError(f"{self.path}:{number}: not a cassette entry") from None
+
+    def answer(self, key: Key) -> Any:
+        entry = self.entries.get(key)
+        if entry is None:
+            agent, label, occurrence, attempt = key
+            raise AgentInvocationError(f"the cassette {self.path.name} has no answer for `{label}` "
+                                       f"(agent `{agent}`, call {occurrence}, attempt {attempt})",
+                                       details={"label": label, "cassette": str(self.path)})
+        if "error" in entry:
+            raise FlowError.from_dto({"code": entry["error"].get("code"), "message": entry["error"].get("message")})
+        return entry.get("output")
