@@ -3,6 +3,7 @@ fast semantic tests, this interpreter (`flow_kernel.sandbox.inprocess`)."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from flow_kernel.runtime.host import HostServices
@@ -52,5 +53,12 @@ def doctor_report() -> list[tuple[str, bool | None, str]]:
     ns = network_namespace()
     rows.append(("network", True if ns else None, f"sandboxes run without network ({' '.join(ns)})" if ns else
                  "no network namespace on this OS: the sandbox relies on stubbed net/tls modules only"))
-    rows.append(("providers", True, "scripted and mock (this build); OpenAI/Anthropic arrive with the agent pipeline"))
+    try:
+        import openai
+
+        openai_row = f"openai {openai.__version__} (OPENAI_BASE_URL {'set' if os.environ.get('OPENAI_BASE_URL') else 'unset'}, " \
+                     f"OPENAI_API_KEY {'set' if os.environ.get('OPENAI_API_KEY') else 'unset'})"
+    except ImportError:
+        openai_row = "openai not installed (pip install 'flow-kernel[providers]')"
+    rows.append(("providers", True, f"scripted, mock; {openai_row}"))
     return rows

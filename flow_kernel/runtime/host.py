@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime
+import json
 import os
 import shutil
 import time
@@ -34,6 +35,7 @@ from flow_kernel.lang.check import CheckResult
 from flow_kernel.lang.literals import NOT_LITERAL, literal_value
 from flow_kernel.runtime.cassette import CassettePlayer, CassetteRecorder
 from flow_kernel.runtime.operator import Operator
+from flow_kernel.runtime.provider_openai import OpenAIProvider
 from flow_kernel.runtime.providers import MockProvider, ScriptedProvider, parse_script
 from flow_kernel.runtime.validation import schema_errors
 
@@ -68,6 +70,7 @@ class HostServices:
     sinks: list[EventSink] = field(default_factory=list)
     sandbox_call: SandboxCall | None = None
     recorder: CassetteRecorder | None = None
+    openai: OpenAIProvider | None = None
     player: CassettePlayer | None = None
 
     def __post_init__(self) -> None:
@@ -271,8 +274,10 @@ class HostServices:
                 self._charge(payload.get("frame"), name)
                 kind = "attempt" if not log or log[-1]["kind"] != "invalid" else "repair"
                 try:
+                    repair_of = ({"previousOutput": log[-1]["output"], "errors": log[-1]["errors"]}
+                                 if log and log[-1]["kind"] == "invalid" else None)
                     output = await self._attempt(spec, schema, prompt, timeout_ms,
-                                                 (name, label, occurrence, len(log) + 1))
+                                                 (name, label, occurrence, len(log) + 1), repair_of)
                 except FlowError as exc:
                     log.append({"kind": kind, "attempt": attempt, "error": exc.code, "message": exc.message})
                     last_error = exc
@@ -284,7 +289,7 @@ class HostServices:
                 if not errors:
                     log.append({"kind": kind, "attempt": attempt, "ok": True})
                     return output, log
-                log.append({"kind": "invalid", "attempt": attempt, "errors": errors})
+                log.append({"kind": "invalid", "attempt": attempt, "errors": errors, "output": output})
                 if repairs_left > 0:
                     repairs_left -= 1
                     continue
@@ -301,12 +306,12 @@ class HostServices:
         raise last_error or AgentInvocationError(f"`{name}` made no attempt")
 
     async def _attempt(self, spec: AgentSpec, schema: dict[str, Any], prompt: str, timeout_ms: Any,
-                       key: tuple[str, str, int, int]) -> Any:
+                       key: tuple[str, str, int, int], repair_of: dict[str, Any] | None = None) -> Any:
         """One provider attempt, answered from the cassette when replaying, written to it when recording."""
         if self.player is not None:
             return self.player.answer(key)
         try:
-            output = await self._invoke(spec, schema, prompt, timeout_ms)
+            output = await self._invoke(spec, schema, prompt, timeout_ms, repair_of)
         except FlowError as exc:
             if self.recorder is not None:
                 self.recorder.write(key, prompt, error=exc)
@@ -315,11 +320,19 @@ class HostServices:
             self.recorder.write(key, prompt, output)
         return output
 
-    async def _invoke(self, spec: AgentSpec, schema: dict[str, Any], prompt: str, timeout_ms: Any) -> Any:
+    async def _invoke(self, spec: AgentSpec, schema: dict[str, Any], prompt: str, timeout_ms: Any,
+                      repair_of: dict[str, Any] | None) -> Any:
+        call: Awaitable[Any]
         if spec.model == "scripted":
             call = self.scripted.attempt(spec.name, self._scripts[spec.name], prompt)
         elif spec.model == "mock":
             call = self.mock.attempt(spec.name, schema, prompt)
+        elif spec.model.startswith("openai/"):
+            if self.openai is None:
+                self.openai = OpenAIProvider()
+            temperature = spec.fields.get("temperature")
+            call = self.openai.attempt(spec.model.split("/", 1)[1], system_prompt(spec.fields, schema), prompt,
+                                       schema, repair_of, float(temperature) if temperature is not None else None)
         else:
             raise AgentInvocationError(f"provider for model {spec.model!r} of `{spec.name}` is not configured "
                                        "(this build runs the scripted and mock providers)")
@@ -329,3 +342,23 @@ class HostServices:
             except TimeoutError:
                 raise AgentInvocationError(f"`{spec.name}` timed out after {timeout_ms} ms") from None
         return await call
+
+
+def system_prompt(fields: dict[str, Any], schema: dict[str, Any]) -> str:
+    """The agent's structured fields as a system prompt, constraints first (language.md §4.2)."""
+    parts: list[str] = []
+    for item in fields.get("constraints") or []:
+        parts.append(f"Constraint (always holds): {item}")
+    if fields.get("role"):
+        parts.append(f"You are a {fields['role']}.")
+    if fields.get("persona"):
+        parts.append(f"Persona: {fields['persona']}")
+    if fields.get("instructions"):
+        parts.append(str(fields["instructions"]).strip())
+    for item in fields.get("hints") or []:
+        parts.append(f"Hint: {item}")
+    parts.append("Answer with JSON that matches this JSON Schema:\n" + json.dumps(schema, ensure_ascii=False))
+    if fields.get("uncertainty"):
+        parts.append(f"If uncertain: {fields['uncertainty']}")
+    return "\n\n".join(parts)
+

@@ -1,0 +1,132 @@
+"""The `openai` provider driven by the official client against a loopback server that
+speaks the Chat Completions API."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from flow_kernel import SourceFile
+from flow_kernel.lang.compiler import compile_source
+from flow_kernel.runtime.run import RunOutcome, run_compiled
+from flow_kernel.sandbox.inprocess import InProcessExecutor
+
+
+class FakeOpenAI:
+    """Answers POST /v1/chat/completions from a queue of (status, content) and keeps the requests."""
+
+    def __init__(self) -> None:
+        self.replies: list[tuple[int, str]] = []
+        self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # the name http.server calls
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                fake.requests.append(body)
+                fake.headers.append(dict(self.headers))
+                status, content = fake.replies.pop(0) if fake.replies else (500, "no reply queued")
+                if status == 200:
+                    payload = {"id": "c1", "object": "chat.completion", "created": 0, "model": body["model"],
+                               "choices": [{"index": 0, "finish_reason": "stop",
+                                            "message": {"role": "assistant", "content": content}}],
+                               "usage": {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8}}
+                else:
+                    payload = {"error": {"message": content, "type": "server_error", "code": None}}
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+
+@pytest.fixture()
+def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAI]:
+    server = FakeOpenAI()
+    thread = threading.Thread(target=server.server.serve_forever, daemon=True)
+    thread.start()
+    monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-secret-123")
+    yield server
+    server.server.shutdown()
+    thread.join()
+
+
+AGENT = '''type Triage = { id: string, severity: "low" | "high" }
+agent t {
+  model: "openai/gpt-test"
+  role: "support triage specialist"
+  constraints: ["Never invent ids"]
+  output: Triage
+  repair: 1
+  temperature: 0.2
+}
+'''
+
+
+def run(source: str) -> RunOutcome:
+    compiled = compile_source(SourceFile("o.flow", source))
+    assert compiled.ok, [d.message for d in compiled.check.errors]
+    return asyncio.run(run_compiled(compiled, InProcessExecutor()))
+
+
+def test_structured_output_through_the_official_client(fake: FakeOpenAI) -> None:
+    fake.replies.append((200, '{"id": "T1", "severity": "high"}'))
+    outcome = run(AGENT + 't("Ticket T1: refund")')
+    assert outcome.error is None, outcome.to_json()
+    assert outcome.result == {"id": "T1", "severity": "high"}
+    (request,) = fake.requests
+    assert request["model"] == "gpt-test" and request["temperature"] == 0.2
+    assert request["response_format"]["type"] == "json_schema"
+    assert request["response_format"]["json_schema"]["schema"]["$ref"] == "#/$defs/Triage"
+    system, user = request["messages"]
+    assert system["role"] == "system" and system["content"].startswith("Constraint (always holds): Never invent ids")
+    assert user == {"role": "user", "content": "Ticket T1: refund"}
+    assert {k.lower(): v for k, v in fake.headers[0].items()}["authorization"] == "Bearer sk-test-secret-123"
+    assert "sk-test-secret-123" not in json.dumps(outcome.events)
+
+
+def test_invalid_output_is_repaired_with_the_errors(fake: FakeOpenAI) -> None:
+    fake.replies += [(200, "not json at all"), (200, '{"id": "T1", "severity": "low"}')]
+    outcome = run(AGENT + 't("Ticket T1")')
+    assert outcome.result == {"id": "T1", "severity": "low"}
+    repair = fake.requests[1]["messages"]
+    assert repair[2]["role"] == "assistant" and repair[3]["role"] == "user"
+    assert "did not meet the output contract" in repair[3]["content"]
+
+
+def test_error_status_is_agent_invocation(fake: FakeOpenAI) -> None:
+    fake.replies.append((503, "overloaded"))
+    outcome = run(AGENT + 't("Ticket T1")')
+    assert outcome.error is not None and outcome.error.code == "agent-invocation"
+    assert "503" in outcome.error.message and outcome.error.details.get("status") == 503
+    assert len(fake.requests) == 1  # the client's own retries are off: `retry` decides
+
+
+def test_unreachable_endpoint_is_agent_invocation(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("OPENAI_API_KEY", "x")
+    outcome = run(AGENT + 't("Ticket T1")')
+    assert outcome.error is not None and outcome.error.code == "agent-invocation"
+    assert "could not be reached" in outcome.error.message
+
+
+def test_plain_string_output_has_no_response_format(fake: FakeOpenAI) -> None:
+    fake.replies.append((200, "Hello there"))
+    outcome = run('agent s { model: "openai/gpt-test" }\ns("Say hello")')
+    assert outcome.result == "Hello there"
+    assert "response_format" not in fake.requests[0]
