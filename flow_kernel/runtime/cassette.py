@@ -1,12 +1,15 @@
 """Record and replay of agent answers (runtime.md §4.2).
 
 A cassette is JSON lines, one per provider attempt: `{"agent", "label", "occurrence",
-"attempt", "prompt_hash", "output"}` or, for a failed attempt, `"error": {"code",
+"attempt", "prompt_hash", "output", "usage"}` or, for a failed attempt, `"error": {"code",
 "message"}`. `occurrence` counts the calls with the same agent and label in a run, in
 the order they start (deterministic: `parallelMap` starts items in input order);
 `attempt` counts the provider attempts of that call (repairs and retries included),
-so a replay walks the same attempts and gives the same events. Only what the agent
-answered is written: no keys, headers or provider settings.
+so a replay walks the same attempts and gives the same events. `prompt_hash` is the
+hash of the compiled user prompt: an entry whose prompt has changed since it was recorded
+is a miss, not a stale answer. Only what the agent answered is written: no keys, headers
+or provider settings. Tools an agent called while recording are not called again on
+replay: the recorded answer already reflects them.
 """
 
 from __future__ import annotations
@@ -31,7 +34,8 @@ class CassetteRecorder:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.path.write_text("", encoding="utf-8")  # a recording starts a new cassette
 
-    def write(self, key: Key, prompt: str, output: Any = None, error: FlowError | None = None) -> None:
+    def write(self, key: Key, prompt: str, output: Any = None, error: FlowError | None = None,
+              usage: dict[str, int] | None = None) -> None:
         agent, label, occurrence, attempt = key
         entry: dict[str, Any] = {"agent": agent, "label": label, "occurrence": occurrence, "attempt": attempt,
                                  "prompt_hash": prompt_hash(prompt)}
@@ -39,6 +43,8 @@ class CassetteRecorder:
             entry["error"] = {"code": error.code, "message": error.message}
         else:
             entry["output"] = output
+            if usage:
+                entry["usage"] = usage
         with self.path.open("a", encoding="utf-8") as out:
             out.write(json.dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n")
 
@@ -58,13 +64,17 @@ class CassettePlayer:
             except (ValueError, KeyError, TypeError):
                 raise ValueError(f"{self.path}:{number}: not a cassette entry") from None
 
-    def answer(self, key: Key) -> Any:
+    def answer(self, key: Key, prompt: str | None = None) -> Any:
         entry = self.entries.get(key)
+        agent, label, occurrence, attempt = key
         if entry is None:
-            agent, label, occurrence, attempt = key
             raise AgentInvocationError(f"the cassette {self.path.name} has no answer for `{label}` "
                                        f"(agent `{agent}`, call {occurrence}, attempt {attempt})",
                                        details={"label": label, "cassette": str(self.path)})
+        if prompt is not None and entry.get("prompt_hash") not in (None, prompt_hash(prompt)):
+            raise AgentInvocationError(f"the cassette {self.path.name} has an answer for `{label}` (agent `{agent}`, "
+                                       f"call {occurrence}), but for another prompt: record it again",
+                                       details={"label": label, "cassette": str(self.path), "reason": "prompt-changed"})
         if "error" in entry:
             raise FlowError.from_dto({"code": entry["error"].get("code"), "message": entry["error"].get("message")})
         return entry.get("output")

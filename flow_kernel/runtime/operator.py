@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -13,11 +14,19 @@ from flow_kernel.errors import OperatorUnavailableError
 
 POLICIES = ("interactive", "auto-approve", "auto-deny", "none")
 
+# What an interactive frontend is asked: {"kind": "approve" | "ask", "question", "details",
+# "choice"}; it answers True/False for `approve`, a string for `ask`.
+OperatorCallback = Callable[[dict[str, Any]], Awaitable[Any]]
+
 
 @dataclass
 class Operator:
+    """`interactive` asks `callback` (the kernel's widget, the CLI's terminal prompt when
+    none is given)."""
+
     policy: str = "none"
     answers: dict[str, Any] = field(default_factory=dict)
+    callback: OperatorCallback | None = None
 
     @staticmethod
     def parse(text: str) -> Operator:
@@ -51,6 +60,9 @@ class Operator:
             if isinstance(answer, bool):
                 return answer, "answers"
             raise OperatorUnavailableError(f"the answers file has no yes/no answer for {question!r}")
+        if self.policy == "interactive" and self.callback is not None:
+            return bool(await self.callback({"kind": "approve", "question": question, "details": details,
+                                             "choice": None})), "interactive"
         if self.policy == "interactive":
             text = await self._prompt(f"{question} [y/n] ")
             return text.strip().lower() in ("y", "yes"), "terminal"
@@ -66,6 +78,9 @@ class Operator:
             if isinstance(answer, str):
                 return answer, "answers"
             raise OperatorUnavailableError(f"the answers file has no answer for {question!r}")
+        if self.policy == "interactive" and self.callback is not None:
+            return str(await self.callback({"kind": "ask", "question": question, "details": None,
+                                            "choice": choice})), "interactive"
         if self.policy == "interactive":
             hint = f" ({'/'.join(choice)})" if choice else ""
             return (await self._prompt(f"{question}{hint} ")).strip(), "terminal"

@@ -1,9 +1,11 @@
 """The `openai` provider: any OpenAI-compatible Chat Completions endpoint (OpenAI, vLLM,
 Ollama, llama.cpp server, LM Studio) through the official `openai` client, with the
-output contract as a JSON Schema response format (runtime.md §4.1).
+output contract as a JSON Schema response format and tools as function tools
+(runtime.md §4.1).
 
-Configuration comes from the host environment only — `OPENAI_BASE_URL` (default the
-OpenAI API) and `OPENAI_API_KEY` — and never reaches the sandbox, an event or a cassette.
+The endpoint and key come from the host only — the session's provider settings
+(`flow.toml`), else `OPENAI_BASE_URL` / `OPENAI_API_KEY` — and never reach the sandbox,
+an event or a cassette.
 """
 
 from __future__ import annotations
@@ -13,6 +15,16 @@ import os
 from typing import Any
 
 from flow_kernel.errors import AgentInvocationError
+from flow_kernel.runtime.provider_base import (
+    MAX_TOOL_ROUNDS,
+    ProviderReply,
+    ProviderRequest,
+    decode_output,
+    is_plain_text,
+    repair_message,
+    short,
+    too_many_tool_rounds,
+)
 
 
 class OpenAIProvider:
@@ -29,37 +41,63 @@ class OpenAIProvider:
             max_retries=0,  # retries are the agent's `retry`, counted against `agent_runs`
         )
 
-    async def attempt(self, model: str, system: str, prompt: str, schema: dict[str, Any],
-                      repair: dict[str, Any] | None, temperature: float | None) -> Any:
-        messages: list[dict[str, str]] = [{"role": "system", "content": system}, {"role": "user", "content": prompt}]
-        if repair is not None:
-            messages.append({"role": "assistant", "content": json.dumps(repair["previousOutput"], ensure_ascii=False)})
-            messages.append({"role": "user", "content": "Your answer did not meet the output contract:\n"
-                             + "\n".join(f"- {e}" for e in repair["errors"]) + "\nAnswer again, correctly."})
-        plain_text = schema.get("type") == "string" and len(schema) <= 2
+    async def attempt(self, request: ProviderRequest) -> ProviderReply:
+        messages: list[dict[str, Any]] = [{"role": "system", "content": request.system},
+                                          {"role": "user", "content": request.prompt}]
+        if request.repair is not None:
+            messages.append({"role": "assistant", "content": json.dumps(request.repair["previousOutput"], ensure_ascii=False)})
+            messages.append({"role": "user", "content": repair_message(request.repair)})
         options: dict[str, Any] = {}
-        if not plain_text:
+        if not is_plain_text(request.schema):
             options["response_format"] = {"type": "json_schema",
-                                          "json_schema": {"name": "output", "schema": schema, "strict": False}}
-        if temperature is not None:
-            options["temperature"] = temperature
+                                          "json_schema": {"name": "output", "schema": request.schema, "strict": False}}
+        if request.temperature is not None:
+            options["temperature"] = request.temperature
+        if request.tools:
+            options["tools"] = [{"type": "function", "function": {"name": t.name, "description": t.description,
+                                                                  "parameters": t.parameters}} for t in request.tools]
+        usage = {"input_tokens": 0, "output_tokens": 0}
+        tool_log: list[dict[str, Any]] = []
+        for _ in range(MAX_TOOL_ROUNDS):
+            reply = await self._create(request.model, messages, options)
+            if reply.usage is not None:
+                usage["input_tokens"] += reply.usage.prompt_tokens or 0
+                usage["output_tokens"] += reply.usage.completion_tokens or 0
+            if not reply.choices:
+                raise AgentInvocationError("the provider's reply had no choices")
+            message = reply.choices[0].message
+            calls = [c for c in (message.tool_calls or []) if getattr(c, "function", None) is not None]
+            if calls and request.call_tool is not None:
+                messages.append({"role": "assistant", "content": message.content,
+                                 "tool_calls": [{"id": c.id, "type": "function",
+                                                 "function": {"name": c.function.name, "arguments": c.function.arguments}}
+                                                for c in calls]})
+                for c in calls:
+                    arguments = _arguments(c.function.arguments)
+                    result = await request.call_tool(c.function.name, arguments)
+                    tool_log.append({"tool": c.function.name, "arguments": arguments, "result": result})
+                    messages.append({"role": "tool", "tool_call_id": c.id, "content": json.dumps(result, ensure_ascii=False)})
+                continue
+            if message.content is None:
+                raise AgentInvocationError("the provider's reply had no content")
+            return ProviderReply(decode_output(message.content, request.schema), usage, message.content, tool_log)
+        raise too_many_tool_rounds(request.agent)
+
+    async def _create(self, model: str, messages: list[dict[str, Any]], options: dict[str, Any]) -> Any:
         try:
-            reply = await self.client.chat.completions.create(model=model, messages=messages, **options)  # type: ignore[arg-type]
+            return await self.client.chat.completions.create(model=model, messages=messages, **options)  # type: ignore[arg-type]
         except self._openai.APIStatusError as exc:
-            raise AgentInvocationError(f"the provider answered {exc.status_code}: {_short(exc.message)}",
+            raise AgentInvocationError(f"the provider answered {exc.status_code}: {short(exc.message)}",
                                        details={"status": exc.status_code}) from None
         except self._openai.APIError as exc:  # connection errors, timeouts, unreadable replies
-            raise AgentInvocationError(f"the provider could not be reached: {_short(str(exc))}") from None
-        content = reply.choices[0].message.content if reply.choices else None
-        if content is None:
-            raise AgentInvocationError("the provider's reply had no content")
-        if plain_text:
-            return content
-        try:
-            return json.loads(content)
-        except ValueError:
-            return content  # not JSON: the output contract reports it and the repair loop asks again
+            raise AgentInvocationError(f"the provider could not be reached: {short(str(exc))}") from None
 
 
-def _short(text: str) -> str:
-    return text if len(text) <= 300 else text[:297] + "…"
+def _arguments(text: str | None) -> dict[str, Any]:
+    """Tool arguments as the model wrote them; not an object → {} and the tool's own
+    argument check answers the model."""
+    try:
+        value = json.loads(text or "{}")
+    except ValueError:
+        return {"__unparsed__": text}
+    return value if isinstance(value, dict) else {"__unparsed__": text}

@@ -1,5 +1,10 @@
 """The deterministic providers: `scripted` (an agent's `script`) and `mock`
-(schema-valid values seeded by the agent and the prompt), language.md §4.2.1."""
+(schema-valid values seeded by the agent and the prompt), language.md §4.2.1.
+
+`mock` also exercises an agent's tools, so that tools and approval-gated tools can be
+shown and tested with no model: before answering, it calls each tool the call was given
+once, in order, with schema-valid arguments seeded like its output.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +18,7 @@ from typing import Any
 from flow_kernel.errors import AgentInvocationError, OutputValidationError
 from flow_kernel.lang import ast
 from flow_kernel.lang.literals import NOT_LITERAL, literal_value
+from flow_kernel.runtime.provider_base import ProviderReply, ProviderRequest
 
 
 @dataclass(frozen=True)
@@ -70,10 +76,14 @@ def parse_script(agent: ast.AgentDecl) -> Script:
 class ScriptedProvider:
     """One cursor per agent per run; a matching `when` answers every attempt of its call."""
 
-    def __init__(self) -> None:
+    def __init__(self, scripts: dict[str, Script]) -> None:
+        self.scripts = scripts
         self.cursors: dict[str, int] = {}
 
-    async def attempt(self, agent: str, script: Script, prompt: str) -> Any:
+    async def attempt(self, request: ProviderRequest) -> ProviderReply:
+        return ProviderReply(await self.reply(request.agent, self.scripts[request.agent], request.call_prompt))
+
+    async def reply(self, agent: str, script: Script, prompt: str) -> Any:
         reply = next((w.reply for w in script.whens if w.matches(prompt)), None)
         if reply is None:
             if not script.ordered:
@@ -93,9 +103,17 @@ class ScriptedProvider:
 class MockProvider:
     """Deterministic schema-valid values: the same agent, prompt and schema give the same value."""
 
-    async def attempt(self, agent: str, schema: dict[str, Any], prompt: str) -> Any:
-        seed = hashlib.sha256(f"{agent}\x00{prompt}".encode()).digest()
-        return _MockValue(random.Random(seed), schema).value(schema, 0)
+    async def attempt(self, request: ProviderRequest) -> ProviderReply:
+        seed = hashlib.sha256(f"{request.agent}\x00{request.call_prompt}".encode()).digest()
+        rng = random.Random(seed)
+        calls: list[dict[str, Any]] = []
+        if request.call_tool is not None:
+            for tool in request.tools:
+                arguments = _MockValue(rng, tool.parameters).value(tool.parameters, 0)
+                arguments = arguments if isinstance(arguments, dict) else {}
+                calls.append({"tool": tool.name, "arguments": arguments,
+                              "result": await request.call_tool(tool.name, arguments)})
+        return ProviderReply(_MockValue(rng, request.schema).value(request.schema, 0), tool_calls=calls)
 
 
 class _MockValue:

@@ -16,10 +16,14 @@ from flow_kernel.errors import (
 )
 from flow_kernel.lang.compiler import Compiled
 from flow_kernel.lang.sourcemap import span_to_json
+from flow_kernel.runtime.agents import TraceSink
 from flow_kernel.runtime.cassette import CassettePlayer, CassetteRecorder
+from flow_kernel.runtime.config import FlowConfig
 from flow_kernel.runtime.host import EventSink, HostServices
 from flow_kernel.runtime.journal import Journal
 from flow_kernel.runtime.operator import Operator
+from flow_kernel.runtime.provider_base import Provider
+from flow_kernel.runtime.tools import ToolRegistry
 from flow_kernel.runtime.validation import schema_errors
 
 
@@ -36,6 +40,7 @@ class RunOutcome:
     bindings: dict[str, Any] = field(default_factory=dict)
     steps: int = 0
     journal: Path | None = None
+    traces: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -58,10 +63,16 @@ async def run_compiled(compiled: Compiled, executor: Executor, *, workflow: str 
                        operator: Operator | None = None, allow_run: frozenset[str] = frozenset(),
                        sinks: list[EventSink] | None = None, run_id: str | None = None,
                        journal_dir: Path | str | None = None, record: Path | str | None = None,
-                       replay: Path | str | None = None) -> RunOutcome:
+                       replay: Path | str | None = None, config: FlowConfig | None = None,
+                       tools: ToolRegistry | None = None, trace_sinks: list[TraceSink] | None = None,
+                       debug: bool = False, providers: dict[str, Provider] | None = None) -> RunOutcome:
     """Run a compiled module: its top level, or `workflow` with `input`. Never raises a FlowError:
     failures are in the outcome, with the events up to the failure (and, with `journal_dir`,
-    in `<journal_dir>/<run>.jsonl` as they happen)."""
+    in `<journal_dir>/<run>.jsonl` as they happen).
+
+    `config` resolves `model: "default"` and the providers' endpoints; `tools` holds the
+    Python tools; `trace_sinks` get one trace per agent call (with the compiled prompt and
+    raw output when `debug`); `providers` replaces providers by name (tests, embedding)."""
     if compiled.python is None:
         raise ValueError("the module has compile errors; nothing runs")
     run_id = run_id or new_run_id()
@@ -69,8 +80,11 @@ async def run_compiled(compiled: Compiled, executor: Executor, *, workflow: str 
     all_sinks: list[EventSink] = ([journal] if journal is not None else []) + list(sinks or [])
     host = HostServices(compiled.check, run_id, operator or Operator("none"), allow_run, all_sinks,
                         recorder=CassetteRecorder(record) if record is not None else None,
-                        player=CassettePlayer(replay) if replay is not None else None)
-    outcome = RunOutcome(run_id, events=host.events, journal=journal.path if journal is not None else None)
+                        player=CassettePlayer(replay) if replay is not None else None,
+                        config=config or FlowConfig(), tools=tools or ToolRegistry(), trace_sinks=list(trace_sinks or []),
+                        debug=debug, providers=dict(providers or {}))
+    outcome = RunOutcome(run_id, events=host.events, journal=journal.path if journal is not None else None,
+                         traces=host.traces)
     try:
         return await _run(compiled, executor, host, outcome, workflow, input, session_values)
     finally:

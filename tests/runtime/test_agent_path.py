@@ -9,7 +9,7 @@ import pytest
 
 from flow_kernel import SourceFile
 from flow_kernel.lang.compiler import compile_source
-from flow_kernel.runtime import host as host_module
+from flow_kernel.runtime import agents as agents_module
 from flow_kernel.runtime.run import RunOutcome, run_compiled
 from flow_kernel.sandbox.inprocess import InProcessExecutor
 
@@ -23,7 +23,7 @@ def run(source: str) -> RunOutcome:
 @pytest.fixture()
 def peak(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     seen = {"now": 0, "peak": 0, "calls": 0}
-    original = host_module.HostServices._invoke
+    original = agents_module.AgentPipeline._invoke
 
     async def counting(self: Any, *args: Any) -> Any:
         seen["now"] += 1
@@ -34,7 +34,7 @@ def peak(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
         finally:
             seen["now"] -= 1
 
-    monkeypatch.setattr(host_module.HostServices, "_invoke", counting)
+    monkeypatch.setattr(agents_module.AgentPipeline, "_invoke", counting)
     return seen
 
 

@@ -1,0 +1,368 @@
+"""The host-side agent pipeline (runtime.md §4), in its order:
+
+cancellation/deadline (enforced by the sandbox, which stops waiting at the run deadline;
+the host drops the call's task when the run ends) → `agent_runs` budget → concurrency
+gate → target resolution → tools narrowing → write policy → output contract → attempt
+loop (timed invocation, validation, `expect`, repair, retry) → events and a trace.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import jsonschema
+
+from flow_kernel.errors import (
+    AgentInvocationError,
+    CapabilityViolationError,
+    FlowError,
+    LimitExceededError,
+    OutputValidationError,
+)
+from flow_kernel.lang import ast
+from flow_kernel.lang.check import CheckResult
+from flow_kernel.lang.literals import NOT_LITERAL, literal_value
+from flow_kernel.runtime.cassette import CassettePlayer, CassetteRecorder
+from flow_kernel.runtime.config import DEFAULT_KEY_ENV, FlowConfig, ProviderSettings
+from flow_kernel.runtime.prompts import system_prompt, user_prompt
+from flow_kernel.runtime.provider_base import Provider, ProviderReply, ProviderRequest, ToolSpec
+from flow_kernel.runtime.providers import MockProvider, ScriptedProvider, parse_script
+from flow_kernel.runtime.tools import ToolRegistry, call_tool, narrow
+from flow_kernel.runtime.validation import schema_errors
+
+Event = dict[str, Any]
+Trace = dict[str, Any]
+TraceSink = Callable[[Trace], None]
+SandboxCall = Callable[[str, dict[str, Any]], Awaitable[Any]]
+# Asks the operator about one call of an approval-gated tool: (agent, tool, arguments, the
+# agent call's payload for the event's span) -> (allowed, reason).
+ToolApprover = Callable[[str, str, dict[str, Any], dict[str, Any]], Awaitable[tuple[bool, str]]]
+
+
+@dataclass
+class FrameBudget:
+    """One workflow frame's `agent_runs` and concurrency gate; calls charge the whole chain."""
+
+    parent: str | None
+    agent_runs: int
+    used: int = 0
+    name: str = ""
+    gate: asyncio.Semaphore | None = None
+
+
+@dataclass
+class AgentSpec:
+    name: str
+    model: str
+    fields: dict[str, Any]
+    tools: list[str]
+    decl: ast.AgentDecl
+
+
+def _openai(settings: ProviderSettings) -> Provider:
+    from flow_kernel.runtime.provider_openai import OpenAIProvider
+
+    return OpenAIProvider(settings.base_url, _key(settings, "openai"))
+
+
+def _anthropic(settings: ProviderSettings) -> Provider:
+    from flow_kernel.runtime.provider_anthropic import AnthropicProvider
+
+    if settings.max_tokens is not None:
+        return AnthropicProvider(settings.base_url, _key(settings, "anthropic"), max_tokens=settings.max_tokens)
+    return AnthropicProvider(settings.base_url, _key(settings, "anthropic"))
+
+
+def _key(settings: ProviderSettings, provider: str) -> str | None:
+    return os.environ.get(settings.api_key_env or DEFAULT_KEY_ENV[provider]) or None
+
+
+# The remote providers by the prefix of `model: "provider/model"`, made on first use.
+PROVIDER_FACTORIES: dict[str, Callable[[ProviderSettings], Provider]] = {"openai": _openai, "anthropic": _anthropic}
+
+
+@dataclass
+class _Call:
+    """One agent call as the attempt loop sees it."""
+
+    spec: AgentSpec
+    payload: dict[str, Any]
+    label: str
+    occurrence: int
+    schema: dict[str, Any]
+    provider: str
+    model: str
+    system: str
+    prompt: str
+    tools: list[ToolSpec]
+    log: list[dict[str, Any]] = field(default_factory=list)
+    usage: dict[str, int] = field(default_factory=lambda: {"input_tokens": 0, "output_tokens": 0})
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    raw: list[str | None] = field(default_factory=list)
+
+
+class AgentPipeline:
+    def __init__(self, check: CheckResult, emit: Callable[[Event], None], frames: dict[str, FrameBudget], *,
+                 config: FlowConfig, tools: ToolRegistry, approve_tool: ToolApprover,
+                 recorder: CassetteRecorder | None = None, player: CassettePlayer | None = None,
+                 trace_sinks: list[TraceSink] | None = None, debug: bool = False,
+                 providers: dict[str, Provider] | None = None) -> None:
+        self.check = check
+        self.emit = emit
+        self.frames = frames
+        self.config = config
+        self.registry = tools
+        self.approve_tool = approve_tool
+        self.recorder = recorder
+        self.player = player
+        self.trace_sinks = list(trace_sinks or [])
+        self.debug = debug
+        self.sandbox_call: SandboxCall | None = None
+        self.providers: dict[str, Provider] = dict(providers or {})
+        self.traces: list[Trace] = []
+        self.agents = {name: _agent_spec(entry.node, entry.agent.tools if entry.agent else [])
+                       for name, entry in check.decls.items()
+                       if entry.kind == "agent" and isinstance(entry.node, ast.AgentDecl)}
+        self.providers.setdefault("scripted", ScriptedProvider({n: parse_script(s.decl) for n, s in self.agents.items()}))
+        self.providers.setdefault("mock", MockProvider())
+        self._occurrences: dict[tuple[str, str], int] = {}
+
+    # -- the pipeline ------------------------------------------------------------------------
+    async def call(self, payload: dict[str, Any]) -> Any:
+        options: dict[str, Any] = payload.get("options") or {}
+        label = options.get("label")
+        try:
+            name = self._resolve(payload)
+        except FlowError as exc:
+            self._event("agent.failed", payload, {"agent": None, "label": label, "code": exc.code, "message": exc.message})
+            raise
+        started = time.monotonic()
+        prepared: _Call | None = None
+        try:
+            frame = payload.get("frame")
+            gate = self.frames[frame].gate if frame in self.frames else None
+            async with gate if gate is not None else contextlib.nullcontext():
+                prepared = self._prepare(name, payload, options)
+                self._event("agent.started", payload, {"agent": name, "label": label, "prompt": payload.get("prompt"),
+                                                       "provider": prepared.provider, "model": prepared.model,
+                                                       "tools": [t.name for t in prepared.tools]})
+                output = await self._contract(prepared, options)
+        except FlowError as exc:
+            if prepared is None:
+                self._event("agent.started", payload, {"agent": name, "label": label, "prompt": payload.get("prompt")})
+            latency = round((time.monotonic() - started) * 1000)
+            self._event("agent.failed", payload, {"agent": name, "label": label, "code": exc.code, "message": exc.message,
+                                                  **exc.details, **self._summary(prepared), "latency_ms": latency})
+            self._trace(prepared, name, payload, exc.code, latency)
+            raise
+        latency = round((time.monotonic() - started) * 1000)
+        self._event("agent.completed", payload, {"agent": name, "label": label, "output": output,
+                                                 **self._summary(prepared), "latency_ms": latency})
+        self._trace(prepared, name, payload, "ok", latency)
+        return output
+
+    def _event(self, kind: str, payload: dict[str, Any], data: dict[str, Any]) -> None:
+        self.emit({"type": kind, "span": {"id": payload.get("call"), "parent": payload.get("span")},
+                   "stage": payload.get("stage"), "data": data})
+
+    @staticmethod
+    def _summary(call: _Call | None) -> dict[str, Any]:
+        if call is None:
+            return {}
+        summary: dict[str, Any] = {"attempts": call.log, "usage": dict(call.usage)}
+        if call.tool_calls:
+            summary["tool_calls"] = call.tool_calls
+        return summary
+
+    def _resolve(self, payload: dict[str, Any]) -> str:
+        """Target resolution: an agent by name, or a team's main agent or member."""
+        if payload.get("agent"):
+            return str(payload["agent"])
+        team_name, member = str(payload.get("team")), str(payload.get("member"))
+        team = self.check.decls.get(team_name)
+        info = team.team if team is not None else None
+        if info is None:
+            raise CapabilityViolationError(f"no team `{team_name}`")
+        if member == "main" and info.main:
+            return info.main
+        if member in info.members or member == info.main:
+            return member
+        raise CapabilityViolationError(f"`{member}` is not a member of team `{team_name}`",
+                                       details={"team": team_name, "member": member})
+
+    def _prepare(self, name: str, payload: dict[str, Any], options: dict[str, Any]) -> _Call:
+        """Provider, tools narrowing and the write policy, the output contract, the prompts."""
+        spec = self.agents[name]
+        provider, model = self._model(spec)
+        schema: dict[str, Any] = options.get("schema") or {}
+        if isinstance(options.get("choice"), list):
+            schema = {"type": "string", "enum": options["choice"]}
+        requested = options.get("tools")
+        tools, missing = narrow(self.check, spec.tools, requested if isinstance(requested, list) else None, self.registry)
+        if missing and provider != "scripted":  # scripted replies never call tools
+            raise CapabilityViolationError(
+                f"`{name}` may use {', '.join(f'`{m}`' for m in missing)}, but no implementation is registered on this "
+                "host (register it with Session.tool or @flow_tool)", details={"tools": missing})
+        label = str(options.get("label"))
+        occurrence = self._occurrences[(name, label)] = self._occurrences.get((name, label), 0) + 1
+        context = options.get("context")
+        return _Call(spec, payload, label, occurrence, schema, provider, model,
+                     system_prompt(spec.fields, schema, has_context=context is not None),
+                     user_prompt(str(payload.get("prompt")), context), tools)
+
+    def _model(self, spec: AgentSpec) -> tuple[str, str]:
+        model = spec.model
+        if model == "default":
+            if self.config.default_model is None:
+                raise AgentInvocationError(
+                    f"`{spec.name}` uses model \"default\", and no default is configured: set `default_model` in "
+                    "flow.toml (or [tool.flow] in pyproject.toml), or choose a provider with %provider",
+                    details={"agent": spec.name})
+            model = self.config.default_model
+        if model in ("scripted", "mock"):
+            return model, model
+        provider, _, name = model.partition("/")
+        if provider not in PROVIDER_FACTORIES and provider not in self.providers:
+            raise AgentInvocationError(f"`{spec.name}`: unknown provider {provider!r} in model {spec.model!r} "
+                                       f"(known: scripted, mock, {', '.join(PROVIDER_FACTORIES)})")
+        return provider, name
+
+    def _charge(self, frame: str | None, agent: str) -> None:
+        chain: list[FrameBudget] = []
+        while frame is not None and frame in self.frames:
+            chain.append(self.frames[frame])
+            frame = self.frames[frame].parent
+        for budget in chain:
+            if budget.used + 1 > budget.agent_runs:
+                raise LimitExceededError(f"the `agent_runs` limit of {budget.agent_runs} of `{budget.name}` is exceeded "
+                                         f"(calling `{agent}`)", details={"limit": "agent_runs", "value": budget.agent_runs,
+                                                                          "workflow": budget.name})
+        for budget in chain:
+            budget.used += 1
+
+    async def _contract(self, call: _Call, options: dict[str, Any]) -> Any:
+        """The attempt loop: invoke, validate (schema, then `expect`), repair, retry."""
+        spec = call.spec
+        choice = options.get("choice")
+        repair = int(options.get("repair", spec.fields.get("repair", 1)))
+        raw_retry = spec.fields.get("retry")
+        retry: dict[str, Any] = raw_retry if isinstance(raw_retry, dict) else {}
+        attempts_total = int(retry.get("attempts", 1))
+        retry_on = set(retry.get("on", []))
+        backoff = float(retry.get("backoff", 0)) / 1000
+        timeout_ms = options.get("timeout", spec.fields.get("timeout"))
+        validator = jsonschema.Draft202012Validator(call.schema)
+        log = call.log
+        last_error: FlowError | None = None
+        for attempt in range(1, attempts_total + 1):
+            repairs_left = repair
+            while True:
+                self._charge(call.payload.get("frame"), spec.name)
+                is_repair = bool(log) and log[-1]["kind"] == "invalid"
+                kind = "repair" if is_repair else "attempt"
+                repair_of = {"previousOutput": log[-1]["output"], "errors": log[-1]["errors"]} if is_repair else None
+                try:
+                    output = await self._attempt(call, timeout_ms, len(log) + 1, repair_of)
+                except FlowError as exc:
+                    log.append({"kind": kind, "attempt": attempt, "error": exc.code, "message": exc.message})
+                    last_error = exc
+                    break
+                errors = schema_errors(call.schema, output, validator)
+                if not errors and call.payload.get("expect") and self.sandbox_call is not None:
+                    errors = list(await self.sandbox_call("expect", {"run": call.payload.get("run"),
+                                                                     "call": call.payload.get("call"), "output": output}))
+                if not errors:
+                    log.append({"kind": kind, "attempt": attempt, "ok": True})
+                    return output
+                log.append({"kind": "invalid", "attempt": attempt, "errors": errors, "output": output})
+                if repairs_left > 0:
+                    repairs_left -= 1
+                    continue
+                if isinstance(choice, list) and "fallback" in options:
+                    return options["fallback"]
+                last_error = OutputValidationError(f"`{spec.name}` returned invalid output: {'; '.join(errors)}",
+                                                   details={"errors": errors, "output": output})
+                break
+            assert last_error is not None
+            if last_error.code not in retry_on or attempt == attempts_total:
+                raise last_error
+            if backoff:
+                await asyncio.sleep(backoff)
+        raise last_error or AgentInvocationError(f"`{spec.name}` made no attempt")
+
+    async def _attempt(self, call: _Call, timeout_ms: Any, attempt: int, repair_of: dict[str, Any] | None) -> Any:
+        """One provider attempt, answered from the cassette when replaying, written to it when recording."""
+        key = (call.spec.name, call.label, call.occurrence, attempt)
+        if self.player is not None:
+            return self.player.answer(key, call.prompt)
+        try:
+            reply = await self._invoke(call, timeout_ms, repair_of)
+        except FlowError as exc:
+            if self.recorder is not None:
+                self.recorder.write(key, call.prompt, error=exc)
+            raise
+        if self.recorder is not None:
+            self.recorder.write(key, call.prompt, reply.output, usage=reply.usage)
+        return reply.output
+
+    async def _invoke(self, call: _Call, timeout_ms: Any, repair_of: dict[str, Any] | None) -> ProviderReply:
+        provider = self.providers.get(call.provider)
+        if provider is None:
+            provider = self.providers[call.provider] = PROVIDER_FACTORIES[call.provider](self.config.provider(call.provider))
+        temperature = call.spec.fields.get("temperature")
+        agent = call.spec.name
+
+        async def approve(tool: str, arguments: dict[str, Any]) -> tuple[bool, str]:
+            return await self.approve_tool(agent, tool, arguments, call.payload)
+
+        async def use_tool(tool: str, arguments: dict[str, Any]) -> Any:
+            result = await call_tool(self.check, self.registry, call.tools, tool, arguments, approve)
+            call.tool_calls.append({"tool": tool, "arguments": arguments, "result": result})
+            return result
+
+        request = ProviderRequest(agent, call.model, call.system, call.prompt, call.schema, repair_of,
+                                  float(temperature) if isinstance(temperature, int | float) else None,
+                                  tuple(call.tools), use_tool if call.tools else None,
+                                  call_prompt=str(call.payload.get("prompt")))
+        attempt = provider.attempt(request)
+        if isinstance(timeout_ms, int) and timeout_ms > 0:
+            try:
+                reply = await asyncio.wait_for(attempt, timeout_ms / 1000)
+            except TimeoutError:
+                raise AgentInvocationError(f"`{agent}` timed out after {timeout_ms} ms") from None
+        else:
+            reply = await attempt
+        for k, v in reply.usage.items():
+            call.usage[k] = call.usage.get(k, 0) + int(v)
+        call.raw.append(reply.raw)
+        return reply
+
+    # -- traces ------------------------------------------------------------------------------
+    def _trace(self, call: _Call | None, name: str, payload: dict[str, Any], outcome: str, latency_ms: int) -> None:
+        trace: Trace = {"call": payload.get("call"), "agent": name, "label": (payload.get("options") or {}).get("label"),
+                        "outcome": outcome, "latency_ms": latency_ms}
+        if call is not None:
+            trace.update(provider=call.provider, model=call.model, usage=dict(call.usage), attempts=len(call.log),
+                         tool_calls=len(call.tool_calls))
+            if self.debug:
+                trace.update(prompt={"system": call.system, "user": call.prompt}, raw=list(call.raw))
+        self.traces.append(trace)
+        for sink in self.trace_sinks:
+            with contextlib.suppress(Exception):  # trace sinks are best-effort (runtime.md §4)
+                sink(trace)
+
+
+def _agent_spec(node: ast.Decl, tools: list[str]) -> AgentSpec:
+    assert isinstance(node, ast.AgentDecl)
+    fields: dict[str, Any] = {}
+    for f in node.fields:
+        value = literal_value(f.value) if isinstance(f.value, ast.Expr) else NOT_LITERAL
+        if value is not NOT_LITERAL:
+            fields[f.name.name] = value
+    return AgentSpec(node.name.name, str(fields.get("model", "default")), fields, list(tools), node)

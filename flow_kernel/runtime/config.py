@@ -1,0 +1,131 @@
+"""Session configuration (runtime.md §4.1): `flow.toml` beside the notebook or program
+(or in a parent folder), else `[tool.flow]` in `pyproject.toml`, else the defaults.
+
+```toml
+default_model = "openai/gpt-4o-mini"   # what `model: "default"` means
+operator = "auto-deny"                 # the operator policy when none is given
+allow_run = ["git", "wc"]              # executables `run` may start
+
+[providers.openai]                     # any OpenAI-compatible endpoint
+base_url = "http://localhost:11434/v1"
+api_key_env = "OLLAMA_API_KEY"         # the variable holding the key (never the key itself)
+
+[providers.anthropic]
+max_tokens = 2048
+```
+Keys live in the environment only: a config file that holds one is refused, so that a
+committed `flow.toml` cannot leak it.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+PROVIDER_NAMES = ("openai", "anthropic")
+DEFAULT_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+DEFAULT_URL_ENV = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL"}
+
+
+class ConfigError(ValueError):
+    """A configuration file that cannot be used; the message names the file and the key."""
+
+
+@dataclass(frozen=True)
+class ProviderSettings:
+    base_url: str | None = None
+    api_key_env: str | None = None
+    max_tokens: int | None = None
+
+
+@dataclass(frozen=True)
+class FlowConfig:
+    default_model: str | None = None
+    operator: str | None = None
+    allow_run: tuple[str, ...] = ()
+    providers: dict[str, ProviderSettings] = field(default_factory=dict)
+    path: Path | None = None  # where it was read from
+
+    def provider(self, name: str) -> ProviderSettings:
+        return self.providers.get(name, ProviderSettings())
+
+
+def find_config(start: Path | str) -> FlowConfig:
+    """The configuration that applies to a notebook or program in `start` (a folder or a file):
+    the nearest `flow.toml`, else the nearest `pyproject.toml` with `[tool.flow]`."""
+    folder = Path(start).resolve()
+    if not folder.is_dir():
+        folder = folder.parent
+    for candidate in (folder, *folder.parents):
+        flow_toml = candidate / "flow.toml"
+        if flow_toml.is_file():
+            return load_config(flow_toml)
+        pyproject = candidate / "pyproject.toml"
+        if pyproject.is_file():
+            table = _read(pyproject).get("tool", {}).get("flow")
+            if isinstance(table, dict):
+                return parse_config(table, pyproject)
+    return FlowConfig()
+
+
+def load_config(path: Path | str) -> FlowConfig:
+    path = Path(path)
+    return parse_config(_read(path), path)
+
+
+def parse_config(table: dict[str, Any], path: Path | None = None) -> FlowConfig:
+    where = f"{path}" if path is not None else "the configuration"
+    known = {"default_model", "operator", "allow_run", "providers"}
+    for key in table:
+        if key not in known:
+            raise ConfigError(f"{where}: unknown key `{key}` (known: {', '.join(sorted(known))})")
+    default_model = _opt_str(table, "default_model", where)
+    if default_model is not None and "/" not in default_model and default_model not in ("mock", "scripted"):
+        raise ConfigError(f"{where}: `default_model` must be \"provider/model\", \"mock\" or \"scripted\", "
+                          f"not {default_model!r}")
+    allow = table.get("allow_run", [])
+    if not isinstance(allow, list) or not all(isinstance(a, str) for a in allow):
+        raise ConfigError(f"{where}: `allow_run` must be a list of executable names")
+    providers: dict[str, ProviderSettings] = {}
+    raw_providers = table.get("providers", {})
+    if not isinstance(raw_providers, dict):
+        raise ConfigError(f"{where}: `providers` must be a table")
+    for name, raw in raw_providers.items():
+        if name not in PROVIDER_NAMES:
+            raise ConfigError(f"{where}: unknown provider `{name}` (known: {', '.join(PROVIDER_NAMES)})")
+        if not isinstance(raw, dict):
+            raise ConfigError(f"{where}: `providers.{name}` must be a table")
+        providers[name] = _provider(name, raw, where)
+    return FlowConfig(default_model, _opt_str(table, "operator", where), tuple(allow), providers, path)
+
+
+def _provider(name: str, raw: dict[str, Any], where: str) -> ProviderSettings:
+    for key in raw:
+        if key in ("api_key", "key", "token", "secret"):
+            raise ConfigError(f"{where}: `providers.{name}.{key}`: keys are not read from files; put the key in "
+                              f"an environment variable and name it with `api_key_env` (default {DEFAULT_KEY_ENV[name]})")
+        if key not in ("base_url", "api_key_env", "max_tokens"):
+            raise ConfigError(f"{where}: unknown key `providers.{name}.{key}` (known: base_url, api_key_env, max_tokens)")
+    max_tokens = raw.get("max_tokens")
+    if max_tokens is not None and (not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1):
+        raise ConfigError(f"{where}: `providers.{name}.max_tokens` must be a positive integer")
+    return ProviderSettings(_opt_str(raw, "base_url", where), _opt_str(raw, "api_key_env", where), max_tokens)
+
+
+def _opt_str(table: dict[str, Any], key: str, where: str) -> str | None:
+    value = table.get(key)
+    if value is not None and not isinstance(value, str):
+        raise ConfigError(f"{where}: `{key}` must be a string")
+    return value
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle)
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None

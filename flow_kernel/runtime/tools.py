@@ -1,0 +1,113 @@
+"""Tools (language.md §4.1): Python functions registered on the session, called by agents
+through the provider's tool loop, never by Flow code.
+
+A tool's argument and result schemas come from its Flow `tool` declaration, so the model
+sees exactly the contract the checker checked. What the model sends is checked against
+it before the function runs, and what the function returns after; every problem —
+bad arguments, an exception, a result that breaks the contract, a tool the call was not
+given — goes back to the model as `{"error": …}` so that it can correct itself, and is
+listed in the call's trace. `requires approval` tools ask the operator first; a denial
+goes back as `{"denied": true, "reason": …}` and the run continues.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from flow_kernel.lang import ast
+from flow_kernel.lang.check import CheckResult
+from flow_kernel.runtime.provider_base import ToolSpec
+from flow_kernel.runtime.validation import schema_errors
+
+ToolFunction = Callable[..., Any]
+# Asks the operator about one gated tool call: (tool, arguments) -> (allowed, reason).
+Approver = Callable[[str, dict[str, Any]], Awaitable[tuple[bool, str]]]
+
+
+class ToolRegistry:
+    """The host's tool implementations by name (`Session.tool`), and its policy: when
+    `policy` is a set, only the tools in it are ever offered to an agent."""
+
+    def __init__(self, policy: set[str] | None = None) -> None:
+        self.functions: dict[str, ToolFunction] = {}
+        self.policy = policy
+
+    def register(self, fn: ToolFunction, name: str | None = None) -> ToolFunction:
+        tool_name = name or getattr(fn, "__name__", None)
+        if not tool_name or not callable(fn):
+            raise TypeError("a tool is a named callable")
+        self.functions[tool_name] = fn
+        return fn
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.functions
+
+
+def tool_spec(check: CheckResult, name: str) -> ToolSpec | None:
+    entry = check.decls.get(name)
+    if entry is None or entry.kind != "tool" or not isinstance(entry.node, ast.ToolDecl):
+        return None
+    schemas = check.schema_for(name) or {}
+    parameters = schemas.get("input")
+    return ToolSpec(name, (entry.node.doc or f"The `{name}` tool.").strip(),
+                    dict(parameters) if isinstance(parameters, dict) else {},
+                    entry.node.requires_approval)
+
+
+def narrow(check: CheckResult, agent_tools: list[str], requested: list[str] | None,
+           registry: ToolRegistry) -> tuple[list[ToolSpec], list[str]]:
+    """requested ∩ the agent's ∩ host policy, in the agent's order; and those of them that
+    have no implementation on this host (the caller reports them)."""
+    names = [n for n in agent_tools if (requested is None or n in requested)
+             and (registry.policy is None or n in registry.policy)]
+    specs: list[ToolSpec] = []
+    missing: list[str] = []
+    for n in names:
+        spec = tool_spec(check, n)
+        if spec is None:
+            continue
+        if n in registry:
+            specs.append(spec)
+        else:
+            missing.append(n)
+    return specs, missing
+
+
+async def call_tool(check: CheckResult, registry: ToolRegistry, allowed: list[ToolSpec], name: str,
+                    arguments: dict[str, Any], approver: Approver) -> Any:
+    """One tool call from the model, as the JSON the model gets back."""
+    spec = next((t for t in allowed if t.name == name), None)
+    if spec is None:
+        return {"error": f"there is no tool `{name}` for this call" +
+                (f" (tools: {', '.join(t.name for t in allowed)})" if allowed else "")}
+    problems = schema_errors(spec.parameters, arguments)
+    if problems:
+        return {"error": f"invalid arguments for `{name}`: {'; '.join(problems)}"}
+    if spec.requires_approval:
+        allowed_now, reason = await approver(name, arguments)
+        if not allowed_now:
+            return {"denied": True, "reason": reason}
+    fn = registry.functions[name]
+    try:
+        if inspect.iscoroutinefunction(fn):
+            result = await fn(**arguments)
+        else:
+            # A plain function may block (files, HTTP): a thread keeps the run's loop, its
+            # other agent calls and the kernel's interrupt handling going meanwhile.
+            result = await asyncio.to_thread(fn, **arguments)
+    except Exception as exc:
+        return {"error": f"`{name}` raised {type(exc).__name__}: {exc}"}
+    try:
+        result = json.loads(json.dumps(result))
+    except (TypeError, ValueError):
+        return {"error": f"`{name}` returned a value that is not JSON ({type(result).__name__})"}
+    output_schema = (check.schema_for(name) or {}).get("output")
+    if isinstance(output_schema, dict):
+        problems = schema_errors(output_schema, result)
+        if problems:
+            return {"error": f"`{name}` returned a result that breaks its declared type: {'; '.join(problems)}"}
+    return result
