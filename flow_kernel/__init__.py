@@ -1,10 +1,16 @@
-"""Flow Kernel: the Flow language front end (and, as it lands, its sandbox, runtime and
-Jupyter kernel).
+"""Flow Kernel: the Flow language, its sandbox and runtime (and, as it lands, its Jupyter
+kernel).
 
     >>> from flow_kernel import SourceFile, check
     >>> result = check(SourceFile("hello.flow", 'print "hello"'))
     >>> result.ok
     True
+    >>> from flow_kernel import Session
+    >>> Session(operator="none", journal_dir=None).run("let n = 40 + 2\nn").result
+    42
+
+`Session` and the runtime are imported on first use, so that `flow_kernel.lang` stays
+importable without the runtime (the dependency direction of docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -15,4 +21,19 @@ from flow_kernel.source import SourceFile, Span
 
 __version__ = "0.1.0"
 
-__all__ = ["REGISTRY", "CheckResult", "Diagnostic", "SessionScope", "Severity", "SourceFile", "Span", "__version__", "check"]
+_LAZY = {"Session": "flow_kernel.runtime.session", "CompileError": "flow_kernel.runtime.session",
+         "RunOutcome": "flow_kernel.runtime.run", "FlowError": "flow_kernel.errors",
+         "FlowConfig": "flow_kernel.runtime.config", "Operator": "flow_kernel.runtime.operator"}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'flow_kernel' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
+
+
+__all__ = ["REGISTRY", "CheckResult", "CompileError", "Diagnostic", "FlowConfig", "FlowError", "Operator", "RunOutcome",
+           "Session", "SessionScope", "Severity", "SourceFile", "Span", "__version__", "check"]

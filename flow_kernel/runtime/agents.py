@@ -112,7 +112,8 @@ class AgentPipeline:
                  config: FlowConfig, tools: ToolRegistry, approve_tool: ToolApprover,
                  recorder: CassetteRecorder | None = None, player: CassettePlayer | None = None,
                  trace_sinks: list[TraceSink] | None = None, debug: bool = False,
-                 providers: dict[str, Provider] | None = None) -> None:
+                 providers: dict[str, Provider] | None = None,
+                 occurrences: dict[tuple[str, str], int] | None = None) -> None:
         self.check = check
         self.emit = emit
         self.frames = frames
@@ -131,7 +132,8 @@ class AgentPipeline:
                        if entry.kind == "agent" and isinstance(entry.node, ast.AgentDecl)}
         self.providers.setdefault("scripted", ScriptedProvider({n: parse_script(s.decl) for n, s in self.agents.items()}))
         self.providers.setdefault("mock", MockProvider())
-        self._occurrences: dict[tuple[str, str], int] = {}
+        # calls so far by (agent, label): the cassette key's `occurrence`, shared by a session's runs
+        self._occurrences = occurrences if occurrences is not None else {}
 
     # -- the pipeline ------------------------------------------------------------------------
     async def call(self, payload: dict[str, Any]) -> Any:

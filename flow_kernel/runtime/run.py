@@ -62,27 +62,31 @@ async def run_compiled(compiled: Compiled, executor: Executor, *, workflow: str 
                        input: dict[str, Any] | None = None, session_values: dict[str, Any] | None = None,
                        operator: Operator | None = None, allow_run: frozenset[str] = frozenset(),
                        sinks: list[EventSink] | None = None, run_id: str | None = None,
-                       journal_dir: Path | str | None = None, record: Path | str | None = None,
-                       replay: Path | str | None = None, config: FlowConfig | None = None,
+                       journal_dir: Path | str | None = None, record: Path | str | CassetteRecorder | None = None,
+                       replay: Path | str | CassettePlayer | None = None, config: FlowConfig | None = None,
                        tools: ToolRegistry | None = None, trace_sinks: list[TraceSink] | None = None,
-                       debug: bool = False, providers: dict[str, Provider] | None = None) -> RunOutcome:
+                       debug: bool = False, providers: dict[str, Provider] | None = None,
+                       occurrences: dict[tuple[str, str], int] | None = None) -> RunOutcome:
     """Run a compiled module: its top level, or `workflow` with `input`. Never raises a FlowError:
     failures are in the outcome, with the events up to the failure (and, with `journal_dir`,
     in `<journal_dir>/<run>.jsonl` as they happen).
 
     `config` resolves `model: "default"` and the providers' endpoints; `tools` holds the
     Python tools; `trace_sinks` get one trace per agent call (with the compiled prompt and
-    raw output when `debug`); `providers` replaces providers by name (tests, embedding)."""
+    raw output when `debug`); `providers` replaces providers by name (tests, embedding).
+    A session passes one cassette object and one `occurrences` count for all its runs, so
+    that the calls of a notebook's cells have distinct cassette keys."""
     if compiled.python is None:
         raise ValueError("the module has compile errors; nothing runs")
     run_id = run_id or new_run_id()
     journal = Journal(journal_dir, run_id) if journal_dir is not None else None
     all_sinks: list[EventSink] = ([journal] if journal is not None else []) + list(sinks or [])
     host = HostServices(compiled.check, run_id, operator or Operator("none"), allow_run, all_sinks,
-                        recorder=CassetteRecorder(record) if record is not None else None,
-                        player=CassettePlayer(replay) if replay is not None else None,
+                        recorder=record if isinstance(record, CassetteRecorder | None) else CassetteRecorder(record),
+                        player=replay if isinstance(replay, CassettePlayer | None) else CassettePlayer(replay),
                         config=config or FlowConfig(), tools=tools or ToolRegistry(), trace_sinks=list(trace_sinks or []),
-                        debug=debug, providers=dict(providers or {}))
+                        debug=debug, providers=dict(providers or {}),
+                        occurrences=occurrences if occurrences is not None else {})
     outcome = RunOutcome(run_id, events=host.events, journal=journal.path if journal is not None else None,
                          traces=host.traces)
     try:

@@ -22,7 +22,7 @@ class FakeOpenAI:
     """Answers POST /v1/chat/completions from a queue of (status, content) and keeps the requests."""
 
     def __init__(self) -> None:
-        self.replies: list[tuple[int, str]] = []
+        self.replies: list[tuple[int, Any]] = []  # content text, or {"tool_calls": [...]}
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         fake = self
@@ -34,9 +34,11 @@ class FakeOpenAI:
                 fake.headers.append(dict(self.headers))
                 status, content = fake.replies.pop(0) if fake.replies else (500, "no reply queued")
                 if status == 200:
+                    message = ({"role": "assistant", "content": None, "tool_calls": content["tool_calls"]}
+                               if isinstance(content, dict) else {"role": "assistant", "content": content})
                     payload = {"id": "c1", "object": "chat.completion", "created": 0, "model": body["model"],
-                               "choices": [{"index": 0, "finish_reason": "stop",
-                                            "message": {"role": "assistant", "content": content}}],
+                               "choices": [{"index": 0, "finish_reason": "tool_calls" if isinstance(content, dict) else "stop",
+                                            "message": message}],
                                "usage": {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8}}
                 else:
                     payload = {"error": {"message": content, "type": "server_error", "code": None}}
@@ -130,3 +132,65 @@ def test_plain_string_output_has_no_response_format(fake: FakeOpenAI) -> None:
     outcome = run('agent s { model: "openai/gpt-test" }\ns("Say hello")')
     assert outcome.result == "Hello there"
     assert "response_format" not in fake.requests[0]
+
+
+TOOL_AGENT = '''## Looks an order up.
+tool lookup(order_id: string) -> { status: string }
+tool refund(order_id: string) -> { ok: bool } requires approval
+agent helper { model: "openai/gpt-test", tools: [lookup, refund], output: { answer: string } }
+'''
+
+
+def _tool_call(call_id: str, name: str, arguments: str) -> dict[str, Any]:
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+def test_tool_calls_round_trip_through_the_official_client(fake: FakeOpenAI, tmp_path: Any) -> None:
+    from flow_kernel import Session
+
+    fake.replies += [
+        (200, {"tool_calls": [_tool_call("call_1", "lookup", '{"order_id": "A1"}'),
+                              _tool_call("call_2", "refund", '{"order_id": "A1"}')]}),
+        (200, '{"answer": "A1 shipped; refund denied"}'),
+    ]
+    s = Session(directory=tmp_path, operator="auto-deny", sandbox=False, journal_dir=None)
+    looked: list[str] = []
+
+    @s.tool
+    def lookup(order_id: str) -> dict[str, str]:
+        looked.append(order_id)
+        return {"status": "shipped"}
+
+    @s.tool
+    def refund(order_id: str) -> dict[str, bool]:
+        raise AssertionError("denied tools never run")
+
+    outcome = s.run(TOOL_AGENT + 'helper("Where is A1? Refund it.")')
+    assert outcome.error is None, outcome.to_json()
+    assert outcome.result == {"answer": "A1 shipped; refund denied"} and looked == ["A1"]
+    first, second = fake.requests
+    assert [t["function"]["name"] for t in first["tools"]] == ["lookup", "refund"]
+    assert first["tools"][0]["function"]["description"] == "Looks an order up."
+    assert first["tools"][0]["function"]["parameters"]["required"] == ["order_id"]
+    assistant, lookup_reply, refund_reply = second["messages"][2:]
+    assert assistant["role"] == "assistant" and [c["id"] for c in assistant["tool_calls"]] == ["call_1", "call_2"]
+    assert lookup_reply == {"role": "tool", "tool_call_id": "call_1", "content": '{"status": "shipped"}'}
+    denied = json.loads(refund_reply["content"])
+    assert refund_reply["tool_call_id"] == "call_2" and denied["denied"] is True
+    (trace,) = outcome.traces
+    assert trace["provider"] == "openai" and trace["model"] == "gpt-test" and trace["tool_calls"] == 2
+    assert trace["usage"] == {"input_tokens": 10, "output_tokens": 6}  # both rounds counted
+
+
+def test_a_model_that_never_stops_calling_tools_fails_the_call(fake: FakeOpenAI, tmp_path: Any) -> None:
+    from flow_kernel import Session
+    from flow_kernel.runtime.provider_base import MAX_TOOL_ROUNDS
+
+    fake.replies += [(200, {"tool_calls": [_tool_call(f"c{i}", "lookup", '{"order_id": "A1"}')]})
+                     for i in range(MAX_TOOL_ROUNDS)]
+    s = Session(directory=tmp_path, operator="none", sandbox=False, journal_dir=None)
+    s.tool(lambda order_id: {"status": "x"}, name="lookup")
+    s.tool(lambda order_id: {"ok": True}, name="refund")
+    outcome = s.run(TOOL_AGENT + 'helper("loop")')
+    assert outcome.error is not None and outcome.error.code == "agent-invocation"
+    assert "kept calling tools" in outcome.error.message and len(fake.requests) == MAX_TOOL_ROUNDS

@@ -1,0 +1,218 @@
+"""`flow_kernel.Session`: the Python API that the CLI, the kernel and the magics build on.
+
+A session is what a notebook is: declarations and top-level bindings that accumulate
+cell by cell (language.md §2), plus everything a run needs from the host — the sandbox,
+the Python tools, the providers' configuration, the operator, the event and trace
+sinks, a cassette to record to or replay from, and the history of its runs.
+
+    >>> session = Session(operator="auto-approve")
+    >>> @session.tool
+    ... def search_kb(query: str, limit: int = 3) -> list[str]:
+    ...     return kb.search(query)[:limit]
+    >>> outcome = session.run('let n = 40 + 2\\nn')
+    >>> outcome.result
+    42
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any, overload
+
+from flow_kernel.diagnostics import Diagnostic
+from flow_kernel.lang.check import CheckResult, check
+from flow_kernel.lang.compiler import Compiled, compile_checked
+from flow_kernel.lang.session import SessionBinding, SessionScope
+from flow_kernel.runtime.agents import TraceSink
+from flow_kernel.runtime.cassette import CassettePlayer, CassetteRecorder
+from flow_kernel.runtime.config import FlowConfig, find_config, load_config
+from flow_kernel.runtime.host import EventSink
+from flow_kernel.runtime.operator import Operator
+from flow_kernel.runtime.provider_base import Provider
+from flow_kernel.runtime.run import Executor, RunOutcome, run_compiled
+from flow_kernel.runtime.tools import ToolFunction, ToolRegistry
+from flow_kernel.source import SourceFile
+
+
+class CompileError(Exception):
+    """A cell or file with error diagnostics: nothing ran. `diagnostics` holds them all."""
+
+    def __init__(self, diagnostics: list[Diagnostic]) -> None:
+        errors = [d for d in diagnostics if d.is_error]
+        first = errors[0] if errors else None
+        super().__init__(f"{len(errors)} compile error(s)" + (f"; first: {first.code} {first.message}" if first else ""))
+        self.diagnostics = diagnostics
+
+
+class Session:
+    def __init__(self, *, directory: str | Path | None = None, config: FlowConfig | str | Path | None = None,
+                 operator: str | Operator | None = None, allow_run: Iterable[str] = (),
+                 sinks: Iterable[EventSink] = (), trace_sinks: Iterable[TraceSink] = (),
+                 record: str | Path | None = None, replay: str | Path | None = None,
+                 journal_dir: str | Path | None = ".flow/runs", sandbox: bool = True, debug: bool = False,
+                 providers: dict[str, Provider] | None = None, tool_policy: Iterable[str] | None = None) -> None:
+        """`directory` is where `use` paths, `flow.toml` and the journal are found (default:
+        the working directory). `sandbox=False` runs in this interpreter, for benchmarks and
+        tests only: it is not a security boundary. `journal_dir=None` keeps no journal."""
+        self.directory = Path(directory) if directory is not None else Path.cwd()
+        if isinstance(config, FlowConfig):
+            self.config = config
+        elif config is not None:
+            self.config = load_config(config)
+        else:
+            self.config = find_config(self.directory)
+        self.operator = _operator(operator if operator is not None else self.config.operator)
+        self.allow_run = set(allow_run) | set(self.config.allow_run)
+        self.sinks: list[EventSink] = list(sinks)
+        self.trace_sinks: list[TraceSink] = list(trace_sinks)
+        self.tools = ToolRegistry(set(tool_policy) if tool_policy is not None else None)
+        self.providers = dict(providers or {})
+        self.debug = debug
+        self.journal_dir = (self.directory / journal_dir) if journal_dir is not None else None
+        self.sandbox = sandbox
+        self.scope = SessionScope()
+        self.values: dict[str, Any] = {}  # top-level bindings as JSON, by name
+        self.history: list[RunOutcome] = []
+        self.cells = 0
+        self._executor: Executor | None = None
+        self._recorder: CassetteRecorder | None = None
+        self._player: CassettePlayer | None = None
+        self._occurrences: dict[tuple[str, str], int] = {}
+        self.record(record)
+        self.replay(replay)
+
+    # -- configuration --------------------------------------------------------------------------
+    @overload
+    def tool(self, fn: ToolFunction, *, name: str | None = None) -> ToolFunction: ...
+    @overload
+    def tool(self, fn: None = None, *, name: str | None = None) -> Callable[[ToolFunction], ToolFunction]: ...
+
+    def tool(self, fn: ToolFunction | None = None, *, name: str | None = None) -> Any:
+        """Register a Python function as the implementation of a Flow `tool` declaration of
+        the same name (or `name`); usable as `@session.tool` or `@session.tool(name="x")`."""
+        if fn is None:
+            return lambda f: self.tools.register(f, name)
+        return self.tools.register(fn, name)
+
+    def record(self, path: str | Path | None) -> None:
+        """Record every agent answer of the following runs into one cassette (None stops)."""
+        self._recorder = CassetteRecorder(self.directory / path) if path is not None else None
+        if path is not None:
+            self._player = None
+        self._occurrences.clear()
+
+    def replay(self, path: str | Path | None) -> None:
+        """Answer agent calls of the following runs from a cassette (None stops)."""
+        self._player = CassettePlayer(self.directory / path) if path is not None else None
+        if path is not None:
+            self._recorder = None
+        self._occurrences.clear()
+
+    def set_operator(self, operator: str | Operator) -> None:
+        self.operator = _operator(operator)
+
+    def reset(self) -> None:
+        """Forget every declaration and binding (the runs stay in the history and journal)."""
+        self.scope.reset()
+        self.values.clear()
+        self._occurrences.clear()
+
+    # -- compile ------------------------------------------------------------------------------
+    def check(self, source: str, name: str | None = None) -> CheckResult:
+        """Check a cell against what earlier cells left; nothing is committed."""
+        from flow_kernel.files import FileSystemLoader
+
+        return check(self._source(source, name), session=self.scope, loader=FileSystemLoader(str(self.directory)),
+                     cell=True)
+
+    def compile(self, source: str, name: str | None = None) -> Compiled:
+        return compile_checked(self.check(source, name), self.scope)
+
+    # -- run ------------------------------------------------------------------------------------
+    async def run_async(self, source: str, *, workflow: str | None = None, input: dict[str, Any] | None = None,
+                        name: str | None = None, sinks: Iterable[EventSink] = ()) -> RunOutcome:
+        """Compile and run a cell (or, with `workflow`, one of the workflows it or an earlier
+        cell declared, with `input`). Raises `CompileError` when the cell has errors; a
+        runtime failure is in the outcome. Declarations and the bindings the cell made —
+        up to a failure — are kept for the next cell."""
+        compiled = self.compile(source, name)
+        if compiled.python is None:
+            raise CompileError(compiled.check.diagnostics)
+        outcome = await run_compiled(
+            compiled, self._get_executor(), workflow=workflow, input=input, session_values=dict(self.values),
+            operator=self.operator, allow_run=frozenset(self.allow_run), sinks=self.sinks + list(sinks),
+            journal_dir=self.journal_dir, record=self._recorder, replay=self._player, config=self.config,
+            tools=self.tools, trace_sinks=self.trace_sinks, debug=self.debug, providers=self.providers,
+            occurrences=self._occurrences)
+        self._commit(compiled.check, outcome)
+        self.history.append(outcome)
+        return outcome
+
+    def run(self, source: str, *, workflow: str | None = None, input: dict[str, Any] | None = None,
+            name: str | None = None) -> RunOutcome:
+        """`run_async` for code that has no event loop running (scripts, tests)."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self._run_then_close(source, workflow, input, name))
+        raise RuntimeError("an event loop is running here: use `await session.run_async(...)`")
+
+    async def _run_then_close(self, source: str, workflow: str | None, input: dict[str, Any] | None,
+                              name: str | None) -> RunOutcome:
+        # asyncio.run gives each call a new loop; the sandbox's process belongs to this one.
+        try:
+            return await self.run_async(source, workflow=workflow, input=input, name=name)
+        finally:
+            await self.aclose()
+
+    def _commit(self, result: CheckResult, outcome: RunOutcome) -> None:
+        self.scope.commit(result, bindings=False)
+        for binding_name, value in outcome.bindings.items():
+            binding = result.bindings.get(binding_name)
+            if binding is not None:  # made by this cell
+                self.scope.bindings[binding_name] = SessionBinding(binding.type, binding.mutable)
+                self.values[binding_name] = value
+            elif binding_name in self.scope.bindings:  # an earlier cell's `var`, assigned here
+                self.values[binding_name] = value
+
+    def _source(self, text: str, name: str | None) -> SourceFile:
+        self.cells += 1
+        return SourceFile(name or f"<cell {self.cells}>", text)
+
+    def _get_executor(self) -> Executor:
+        if self._executor is None:
+            if self.sandbox:
+                from flow_kernel.runtime.executors import SandboxExecutor
+
+                self._executor = SandboxExecutor()
+            else:
+                from flow_kernel.sandbox.inprocess import InProcessExecutor
+
+                self._executor = InProcessExecutor()
+        return self._executor
+
+    async def aclose(self) -> None:
+        """Stop the sandbox processes (a later run starts new ones)."""
+        executor, self._executor = self._executor, None
+        close = getattr(executor, "close", None)
+        if close is not None:
+            await close()
+
+    async def __aenter__(self) -> Session:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+def _operator(value: str | Operator | None) -> Operator:
+    if isinstance(value, Operator):
+        return value
+    if value is None:
+        return Operator.default()
+    return Operator.parse(value)
+
+
+__all__ = ["CompileError", "Session"]
