@@ -30,6 +30,7 @@ from flow_kernel.lang.check import CheckResult
 from flow_kernel.lang.literals import NOT_LITERAL, literal_value
 from flow_kernel.runtime.cassette import CassettePlayer, CassetteRecorder
 from flow_kernel.runtime.config import DEFAULT_KEY_ENV, FlowConfig, ProviderSettings
+from flow_kernel.runtime.events import sub_order
 from flow_kernel.runtime.prompts import system_prompt, user_prompt
 from flow_kernel.runtime.provider_base import Provider, ProviderReply, ProviderRequest, ToolSpec
 from flow_kernel.runtime.providers import MockProvider, ScriptedProvider, parse_script
@@ -171,7 +172,7 @@ class AgentPipeline:
 
     def _event(self, kind: str, payload: dict[str, Any], data: dict[str, Any]) -> None:
         self.emit({"type": kind, "span": {"id": payload.get("call"), "parent": payload.get("span")},
-                   "stage": payload.get("stage"), "data": data})
+                   "stage": payload.get("stage"), "data": data, "order": sub_order(payload)})
 
     @staticmethod
     def _summary(call: _Call | None) -> dict[str, Any]:

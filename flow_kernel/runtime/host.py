@@ -22,6 +22,7 @@ from flow_kernel.lang.check import CheckResult
 from flow_kernel.runtime.agents import AgentPipeline, Event, FrameBudget, SandboxCall, TraceSink
 from flow_kernel.runtime.cassette import CassettePlayer, CassetteRecorder
 from flow_kernel.runtime.config import FlowConfig
+from flow_kernel.runtime.events import LAST, sub_order
 from flow_kernel.runtime.operator import Operator
 from flow_kernel.runtime.provider_base import Provider
 from flow_kernel.runtime.tools import ToolRegistry
@@ -72,7 +73,7 @@ class HostServices:
         full = {"type": event["type"], "run": self.run_id, "seq": self.seq,
                 "ts": datetime.datetime.now(datetime.UTC).isoformat(timespec="milliseconds"),
                 "span": event.get("span") or {"id": None, "parent": None}, "stage": event.get("stage"),
-                "data": event.get("data") or {}}
+                "data": event.get("data") or {}, "order": event.get("order") or LAST}
         if full["type"] == "workflow.started":
             data = full["data"]
             limits = data.get("limits") or {}
@@ -108,7 +109,7 @@ class HostServices:
 
     def _event(self, kind: str, payload: dict[str, Any], data: dict[str, Any], span: str | None = None) -> None:
         self.emit({"type": kind, "span": {"id": span or payload.get("span"), "parent": payload.get("span") if span else None},
-                   "stage": payload.get("stage"), "data": data})
+                   "stage": payload.get("stage"), "data": data, "order": sub_order(payload)})
 
     # -- operator ------------------------------------------------------------------------------
     async def approve(self, payload: dict[str, Any]) -> bool:
@@ -130,15 +131,15 @@ class HostServices:
         span = {"id": payload.get("call"), "parent": payload.get("span")}
         base = {"kind": "tool", "question": question, "agent": agent, "tool": tool}
         self.emit({"type": "approval.requested", "span": span, "stage": payload.get("stage"),
-                   "data": {**base, "details": details}})
+                   "data": {**base, "details": details}, "order": sub_order(payload)})
         try:
             answer, how = await self.operator.approve(question, details)
         except FlowError as exc:
             self.emit({"type": "approval.resolved", "span": span, "stage": payload.get("stage"),
-                       "data": {**base, "error": exc.code}})
+                       "data": {**base, "error": exc.code}, "order": sub_order(payload)})
             raise
         self.emit({"type": "approval.resolved", "span": span, "stage": payload.get("stage"),
-                   "data": {**base, "answer": answer, "by": how}})
+                   "data": {**base, "answer": answer, "by": how}, "order": sub_order(payload)})
         return answer, f"the operator denied `{tool}` ({how})"
 
     async def ask(self, payload: dict[str, Any]) -> str:

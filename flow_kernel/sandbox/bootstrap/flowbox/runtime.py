@@ -28,6 +28,7 @@ PUBLISH_NAME = re.compile(r"^[A-Za-z0-9._-]+(?:/[A-Za-z0-9._-]+)*$")
 
 _frame = contextvars.ContextVar("flow_frame")
 _scope = contextvars.ContextVar("flow_scope", default=(None, None))  # (span id, stage name)
+_branch = contextvars.ContextVar("flow_branch", default=None)
 
 _active = {}  # run id -> (Runtime, asyncio task)
 
@@ -48,6 +49,36 @@ class Frame:
         self.tasks = []
 
 
+class Branch:
+    """Where in the run's tree of concurrent branches code runs (the top level, a `parallel`
+    branch, a `parallelMap` item, an `async` task). Ids and event order keys come from it,
+    not from a global counter, so that they do not depend on which branch the scheduler ran
+    first: the same program and answers give the same ids, and the host can put events in
+    one canonical order (siblings by key) whatever order they arrived in."""
+
+    __slots__ = ("counter", "path", "prefix")
+
+    def __init__(self, path=(), prefix=""):
+        self.path = path  # ((fork counter, key), ...) from the top level down
+        self.prefix = prefix
+        self.counter = 0
+
+    def next(self):
+        self.counter += 1
+        return self.counter
+
+    def child(self, fork, key):
+        return Branch(self.path + ((fork, key),), f"{self.prefix}{fork}.{key}.")
+
+    def order(self, index):
+        return [[fork, key] for fork, key in self.path] + [[index]]
+
+
+async def _in_branch(branch, coro):
+    _branch.set(branch)  # this task's own context: the coroutine and what it awaits see it
+    return await coro
+
+
 class TaskHandle:
     __slots__ = ("done", "name", "result", "task")
 
@@ -66,8 +97,7 @@ class Runtime:
         self.bridge = bridge
         self.run_id = payload.get("run")
         self.steps = 0
-        self.span_counter = 0
-        self.call_counter = 0
+        self.loose = Branch((("host", ""),), "h.")  # for code the host calls outside a run's branches
         self.bindings = {}
         self.session_values = (payload.get("args") or {}).get("session") or {}
         self.expectations = {}
@@ -75,6 +105,7 @@ class Runtime:
 
     # -- entry and workflows --------------------------------------------------------------
     async def start(self, args, cell, limits, workflows):
+        _branch.set(Branch())
         name = args.get("workflow")
         if name is None:
             return await self._frame("<cell>", cell, [], limits)
@@ -161,16 +192,20 @@ class Runtime:
         return "".join(p if isinstance(p, str) else _values.text(p) for p in parts)
 
     # -- events and scopes ------------------------------------------------------------------
-    def _span_id(self):
-        self.span_counter += 1
-        return f"s{self.span_counter}"
+    def _here(self):
+        return _branch.get() or self.loose
+
+    def _span_id(self, letter="s"):
+        branch = self._here()
+        return f"{letter}{branch.prefix}{branch.next()}"
 
     def _event(self, kind, data, span_id=None, parent=None):
         current, stage = _scope.get()
+        branch = self._here()
         self.bridge.notify("event", {"run": self.run_id, "type": kind,
                                      "span": {"id": span_id if span_id is not None else current,
                                               "parent": parent if span_id is not None else None},
-                                     "stage": stage, "data": data})
+                                     "stage": stage, "data": data, "order": branch.order(branch.next())})
 
     def stage(self, name):
         return _EventScope(self, "stage", self._name(name, "stage"))
@@ -228,6 +263,9 @@ class Runtime:
         if remaining <= 0:
             raise _timeout(frame)
         payload["run"] = self.run_id
+        if "order" not in payload:  # where the host's events for this request go in the canonical order
+            branch = self._here()
+            payload["order"] = branch.order(branch.next())
         current, stage = _scope.get()
         payload["span"] = current
         payload["stage"] = stage
@@ -251,9 +289,11 @@ class Runtime:
         self.step()
         if not isinstance(prompt, str):
             raise evaluation(f"the prompt must be a string, got {_values.type_of(prompt)}")
-        self.call_counter += 1
-        call = f"c{self.call_counter}"
-        payload = dict(target, prompt=prompt, options=options, call=call, expect=check is not None)
+        branch = self._here()
+        index = branch.next()
+        call = f"c{branch.prefix}{index}"
+        payload = dict(target, prompt=prompt, options=options, call=call, expect=check is not None,
+                       order=branch.order(index))
         if check is not None:
             self.expectations[call] = check
         try:
@@ -326,7 +366,9 @@ class Runtime:
     # -- parallelism and tasks ---------------------------------------------------------------------
     async def parallel(self, branches):
         names = list(branches)
-        results = await _fail_closed([branches[n]() for n in names])
+        here = self._here()
+        fork = here.next()
+        results = await _fail_closed([_in_branch(here.child(fork, n), branches[n]()) for n in names])
         return dict(zip(names, results, strict=True))
 
     async def parallel_map(self, xs, fn, concurrency):
@@ -340,18 +382,25 @@ class Runtime:
         workers = max(1, min(int(limit), frame.concurrency, len(xs) or 1))
         results = [None] * len(xs)
         cursor = iter(range(len(xs)))
+        here = self._here()
+        fork = here.next()
 
         async def worker():
             # Workers take items in input order, so items start in order (language.md §4.2.1).
             for i in cursor:
-                results[i] = await fn(xs[i], i)
+                token = _branch.set(here.child(fork, i))
+                try:
+                    results[i] = await fn(xs[i], i)
+                finally:
+                    _branch.reset(token)
 
         await _fail_closed([worker() for _ in range(workers)])
         return results
 
     def task(self, name, coro):
         frame = _frame.get()
-        handle = TaskHandle(name, _spawn(coro))
+        here = self._here()
+        handle = TaskHandle(name, _spawn(_in_branch(here.child(here.next(), name), coro)))
         frame.tasks.append(handle)
         return handle
 
