@@ -6,7 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from flow_kernel.runtime.config import ConfigError, FlowConfig, find_config, load_config, parse_config
+from flow_kernel.runtime.config import (
+    ConfigError,
+    FlowConfig,
+    find_config,
+    load_config,
+    parse_config,
+)
 
 
 def test_flow_toml_in_a_parent_folder_applies(tmp_path: Path) -> None:
