@@ -43,6 +43,8 @@ def add_commands(commands: Any) -> None:
     run.add_argument("--replay", metavar="CASSETTE", help="answer agent calls from a cassette (JSON lines)")
     run.add_argument("--record", metavar="CASSETTE", help="record every agent answer to a cassette")
     run.add_argument("--format", choices=("text", "json"), default="text")
+    run.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                     help="live progress on stderr (default: when stderr is a terminal)")
     run.set_defaults(handler=cmd_run)
 
     doctor = commands.add_parser("doctor", help="report Node.js, Pyodide, the sandbox's walls and providers",
@@ -71,19 +73,22 @@ def cmd_run(args: argparse.Namespace) -> int:
     from flow_kernel.diagnostics.render import render_text
     from flow_kernel.files import FileSystemLoader
     from flow_kernel.lang.compiler import compile_checked
+    from flow_kernel.runtime.config import ConfigError, find_config
     from flow_kernel.runtime.operator import Operator
 
     try:
         result = _load(FileSystemLoader(), args.file)
         data = _parse_input(args.input)
-        operator = Operator.parse(args.operator) if args.operator else Operator.default()
+        config = find_config(Path(args.file))
+        policy = args.operator or config.operator
+        operator = Operator.parse(policy) if policy else Operator.default()
         if args.replay and args.record:
             raise UsageError("--replay and --record cannot be combined")
         if args.replay:
             from flow_kernel.runtime.cassette import CassettePlayer
 
             CassettePlayer(args.replay)  # a missing or malformed cassette is a usage error, before anything runs
-    except (UsageError, ValueError) as exc:
+    except (UsageError, ValueError, ConfigError) as exc:
         _error(str(exc), command="run")
         return EXIT_USAGE
     if not result.ok:
@@ -102,8 +107,13 @@ def cmd_run(args: argparse.Namespace) -> int:
             return EXIT_USAGE
     compiled = compile_checked(result)
     json_mode = args.format == "json"
-    sink = _TerminalSink(json_mode)
-    outcome = asyncio.run(_run(compiled, args, data, operator, sink))
+    live = args.progress if args.progress is not None else (sys.stderr.isatty() and not json_mode)
+    sinks: list[Any] = [_PrintSink(json_mode)]
+    if live:
+        from flow_kernel.runtime.terminal import TerminalProgress
+
+        sinks.append(TerminalProgress(sys.stderr, color=_wants_color(sys.stderr)))
+    outcome = asyncio.run(_run(compiled, args, data, operator, sinks, config))
     if outcome.error is not None and outcome.error.span:
         outcome.error.span = {**outcome.error.span, "file": display_name(str(outcome.error.span["file"]))}
     if json_mode:
@@ -118,7 +128,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     return EXIT_OK if outcome.error is None else EXIT_FAILED
 
 
-async def _run(compiled: Any, args: argparse.Namespace, data: dict[str, Any], operator: Any, sink: Any) -> Any:
+async def _run(compiled: Any, args: argparse.Namespace, data: dict[str, Any], operator: Any, sinks: list[Any],
+               config: Any) -> Any:
     from flow_kernel.runtime.executors import SandboxExecutor
     from flow_kernel.runtime.run import run_compiled
     from flow_kernel.sandbox.pool import SandboxPool
@@ -126,33 +137,24 @@ async def _run(compiled: Any, args: argparse.Namespace, data: dict[str, Any], op
     executor = SandboxExecutor(SandboxPool(warm=0))  # one run: no spare to keep warm
     try:
         return await run_compiled(compiled, executor, workflow=args.workflow, input=data if args.workflow else None,
-                                  operator=operator, allow_run=frozenset(args.allow_run), sinks=[sink],
-                                  journal_dir=Path(".flow") / "runs", record=args.record, replay=args.replay)
+                                  operator=operator, allow_run=frozenset(args.allow_run) | set(config.allow_run),
+                                  sinks=sinks, journal_dir=Path(".flow") / "runs", record=args.record,
+                                  replay=args.replay, config=config)
     finally:
         await executor.pool.close()
 
 
-class _TerminalSink:
-    """`print` to stdout (stderr in JSON mode); progress lines on stderr when it is a terminal."""
+class _PrintSink:
+    """`print` to stdout (stderr in JSON mode, where stdout is the one result object)."""
 
     def __init__(self, json_mode: bool) -> None:
         self.json_mode = json_mode
-        self.live = sys.stderr.isatty() and not json_mode
 
     def __call__(self, event: dict[str, Any]) -> None:
-        kind, data = event["type"], event["data"]
-        if kind == "print":
+        if event["type"] == "print":
             stream = sys.stderr if self.json_mode else sys.stdout
-            stream.write(str(data.get("text")) + "\n")
+            stream.write(str(event["data"].get("text")) + "\n")
             stream.flush()
-        elif self.live and kind in ("stage.started", "stage.failed", "agent.completed", "agent.failed", "log",
-                                    "verify.evaluated", "progress"):
-            sys.stderr.write(f"  · {kind} {_short(data)}\n")
-
-
-def _short(data: dict[str, Any]) -> str:
-    text = json.dumps({k: v for k, v in data.items() if k not in ("output", "attempts", "prompt")}, ensure_ascii=False)
-    return text if len(text) < 100 else text[:97] + "…"
 
 
 def _describe_error(error: Any) -> str:

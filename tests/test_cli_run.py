@@ -102,3 +102,25 @@ def test_doctor() -> None:
     assert out.returncode == 0, out.stdout
     for name in ("node", "pyodide", "snapshot", "network", "providers"):
         assert name in out.stdout
+
+
+def test_live_progress_on_stderr_and_flow_toml_beside_the_file(tmp_path: Path) -> None:
+    (tmp_path / "flow.toml").write_text('default_model = "mock"\noperator = "auto-approve"\n', encoding="utf-8")
+    program = tmp_path / "p.flow"
+    program.write_text('agent a { model: "default", output: { n: int } }\nstage "one" {\n'
+                       '  let ok = approve "go?"\n  let r = a("hi")\n  print ok\n}\n', encoding="utf-8")
+    out = flow("run", str(program), "--progress", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "true\n"
+    lines = out.stderr.splitlines()
+    assert lines[0] == "▸ workflow <cell>" and lines[1] == '  ▸ stage "one"'
+    assert "    ? go?" in lines and "      → yes (auto-approve)" in lines
+    assert any(line.startswith("    ✓ agent a") for line in lines)
+
+
+def test_a_bad_flow_toml_is_a_usage_error(tmp_path: Path) -> None:
+    (tmp_path / "flow.toml").write_text('[providers.openai]\napi_key = "sk-secret"\n', encoding="utf-8")
+    program = tmp_path / "p.flow"
+    program.write_text("print 1\n", encoding="utf-8")
+    out = flow("run", str(program), cwd=tmp_path)
+    assert out.returncode == 2 and "keys are not read from files" in out.stderr and "sk-secret" not in out.stderr

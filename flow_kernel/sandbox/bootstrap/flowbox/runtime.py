@@ -143,7 +143,9 @@ class Runtime:
                 if not handle.task.done():
                     handle.task.cancel()
             code = exc.code if isinstance(exc, FlowError) else "cancelled"
-            self._event("workflow.failed", {"name": name, "code": code}, frame.id, parent.id if parent else None)
+            message = exc.message if isinstance(exc, FlowError) else "the run was cancelled"
+            self._event("workflow.failed", {"name": name, "code": code, "message": message}, frame.id,
+                        parent.id if parent else None)
             raise
         finally:
             _scope.reset(span_token)
@@ -481,7 +483,9 @@ class _EventScope:
             if isinstance(exc, FlowError) and exc.stage is None and self.kind == "stage":
                 exc.stage = self.name
             code = exc.code if isinstance(exc, FlowError) else "cancelled"
-            self.rt._event(f"{self.kind}.failed", {"name": self.name, "code": code}, self.span_id, self.parent)
+            message = exc.message if isinstance(exc, FlowError) else "the run was cancelled"
+            self.rt._event(f"{self.kind}.failed", {"name": self.name, "code": code, "message": message},
+                           self.span_id, self.parent)
         _scope.reset(self.token)
         return False
 

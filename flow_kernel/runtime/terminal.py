@@ -1,0 +1,97 @@
+"""The terminal view of a run for `flow run` (runtime.md §8): one line per thing that
+happened, indented by where it happened (workflow → pipeline → stage → agent), on stderr
+while the run goes on. `print` output is not shown here: it goes to stdout.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, TextIO
+
+_MARK = {"completed": "✓", "failed": "✗", "started": "▸"}
+_PLAIN = {"completed": "ok", "failed": "FAIL", "started": ">"}
+
+
+class TerminalProgress:
+    def __init__(self, stream: TextIO, *, color: bool = False, unicode: bool = True) -> None:
+        self.stream = stream
+        self.color = color
+        self.marks = _MARK if unicode else _PLAIN
+        self.depth: dict[str, int] = {}
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        line = self.line(event)
+        if line is not None:
+            self.stream.write(line + "\n")
+            self.stream.flush()
+
+    def line(self, event: dict[str, Any]) -> str | None:
+        kind: str = event.get("type", "")
+        data: dict[str, Any] = event.get("data") or {}
+        span = event.get("span") or {}
+        head, _, phase = kind.partition(".")
+        if head in ("workflow", "pipeline", "stage", "agent") and phase in self.marks:
+            return self._scoped(head, phase, data, span)
+        indent = "  " * (self.depth.get(str(span.get("id")), 0) + 1)
+        if kind == "progress":
+            done, total = data.get("done"), data.get("total")
+            bar = _bar(done, total) if isinstance(done, int | float) and isinstance(total, int | float) and total else ""
+            count = f"{done}/{total}" if total is not None else str(done if done is not None else "")
+            return f"{indent}{bar}{count} {data.get('message') or ''}".rstrip()
+        if kind == "log":
+            return f"{indent}· {data.get('text', '')}"
+        if kind == "verify.evaluated":
+            mark = self._paint("✓" if data.get("passed") else "✗", "32" if data.get("passed") else "33")
+            return f"{indent}{mark} verify {data.get('message')}"
+        if kind == "require.failed":
+            return f"{indent}{self._paint('✗', '31')} require {data.get('message')}"
+        if kind == "approval.requested":
+            return f"{indent}? {data.get('question')}"
+        if kind == "approval.resolved":
+            answer = data.get("error") or ("yes" if data.get("answer") is True else "no" if data.get("answer") is False
+                                           else data.get("answer"))
+            return f"{indent}  → {answer} ({data.get('by', 'unanswered')})"
+        if kind == "artifact.published":
+            return f"{indent}⇪ published {data.get('name')}"
+        return None
+
+    def _scoped(self, head: str, phase: str, data: dict[str, Any], span: dict[str, Any]) -> str:
+        span_id, parent = str(span.get("id")), span.get("parent")
+        if phase == "started":
+            self.depth[span_id] = self.depth.get(str(parent), -1) + 1 if parent is not None else 0
+        depth = self.depth.get(span_id, 0)
+        name = data.get("agent") if head == "agent" else data.get("name")
+        title = f"{head} {name}" if head != "stage" else f'stage "{name}"'
+        if head == "agent" and data.get("label") and not str(data["label"]).startswith(f"{name}@"):
+            title += f" [{data['label']}]"
+        mark = self.marks[phase]
+        if phase == "completed":
+            mark = self._paint(mark, "32")
+        elif phase == "failed":
+            mark = self._paint(mark, "31")
+        extra = ""
+        if head == "agent" and phase == "started" and isinstance(data.get("prompt"), str):
+            extra += f": {_one_line(data['prompt'], 60)}"
+        if head == "agent" and phase != "started":
+            attempts = data.get("attempts") or []
+            if len(attempts) > 1:
+                extra += f" ({len(attempts)} attempts)"
+            if data.get("latency_ms") is not None:
+                extra += f" {data['latency_ms']} ms"
+        if phase == "failed":
+            extra += f": {data.get('code')}" + (f" {_one_line(data['message'])}" if data.get("message") else "")
+        return f"{'  ' * depth}{mark} {title}{extra}"
+
+    def _paint(self, text: str, code: str) -> str:
+        return f"\x1b[{code}m{text}\x1b[0m" if self.color else text
+
+
+def _bar(done: float, total: float, width: int = 20) -> str:
+    filled = max(0, min(width, round(width * done / total)))
+    return "[" + "#" * filled + "." * (width - filled) + "] "
+
+
+def _one_line(text: Any, limit: int = 120) -> str:
+    value = text if isinstance(text, str) else json.dumps(text, ensure_ascii=False)
+    first = value.splitlines()[0] if value else ""
+    return first if len(first) <= limit else first[: limit - 1] + "…"
