@@ -43,3 +43,13 @@ def test_sandbox_benchmark_smoke() -> None:
         assert 0 < figures[key]["min"] <= figures[key]["median"] <= figures[key]["max"]
     assert figures["ratio_cpu_sandbox_to_cpython"] > 0
     assert figures["sandbox_calls_per_s"]["concurrent"] > 0
+
+
+def test_agent_benchmark_smoke() -> None:
+    from flow_kernel.bench.agents import main as agents_main
+
+    figures = agents_main(["--quick", "--quiet"])
+    for key in ("fanout_s", "pipeline_calls_per_s", "pipeline_calls_per_s_in_process", "bridge_calls_per_s"):
+        assert 0 < figures[key]["min"] <= figures[key]["median"] <= figures[key]["max"]
+    assert figures["fanout_s"]["min"] >= figures["fanout_ideal_s"]  # nothing beats the ideal
+    assert figures["ratio_pipeline_to_bridge"] > 0

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import time
 from collections.abc import Awaitable, Callable
@@ -106,6 +107,7 @@ class _Call:
     usage: dict[str, int] = field(default_factory=lambda: {"input_tokens": 0, "output_tokens": 0})
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     raw: list[str | None] = field(default_factory=list)
+    schema_key: str = ""
 
 
 class AgentPipeline:
@@ -135,6 +137,9 @@ class AgentPipeline:
         self.providers.setdefault("mock", MockProvider())
         # calls so far by (agent, label): the cassette key's `occurrence`, shared by a session's runs
         self._occurrences = occurrences if occurrences is not None else {}
+        # An agent's calls repeat the same contract: build its validator and system prompt once.
+        self._validators: dict[str, jsonschema.protocols.Validator] = {}
+        self._systems: dict[tuple[str, str, bool], str] = {}
 
     # -- the pipeline ------------------------------------------------------------------------
     async def call(self, payload: dict[str, Any]) -> Any:
@@ -215,9 +220,15 @@ class AgentPipeline:
         label = str(options.get("label"))
         occurrence = self._occurrences[(name, label)] = self._occurrences.get((name, label), 0) + 1
         context = options.get("context")
-        return _Call(spec, payload, label, occurrence, schema, provider, model,
-                     system_prompt(spec.fields, schema, has_context=context is not None),
+        schema_key = json.dumps(schema, sort_keys=True)
+        system_key = (name, schema_key, context is not None)
+        system = self._systems.get(system_key)
+        if system is None:
+            system = self._systems[system_key] = system_prompt(spec.fields, schema, has_context=context is not None)
+        call = _Call(spec, payload, label, occurrence, schema, provider, model, system,
                      user_prompt(str(payload.get("prompt")), context), tools)
+        call.schema_key = schema_key
+        return call
 
     def _model(self, spec: AgentSpec) -> tuple[str, str]:
         model = spec.model
@@ -260,7 +271,9 @@ class AgentPipeline:
         retry_on = set(retry.get("on", []))
         backoff = float(retry.get("backoff", 0)) / 1000
         timeout_ms = options.get("timeout", spec.fields.get("timeout"))
-        validator = jsonschema.Draft202012Validator(call.schema)
+        validator = self._validators.get(call.schema_key)
+        if validator is None:
+            validator = self._validators[call.schema_key] = jsonschema.Draft202012Validator(call.schema)
         log = call.log
         last_error: FlowError | None = None
         for attempt in range(1, attempts_total + 1):
