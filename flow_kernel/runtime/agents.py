@@ -278,9 +278,11 @@ class AgentPipeline:
         last_error: FlowError | None = None
         for attempt in range(1, attempts_total + 1):
             repairs_left = repair
+            fresh = True  # a retry starts over: a new attempt, not a repair of the last output
             while True:
                 self._charge(call.payload.get("frame"), spec.name)
-                is_repair = bool(log) and log[-1]["kind"] == "invalid"
+                is_repair = not fresh and bool(log) and log[-1]["kind"] == "invalid"
+                fresh = False
                 kind = "repair" if is_repair else "attempt"
                 repair_of = {"previousOutput": log[-1]["output"], "errors": log[-1]["errors"]} if is_repair else None
                 try:
@@ -316,7 +318,10 @@ class AgentPipeline:
         """One provider attempt, answered from the cassette when replaying, written to it when recording."""
         key = (call.spec.name, call.label, call.occurrence, attempt)
         if self.player is not None:
-            return self.player.answer(key, call.prompt)
+            replayed = self.player.answer(key, call.prompt)
+            self._account(call, replayed)
+            call.tool_calls.extend(replayed.tool_calls)  # what the tools did when it was recorded
+            return replayed.output
         try:
             reply = await self._invoke(call, timeout_ms, repair_of)
         except FlowError as exc:
@@ -324,8 +329,14 @@ class AgentPipeline:
                 self.recorder.write(key, call.prompt, error=exc)
             raise
         if self.recorder is not None:
-            self.recorder.write(key, call.prompt, reply.output, usage=reply.usage)
+            self.recorder.write(key, call.prompt, reply.output, usage=reply.usage, tool_calls=reply.tool_calls)
         return reply.output
+
+    @staticmethod
+    def _account(call: _Call, reply: ProviderReply) -> None:
+        for k, v in reply.usage.items():
+            call.usage[k] = call.usage.get(k, 0) + int(v)
+        call.raw.append(reply.raw)
 
     async def _invoke(self, call: _Call, timeout_ms: Any, repair_of: dict[str, Any] | None) -> ProviderReply:
         provider = self.providers.get(call.provider)
@@ -354,9 +365,7 @@ class AgentPipeline:
                 raise AgentInvocationError(f"`{agent}` timed out after {timeout_ms} ms") from None
         else:
             reply = await attempt
-        for k, v in reply.usage.items():
-            call.usage[k] = call.usage.get(k, 0) + int(v)
-        call.raw.append(reply.raw)
+        self._account(call, reply)
         return reply
 
     # -- traces ------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from flow_kernel.errors import AgentInvocationError, FlowError
+from flow_kernel.runtime.provider_base import ProviderReply
 
 Key = tuple[str, str, int, int]  # agent, label, occurrence, attempt
 
@@ -35,7 +36,7 @@ class CassetteRecorder:
         self.path.write_text("", encoding="utf-8")  # a recording starts a new cassette
 
     def write(self, key: Key, prompt: str, output: Any = None, error: FlowError | None = None,
-              usage: dict[str, int] | None = None) -> None:
+              usage: dict[str, int] | None = None, tool_calls: list[dict[str, Any]] | None = None) -> None:
         agent, label, occurrence, attempt = key
         entry: dict[str, Any] = {"agent": agent, "label": label, "occurrence": occurrence, "attempt": attempt,
                                  "prompt_hash": prompt_hash(prompt)}
@@ -45,6 +46,8 @@ class CassetteRecorder:
             entry["output"] = output
             if usage:
                 entry["usage"] = usage
+            if tool_calls:
+                entry["tool_calls"] = tool_calls
         with self.path.open("a", encoding="utf-8") as out:
             out.write(json.dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n")
 
@@ -64,7 +67,7 @@ class CassettePlayer:
             except (ValueError, KeyError, TypeError):
                 raise ValueError(f"{self.path}:{number}: not a cassette entry") from None
 
-    def answer(self, key: Key, prompt: str | None = None) -> Any:
+    def answer(self, key: Key, prompt: str | None = None) -> ProviderReply:
         entry = self.entries.get(key)
         agent, label, occurrence, attempt = key
         if entry is None:
@@ -77,4 +80,7 @@ class CassettePlayer:
                                        details={"label": label, "cassette": str(self.path), "reason": "prompt-changed"})
         if "error" in entry:
             raise FlowError.from_dto({"code": entry["error"].get("code"), "message": entry["error"].get("message")})
-        return entry.get("output")
+        usage = entry.get("usage")
+        tool_calls = entry.get("tool_calls")
+        return ProviderReply(entry.get("output"), dict(usage) if isinstance(usage, dict) else {},
+                             tool_calls=list(tool_calls) if isinstance(tool_calls, list) else [])

@@ -85,3 +85,58 @@ got'''
     outcome = run(source)
     assert outcome.result == "`a` timed out after 50 ms"
     assert not any(e["data"].get("output") == "late" for e in outcome.events)
+
+
+RETRY_ONLY_INVOCATION = '''type N = { n: int }
+agent a {
+  model: "scripted"
+  repair: 0
+  output: N
+  retry: { on: ["%s"], attempts: 3 }
+  script: [{ n: "bad" }, { n: 1 }]
+}
+a("x")'''
+
+
+def test_retry_happens_only_on_the_listed_codes() -> None:
+    not_listed = run(RETRY_ONLY_INVOCATION % "agent-invocation")
+    assert not_listed.error is not None and not_listed.error.code == "output-validation"
+    failed = next(e for e in not_listed.events if e["type"] == "agent.failed")
+    assert [a["kind"] for a in failed["data"]["attempts"]] == ["invalid"]  # one attempt, no retry
+    listed = run(RETRY_ONLY_INVOCATION % "output-validation")
+    assert listed.error is None and listed.result == {"n": 1}
+    done = next(e for e in listed.events if e["type"] == "agent.completed")
+    assert [(a["kind"], a["attempt"]) for a in done["data"]["attempts"]] == [("invalid", 1), ("attempt", 2)]
+
+
+def test_team_resolution_at_runtime() -> None:
+    source = '''agent a { model: "scripted", script: ["from a"] }
+agent b { model: "scripted", script: ["from b"] }
+agent c { model: "scripted", script: ["from c"] }
+team t { main: a, members: [b] }
+let who = %s
+t.member(who, "hi")'''
+    assert run(source % '"b"').result == "from b"
+    assert run(source % '"a"').result == "from a"  # the main agent is a member too
+    outsider = run(source % '"c"')
+    assert outsider.error is not None and outsider.error.code == "capability-violation"
+    assert "`c` is not a member of team `t`" in outsider.error.message
+    failed = next(e for e in outsider.events if e["type"] == "agent.failed")
+    assert failed["data"]["code"] == "capability-violation"
+
+
+def test_an_interactive_operator_is_a_callback() -> None:
+    from flow_kernel.runtime.operator import Operator
+
+    asked: list[dict[str, Any]] = []
+
+    async def frontend(request: dict[str, Any]) -> Any:
+        asked.append(request)
+        return True if request["kind"] == "approve" else request["choice"][1]
+
+    compiled = compile_source(SourceFile("a.flow", 'let ok = approve "Ship?"\nlet chosen = ask "Which?" choice ["x", "y"]\n[ok, chosen]'))
+    outcome = asyncio.run(run_compiled(compiled, InProcessExecutor(), operator=Operator("interactive", callback=frontend)))
+    assert outcome.result == [True, "y"]
+    assert [(r["kind"], r["question"]) for r in asked] == [("approve", "Ship?"), ("ask", "Which?")]
+    resolved = [e["data"] for e in outcome.events if e["type"] == "approval.resolved"]
+    assert [(d["answer"], d["by"]) for d in resolved] == [(True, "interactive"), ("y", "interactive")]

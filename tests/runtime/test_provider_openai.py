@@ -194,3 +194,25 @@ def test_a_model_that_never_stops_calling_tools_fails_the_call(fake: FakeOpenAI,
     outcome = s.run(TOOL_AGENT + 'helper("loop")')
     assert outcome.error is not None and outcome.error.code == "agent-invocation"
     assert "kept calling tools" in outcome.error.message and len(fake.requests) == MAX_TOOL_ROUNDS
+
+
+def test_recorded_against_the_endpoint_then_replayed_with_it_unreachable(fake: FakeOpenAI, tmp_path: Any,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    from flow_kernel.runtime.events import comparable
+
+    fake.replies += [(200, "not json"), (200, '{"id": "T1", "severity": "high"}'), (200, '{"id": "T2", "severity": "low"}')]
+    program = AGENT + 'parallelMap(["T1", "T2"], t => t("Ticket ${t}"), concurrency: 1)'
+    program = program.replace("agent t {", "agent tri {").replace('t("Ticket', 'tri("Ticket').replace("t => ", "x => ").replace("${t}", "${x}")
+    compiled = compile_source(SourceFile("o.flow", program))
+    assert compiled.ok, [d.message for d in compiled.check.errors]
+    cassette = tmp_path / "tape.jsonl"
+    recorded = asyncio.run(run_compiled(compiled, InProcessExecutor(), record=cassette, run_id="rtape"))
+    assert recorded.error is None, recorded.to_json()
+    assert recorded.result == [{"id": "T1", "severity": "high"}, {"id": "T2", "severity": "low"}]
+    text = cassette.read_text()
+    assert "sk-test-secret-123" not in text and "Bearer" not in text and fake.url not in text
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # nothing listens there
+    served = len(fake.requests)
+    replayed = asyncio.run(run_compiled(compiled, InProcessExecutor(), replay=cassette, run_id="rtape"))
+    assert replayed.result == recorded.result and len(fake.requests) == served
+    assert comparable(replayed.events) == comparable(recorded.events)

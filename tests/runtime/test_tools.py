@@ -187,3 +187,21 @@ def test_tools_in_the_sandbox(tmp_path: Path) -> None:
             await s.aclose()
 
     assert asyncio.run(go()) == [["q 0", "q 1"]]
+
+
+def test_a_replay_does_not_call_tools_again_and_gives_the_same_events(tmp_path: Path) -> None:
+    from flow_kernel.runtime.events import comparable
+
+    program = TOOLS + 'agent m { model: "mock", tools: [search_kb, refund], output: { done: bool } }\nm("go")'
+    recording, _ = make(tmp_path, [])
+    recording.record("tools.jsonl")
+    recorded = recording.run(program)
+    assert len(recording.calls) == 2  # type: ignore[attr-defined]
+    replaying, _ = make(tmp_path, [])
+    replaying.replay("tools.jsonl")
+    replayed = replaying.run(program)
+    assert replaying.calls == []  # type: ignore[attr-defined]
+    assert replayed.result == recorded.result
+    strip = [{**e, "run": None} for e in comparable(recorded.events)]
+    again = [{**e, "run": None} for e in comparable(replayed.events)]
+    assert strip == again
