@@ -43,8 +43,10 @@ Trace = dict[str, Any]
 TraceSink = Callable[[Trace], None]
 SandboxCall = Callable[[str, dict[str, Any]], Awaitable[Any]]
 # Asks the operator about one call of an approval-gated tool: (agent, tool, arguments, the
-# agent call's payload for the event's span) -> (allowed, reason).
-ToolApprover = Callable[[str, str, dict[str, Any], dict[str, Any]], Awaitable[tuple[bool, str]]]
+# agent call's payload for the event's span) -> (allowed, who decided how).
+# A replay passes the recorded decision, which is shown again (events), not asked again.
+ToolApprover = Callable[[str, str, dict[str, Any], dict[str, Any], "tuple[bool, str] | None"],
+                        Awaitable[tuple[bool, str]]]
 
 
 @dataclass
@@ -320,16 +322,22 @@ class AgentPipeline:
         if self.player is not None:
             replayed = self.player.answer(key, call.prompt)
             self._account(call, replayed)
-            call.tool_calls.extend(replayed.tool_calls)  # what the tools did when it was recorded
+            for record in replayed.tool_calls:  # what the tools did when it was recorded, shown again
+                approval = record.get("approval")
+                if isinstance(approval, dict):
+                    await self.approve_tool(call.spec.name, str(record.get("tool")), dict(record.get("arguments") or {}),
+                                            call.payload, (bool(approval.get("answer")), str(approval.get("by"))))
+                call.tool_calls.append(record)
             return replayed.output
+        before = len(call.tool_calls)
         try:
             reply = await self._invoke(call, timeout_ms, repair_of)
         except FlowError as exc:
             if self.recorder is not None:
                 self.recorder.write(key, call.prompt, error=exc)
             raise
-        if self.recorder is not None:
-            self.recorder.write(key, call.prompt, reply.output, usage=reply.usage, tool_calls=reply.tool_calls)
+        if self.recorder is not None:  # the tool calls as the host saw them, approvals included
+            self.recorder.write(key, call.prompt, reply.output, usage=reply.usage, tool_calls=call.tool_calls[before:])
         return reply.output
 
     @staticmethod
@@ -345,12 +353,20 @@ class AgentPipeline:
         temperature = call.spec.fields.get("temperature")
         agent = call.spec.name
 
+        decisions: list[dict[str, Any]] = []
+
         async def approve(tool: str, arguments: dict[str, Any]) -> tuple[bool, str]:
-            return await self.approve_tool(agent, tool, arguments, call.payload)
+            answer, how = await self.approve_tool(agent, tool, arguments, call.payload, None)
+            decisions.append({"answer": answer, "by": how})
+            return answer, how
 
         async def use_tool(tool: str, arguments: dict[str, Any]) -> Any:
+            decisions.clear()
             result = await call_tool(self.check, self.registry, call.tools, tool, arguments, approve)
-            call.tool_calls.append({"tool": tool, "arguments": arguments, "result": result})
+            record: dict[str, Any] = {"tool": tool, "arguments": arguments, "result": result}
+            if decisions:
+                record["approval"] = decisions[0]
+            call.tool_calls.append(record)
             return result
 
         request = ProviderRequest(agent, call.model, call.system, call.prompt, call.schema, repair_of,

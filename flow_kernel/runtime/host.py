@@ -123,9 +123,10 @@ class HostServices:
         self._event("approval.resolved", payload, {"kind": "approve", "question": question, "answer": answer, "by": how})
         return answer
 
-    async def approve_tool(self, agent: str, tool: str, arguments: dict[str, Any],
-                           payload: dict[str, Any]) -> tuple[bool, str]:
-        """The write policy of an approval-gated tool: the operator decides each call."""
+    async def approve_tool(self, agent: str, tool: str, arguments: dict[str, Any], payload: dict[str, Any],
+                           replayed: tuple[bool, str] | None = None) -> tuple[bool, str]:
+        """The write policy of an approval-gated tool: the operator decides each call. A replay
+        passes the recorded decision (`replayed`), which is shown again, not asked again."""
         question = f"Allow `{agent}` to call `{tool}`?"
         details = {"tool": tool, "arguments": arguments}
         span = {"id": payload.get("call"), "parent": payload.get("span")}
@@ -133,14 +134,14 @@ class HostServices:
         self.emit({"type": "approval.requested", "span": span, "stage": payload.get("stage"),
                    "data": {**base, "details": details}, "order": sub_order(payload)})
         try:
-            answer, how = await self.operator.approve(question, details)
+            answer, how = replayed if replayed is not None else await self.operator.approve(question, details)
         except FlowError as exc:
             self.emit({"type": "approval.resolved", "span": span, "stage": payload.get("stage"),
                        "data": {**base, "error": exc.code}, "order": sub_order(payload)})
             raise
         self.emit({"type": "approval.resolved", "span": span, "stage": payload.get("stage"),
                    "data": {**base, "answer": answer, "by": how}, "order": sub_order(payload)})
-        return answer, f"the operator denied `{tool}` ({how})"
+        return answer, how
 
     async def ask(self, payload: dict[str, Any]) -> str:
         question = str(payload.get("question"))

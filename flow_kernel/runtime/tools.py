@@ -24,7 +24,7 @@ from flow_kernel.runtime.provider_base import ToolSpec
 from flow_kernel.runtime.validation import schema_errors
 
 ToolFunction = Callable[..., Any]
-# Asks the operator about one gated tool call: (tool, arguments) -> (allowed, reason).
+# Asks the operator about one gated tool call: (tool, arguments) -> (allowed, who decided how).
 Approver = Callable[[str, dict[str, Any]], Awaitable[tuple[bool, str]]]
 
 
@@ -88,9 +88,9 @@ async def call_tool(check: CheckResult, registry: ToolRegistry, allowed: list[To
     if problems:
         return {"error": f"invalid arguments for `{name}`: {'; '.join(problems)}"}
     if spec.requires_approval:
-        allowed_now, reason = await approver(name, arguments)
+        allowed_now, how = await approver(name, arguments)
         if not allowed_now:
-            return {"denied": True, "reason": reason}
+            return {"denied": True, "reason": f"the operator denied this call of `{name}` ({how})"}
     fn = registry.functions[name]
     try:
         if inspect.iscoroutinefunction(fn):
