@@ -158,20 +158,15 @@ class _PrintSink:
 
 
 def _describe_error(error: Any) -> str:
-    lines = [f"error[{error.code}]: {error.message}"]
-    span = error.span
-    if span:
-        lines.append(f"  --> {span['file']}:{span['line']}:{span['column']}")
+    from flow_kernel.runtime.report import describe_error
+
+    def source_line(file: str, line: int) -> str | None:
         try:
-            text = Path(str(span["file"])).read_text(encoding="utf-8").splitlines()[int(span["line"]) - 1]
-            lines.append(f"   | {text}")
-            width = max(1, (span["end_column"] - span["column"]) if span["end_line"] == span["line"] else len(text) - span["column"] + 1)
-            lines.append("   | " + " " * (int(span["column"]) - 1) + "^" * width)
+            return Path(file).read_text(encoding="utf-8").splitlines()[line - 1]
         except (OSError, IndexError, ValueError):
-            pass
-    if error.stage:
-        lines.append(f"   = in stage \"{error.stage}\"")
-    return "\n".join(lines)
+            return None
+
+    return "\n".join(describe_error(error, source_line))
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:

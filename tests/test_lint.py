@@ -29,6 +29,8 @@ TYPED = [
     "flow_kernel/sandbox/node.py",
     "flow_kernel/sandbox/install.py",
     "flow_kernel/sandbox/inprocess.py",
+    "flow_kernel/kernel",
+    "flow_kernel/__main__.py",
 ]
 
 

@@ -76,6 +76,7 @@ class Session:
         self.values: dict[str, Any] = {}  # top-level bindings as JSON, by name
         self.history: list[RunOutcome] = []
         self.cells = 0
+        self.last_diagnostics: list[Diagnostic] = []  # of the last cell compiled to run (warnings included)
         self._executor: Executor | None = None
         self._recorder: CassetteRecorder | None = None
         self._player: CassettePlayer | None = None
@@ -138,6 +139,7 @@ class Session:
         runtime failure is in the outcome. Declarations and the bindings the cell made —
         up to a failure — are kept for the next cell."""
         compiled = self.compile(source, name)
+        self.last_diagnostics = compiled.check.diagnostics
         if compiled.python is None:
             raise CompileError(compiled.check.diagnostics)
         outcome = await run_compiled(

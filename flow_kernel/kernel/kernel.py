@@ -1,0 +1,282 @@
+"""`FlowKernel`: Flow cells over the Jupyter protocol (runtime.md §8).
+
+Built on `ipykernel.kernelbase.Kernel` (not the IPython kernel: no Python completion,
+debugger or `language_info`). A cell: leading magics → compile against the session →
+diagnostics and stop if there are errors → run in the sandbox, `print` streamed live →
+the last expression's value as `execute_result`. Every failure is an iopub `error`
+message (what nbval and frontends look for) and an `execute_reply` with status error;
+nothing escapes `do_execute`, so the kernel answers the next request whatever happened.
+
+The whole run is awaited on the kernel's event loop, so comm messages (widget clicks)
+are handled while a cell runs, and an `interrupt_request` (interrupt_mode "message")
+cancels the running cell's task: the run ends `cancelled` and the kernel lives.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import html
+import json
+import traceback
+from pathlib import Path
+from typing import Any
+
+from ipykernel.kernelbase import Kernel
+
+from flow_kernel import __version__
+from flow_kernel.diagnostics import Diagnostic
+from flow_kernel.errors import FlowError
+from flow_kernel.kernel.magics import MAGICS, CellPlan, MagicError, plan_cell
+from flow_kernel.runtime.operator import Operator
+from flow_kernel.runtime.render import render_value
+from flow_kernel.runtime.report import describe_error
+from flow_kernel.runtime.run import RunOutcome
+from flow_kernel.runtime.session import CompileError, Session
+
+LANGUAGE_INFO: dict[str, object] = {
+    "name": "flow",
+    "version": "1",
+    "mimetype": "text/x-flow",
+    "file_extension": ".flow",
+    "codemirror_mode": "flow",
+    "pygments_lexer": "flow",
+}
+
+
+class FlowKernel(Kernel):
+    implementation = "flow_kernel"
+    implementation_version = __version__
+    language = "flow"
+    language_version = "1"
+    language_info = LANGUAGE_INFO
+    banner = f"Flow Kernel {__version__}: typed workflows for LLM agents, run in a Pyodide sandbox"
+    help_links = [  # noqa: RUF012 - a traitlets trait of the base class, not a shared mutable
+        {"text": "Flow Kernel documentation", "url": "https://github.com/flow-kernel/flow-kernel/tree/main/docs"}]
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.flow = Session(directory=Path.cwd(), operator=self._default_operator())
+        self.sources: dict[str, str] = {}  # cell name -> its text, for error excerpts
+        self._cell_task: asyncio.Task[Any] | None = None
+        self._cell_parent: dict[str, Any] | None = None
+        self._cell_loop: asyncio.AbstractEventLoop | None = None
+        self._wire_comms()
+
+    def _default_operator(self) -> Operator:
+        """`interactive` (answered on stdin while there are widgets to come) unless the
+        configuration says otherwise; headless runs without stdin fail closed."""
+        from flow_kernel.runtime.config import find_config
+
+        configured = find_config(Path.cwd()).operator
+        if configured:
+            return Operator.parse(configured)
+        return Operator("interactive", callback=self._ask_frontend)
+
+    def _wire_comms(self) -> None:
+        """A plain `Kernel` has no comm manager; ipywidgets needs one (notebook-facts.md)."""
+        try:
+            import comm
+            from ipykernel.comm.comm import BaseComm
+            from ipykernel.comm.manager import CommManager
+        except ImportError:  # pragma: no cover - ipykernel always ships them
+            return
+        manager = CommManager(kernel=self)
+        comm.create_comm = lambda *args, **kwargs: BaseComm(*args, **kwargs)
+        comm.get_comm_manager = lambda *args, **kwargs: manager
+        self.comm_manager = manager
+        for msg_type in ("comm_open", "comm_msg", "comm_close"):
+            self.shell_handlers[msg_type] = getattr(manager, msg_type)
+        try:
+            import ipywidgets
+
+            ipywidgets.register_comm_target()
+        except (ImportError, AttributeError):
+            pass
+
+    @property
+    def kernel_info(self) -> dict[str, Any]:
+        info: dict[str, Any] = super().kernel_info
+        info["supported_features"] = [f for f in info.get("supported_features", []) if f != "debugger"]
+        return info
+
+    # -- execute --------------------------------------------------------------------------
+    async def do_execute(self, code: str, silent: bool, store_history: bool = True,
+                         user_expressions: dict[str, Any] | None = None, allow_stdin: bool = False,
+                         **_: Any) -> dict[str, Any]:
+        self._allow_stdin = allow_stdin
+        # Events reach the sink from the sandbox's reader task, whose context is the cell
+        # that started the process: outputs carry this cell's parent explicitly.
+        self._cell_parent = self.get_parent("shell")
+        try:
+            return await self._execute(code, silent)
+        except Exception as exc:  # the kernel's own bug: still an answer, never a hung frontend
+            return self._error("InternalError", f"{type(exc).__name__}: {exc}",
+                               traceback.format_exc().splitlines(), silent)
+
+    async def _execute(self, code: str, silent: bool) -> dict[str, Any]:
+        try:
+            plan = plan_cell(code, self.flow)
+        except MagicError as exc:
+            return self._error("MagicError", str(exc), [f"MagicError: {exc}"], silent)
+        for bundle in plan.outputs:
+            self._display(bundle, silent)
+        if not plan.code.strip():
+            return self._ok()
+        name = plan.name or f"<cell {self.execution_count}>"
+        self.sources[name] = plan.code
+        if plan.mode != "run":
+            return self._compile_only(plan, name, silent)
+        self._cell_loop = asyncio.get_running_loop()
+        self._cell_task = asyncio.ensure_future(
+            self.flow.run_async(plan.code, name=name, sinks=[lambda event: self._on_event(event, silent)]))
+        try:
+            outcome: RunOutcome = await self._cell_task
+        except CompileError as exc:
+            return self._diagnostics_error(exc.diagnostics, silent)
+        except asyncio.CancelledError:
+            return self._error("cancelled", "the cell was interrupted", ["error[cancelled]: the cell was interrupted"], silent)
+        finally:
+            self._cell_task = None
+        warnings = [d for d in outcome_check_warnings(self.flow) if not d.is_error]
+        if warnings:
+            self._stream("stderr", _render_diagnostics(warnings), silent)
+        if outcome.error is not None:
+            return self._flow_error(outcome.error, silent)
+        if outcome.result is not None and not silent:
+            self._iopub("execute_result", {"execution_count": self.execution_count,
+                                           "data": _result_bundle(outcome.result), "metadata": {}})
+        return self._ok()
+
+    def _compile_only(self, plan: CellPlan, name: str, silent: bool) -> dict[str, Any]:
+        compiled = self.flow.compile(plan.code, name)
+        diagnostics = compiled.check.diagnostics
+        if not compiled.ok:
+            return self._diagnostics_error(diagnostics, silent)
+        if plan.mode == "python":
+            assert compiled.python is not None
+            self._display({"text/plain": compiled.python, "text/markdown": f"```python\n{compiled.python}\n```"}, silent)
+        else:
+            text = _render_diagnostics(diagnostics) if diagnostics else "no diagnostics"
+            self._display({"text/plain": text.rstrip("\n")}, silent)
+        return self._ok()
+
+    def _on_event(self, event: dict[str, Any], silent: bool) -> None:
+        if event.get("type") == "print":
+            self._stream("stdout", str((event.get("data") or {}).get("text")) + "\n", silent)
+
+    # -- replies and outputs ----------------------------------------------------------------
+    def _ok(self) -> dict[str, Any]:
+        return {"status": "ok", "execution_count": self.execution_count, "payload": [], "user_expressions": {}}
+
+    def _error(self, ename: str, evalue: str, lines: list[str], silent: bool) -> dict[str, Any]:
+        content = {"ename": ename, "evalue": evalue, "traceback": lines}
+        if not silent:
+            self._iopub("error", content)
+        return {"status": "error", "execution_count": self.execution_count, **content}
+
+    def _flow_error(self, error: FlowError, silent: bool) -> dict[str, Any]:
+        def source_line(file: str, line: int) -> str | None:
+            text = self.sources.get(file)
+            if text is None:
+                return None
+            lines = text.split("\n")
+            return lines[line - 1] if 0 < line <= len(lines) else None
+
+        return self._error(error.code, error.message, describe_error(error, source_line), silent)
+
+    def _diagnostics_error(self, diagnostics: list[Diagnostic], silent: bool) -> dict[str, Any]:
+        errors = [d for d in diagnostics if d.is_error]
+        text = _render_diagnostics(diagnostics)
+        self._display({"text/plain": text.rstrip("\n"), "text/html": f"<pre>{html.escape(text)}</pre>"}, silent)
+        first = errors[0] if errors else None
+        evalue = f"{len(errors)} error(s)" + (f"; first: {first.code} {first.message}" if first else "")
+        return self._error("CompileError", evalue, [f"CompileError: {evalue}"], silent)
+
+    def _display(self, bundle: dict[str, Any], silent: bool) -> None:
+        if not silent:
+            self._iopub("display_data", {"data": bundle, "metadata": {}})
+
+    def _stream(self, name: str, text: str, silent: bool) -> None:
+        if not silent:
+            self._iopub("stream", {"name": name, "text": text})
+
+    def _iopub(self, msg_type: str, content: dict[str, Any]) -> None:
+        parent = self._cell_parent if self._cell_parent is not None else self.get_parent("shell")
+        assert self.session is not None
+        self.session.send(self.iopub_socket, msg_type, content, parent, ident=self._topic(msg_type))
+
+    # -- interrupts ---------------------------------------------------------------------------
+    async def interrupt_request(self, stream: Any, ident: Any, parent: Any) -> None:
+        """interrupt_mode "message": cancel the running cell (thread-safe: the control
+        channel has its own thread); the run stops as `cancelled` and the kernel lives."""
+        task, loop = self._cell_task, self._cell_loop
+        if task is not None and loop is not None:
+            loop.call_soon_threadsafe(task.cancel)
+        assert self.session is not None
+        self.session.send(stream, "interrupt_reply", {"status": "ok"}, parent, ident=ident)
+
+    # -- operator --------------------------------------------------------------------------------
+    async def _ask_frontend(self, request: dict[str, Any]) -> Any:
+        """The interactive operator until the widgets answer: stdin when the frontend allows it."""
+        from flow_kernel.errors import OperatorUnavailableError
+
+        if not self._allow_stdin:
+            raise OperatorUnavailableError(
+                f"no operator can answer {request['question']!r}: this frontend has no stdin "
+                "(use %operator auto-approve | auto-deny | answers:PATH)")
+        choice = request.get("choice")
+        prompt = request["question"] + (" [y/n] " if request["kind"] == "approve" else
+                                        f" ({'/'.join(choice)}) " if choice else " ")
+        answer: str = await asyncio.to_thread(self.raw_input, prompt)
+        if request["kind"] == "approve":
+            return answer.strip().lower() in ("y", "yes")
+        return answer.strip()
+
+    async def do_shutdown(self, restart: bool) -> dict[str, Any]:
+        """Stop the sandbox processes. They belong to the shell's loop, and shutdown comes on
+        the control thread's, so the closing is handed over to the shell loop."""
+        loop = self._cell_loop
+        if loop is not None and loop.is_running():
+            future = asyncio.run_coroutine_threadsafe(self.flow.aclose(), loop)
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(asyncio.wrap_future(future), 5)
+        return {"status": "ok", "restart": restart}
+
+    async def do_complete(self, code: str, cursor_pos: int) -> dict[str, Any]:
+        from flow_kernel.kernel.assist import complete
+
+        return {"status": "ok", **complete(code, cursor_pos, self.flow.scope, tuple(MAGICS))}
+
+    async def do_inspect(self, code: str, cursor_pos: int, detail_level: int = 0,
+                         omit_sections: Any = ()) -> dict[str, Any]:
+        from flow_kernel.kernel.assist import inspect
+
+        return {"status": "ok", **inspect(code, cursor_pos, self.flow.scope, detail_level)}
+
+    async def do_is_complete(self, code: str) -> dict[str, Any]:
+        from flow_kernel.kernel.assist import is_complete
+
+        return is_complete(code)
+
+
+def outcome_check_warnings(session: Session) -> list[Diagnostic]:
+    """The warnings of the cell that just ran (kept by the session's last compile)."""
+    return list(getattr(session, "last_diagnostics", []))
+
+
+def _render_diagnostics(diagnostics: list[Diagnostic]) -> str:
+    from flow_kernel.diagnostics.render import render_text
+
+    return render_text(diagnostics)
+
+
+def _result_bundle(value: Any) -> dict[str, Any]:
+    """Short values on one line as Flow renders them; long structures indented."""
+    text = render_value(value)
+    bundle: dict[str, Any] = {"text/plain": text}
+    if isinstance(value, dict | list):
+        bundle["application/json"] = value
+        if len(text) > 80:
+            bundle["text/plain"] = json.dumps(value, ensure_ascii=False, indent=2)
+    return bundle

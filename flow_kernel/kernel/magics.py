@@ -1,0 +1,309 @@
+"""Line magics at the start of a Flow cell (runtime.md §8).
+
+`plan_cell` peels `%name args` lines off the top of a cell, applies each to the
+session, and says what to do with the rest: run it, only check it, or show its
+generated Python. A bad magic raises `MagicError` with a message that says what
+would have been right; nothing of the cell runs then.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+import json
+import shlex
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from flow_kernel.lang import types as T
+from flow_kernel.lang.session import SessionBinding
+from flow_kernel.runtime.session import Session
+
+Bundle = dict[str, Any]  # a MIME bundle: {"text/plain": ..., "text/html": ...}
+
+
+class MagicError(Exception):
+    """A magic with bad arguments, or an unknown one."""
+
+
+@dataclass
+class CellPlan:
+    code: str = ""  # the Flow code after the magics
+    name: str | None = None  # the source name for spans (`%load` gives the file's)
+    mode: str = "run"  # "run" | "check" | "python"
+    outputs: list[Bundle] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Magic:
+    name: str
+    usage: str
+    help: str
+    apply: Callable[[Session, str, CellPlan], None]
+
+
+MAGICS: dict[str, Magic] = {}
+
+
+def magic(name: str, usage: str, help_text: str) -> Callable[[Callable[[Session, str, CellPlan], None]],
+                                                              Callable[[Session, str, CellPlan], None]]:
+    def register(fn: Callable[[Session, str, CellPlan], None]) -> Callable[[Session, str, CellPlan], None]:
+        MAGICS[name] = Magic(name, usage, help_text, fn)
+        return fn
+    return register
+
+
+def plan_cell(text: str, session: Session) -> CellPlan:
+    """Apply the cell's leading magics to `session`; the rest of the cell is `plan.code`."""
+    plan = CellPlan()
+    lines = text.split("\n")
+    index = 0
+    while index < len(lines):
+        line = lines[index].strip()
+        if not line.startswith("%"):
+            break
+        name, _, args = line[1:].partition(" ")
+        entry = MAGICS.get(name)
+        if entry is None:
+            known = ", ".join(f"%{m}" for m in sorted(MAGICS))
+            raise MagicError(f"unknown magic `%{name}` (line {index + 1}); the magics are {known} — see %lsmagic")
+        entry.apply(session, args.strip(), plan)
+        index += 1
+    rest = "\n".join(lines[index:])
+    if plan.code and rest.strip():
+        raise MagicError("`%load` replaces the cell's code: put nothing after it")
+    if not plan.code:
+        # Keep the line numbers of the Flow code as they are in the cell.
+        plan.code = "\n" * index + rest if rest.strip() else ""
+    return plan
+
+
+def text_output(text: str) -> Bundle:
+    return {"text/plain": text, "text/html": f"<pre>{html.escape(text)}</pre>"}
+
+
+def _words(args: str, name: str) -> list[str]:
+    try:
+        return shlex.split(args)
+    except ValueError as exc:
+        raise MagicError(f"%{name}: {exc}") from None
+
+
+# -- configuration ---------------------------------------------------------------------------
+@magic("provider", "%provider [mock | scripted | openai/MODEL | anthropic/MODEL]",
+       'what `model: "default"` means in this session; no argument shows it')
+def _provider(session: Session, args: str, plan: CellPlan) -> None:
+    if not args:
+        plan.outputs.append(text_output(f"default model: {session.config.default_model or '(not set)'}"))
+        return
+    if args not in ("mock", "scripted") and ("/" not in args or args.split("/", 1)[0] not in ("openai", "anthropic")):
+        raise MagicError(f"%provider: {args!r} is not a model: use mock, scripted, openai/MODEL or anthropic/MODEL")
+    session.config = dataclasses.replace(session.config, default_model=args)
+    plan.outputs.append(text_output(f"default model: {args}"))
+
+
+@magic("operator", "%operator interactive | auto-approve | auto-deny | answers:PATH | none",
+       "who answers approve, ask and approval-gated tools; no argument shows it")
+def _operator(session: Session, args: str, plan: CellPlan) -> None:
+    if not args:
+        plan.outputs.append(text_output(f"operator: {session.operator.policy}"))
+        return
+    policy = args
+    if policy.startswith("answers:"):
+        policy = "answers:" + str(session.directory / policy[len("answers:"):])
+    try:
+        session.set_operator(policy)
+    except ValueError as exc:
+        raise MagicError(f"%operator: {exc}") from None
+    plan.outputs.append(text_output(f"operator: {args}"))
+
+
+@magic("record", "%record PATH | off", "record every agent answer of the following cells to a cassette")
+def _record(session: Session, args: str, plan: CellPlan) -> None:
+    if not args:
+        raise MagicError("%record needs a cassette path (or `off`)")
+    session.record(None if args == "off" else args)
+    plan.outputs.append(text_output("recording off" if args == "off" else f"recording agent answers to {args}"))
+
+
+@magic("replay", "%replay PATH | off", "answer agent calls of the following cells from a cassette")
+def _replay(session: Session, args: str, plan: CellPlan) -> None:
+    if not args:
+        raise MagicError("%replay needs a cassette path (or `off`)")
+    try:
+        session.replay(None if args == "off" else args)
+    except ValueError as exc:
+        raise MagicError(f"%replay: {exc}") from None
+    plan.outputs.append(text_output("replay off" if args == "off" else f"replaying agent answers from {args}"))
+
+
+@magic("allow", "%allow run EXE…", "let `run` start these executables (no shell); no argument lists them")
+def _allow(session: Session, args: str, plan: CellPlan) -> None:
+    words = _words(args, "allow")
+    if not words:
+        plan.outputs.append(text_output("run may start: " + (", ".join(sorted(session.allow_run)) or "nothing")))
+        return
+    if words[0] != "run" or len(words) < 2:
+        raise MagicError("usage: %allow run EXE…")
+    for exe in words[1:]:
+        if "/" in exe or not exe.strip():
+            raise MagicError(f"%allow run: {exe!r} must be an executable name looked up on PATH, not a path")
+        session.allow_run.add(exe)
+    plan.outputs.append(text_output("run may start: " + ", ".join(sorted(session.allow_run))))
+
+
+@magic("input", "%input NAME = JSON", "bind a session value from JSON, as if an earlier cell had `let` it")
+def _input(session: Session, args: str, plan: CellPlan) -> None:
+    name, sep, raw = args.partition("=")
+    name = name.strip()
+    if not sep or not name.isidentifier() or name.startswith("__"):
+        raise MagicError("usage: %input NAME = JSON")
+    try:
+        value = json.loads(raw)
+    except ValueError as exc:
+        raise MagicError(f"%input {name}: not JSON: {exc}") from None
+    session.scope.bindings[name] = SessionBinding(type_of_json(value), False)
+    session.values[name] = value
+    plan.outputs.append(text_output(f"{name}: {T.display(session.scope.bindings[name].type)}"))
+
+
+def type_of_json(value: Any) -> T.Type:
+    """The static type a JSON value gets as a session binding."""
+    if isinstance(value, bool):
+        return T.BOOL
+    if isinstance(value, int):
+        return T.INT
+    if isinstance(value, float):
+        return T.NUMBER
+    if isinstance(value, str):
+        return T.STRING
+    if value is None:
+        return T.NULL
+    if isinstance(value, list):
+        return T.ArrayType(T.union([T.widen(type_of_json(v)) for v in value]) if value else T.ANY)
+    if isinstance(value, dict):
+        return T.object_type({str(k): type_of_json(v) for k, v in value.items()})
+    return T.ANY
+
+
+# -- modes ----------------------------------------------------------------------------------
+@magic("check", "%check", "check the rest of the cell and show its diagnostics; run nothing")
+def _check(session: Session, args: str, plan: CellPlan) -> None:
+    plan.mode = "check"
+
+
+@magic("python", "%python", "show the restricted Python the rest of the cell compiles to; run nothing")
+def _python(session: Session, args: str, plan: CellPlan) -> None:
+    plan.mode = "python"
+
+
+@magic("load", "%load FILE.flow", "run a Flow file as this cell (its declarations and bindings stay)")
+def _load(session: Session, args: str, plan: CellPlan) -> None:
+    words = _words(args, "load")
+    if len(words) != 1:
+        raise MagicError("usage: %load FILE.flow")
+    path = session.directory / words[0]
+    try:
+        plan.code = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise MagicError(f"%load: cannot read {words[0]}: {exc.strerror}") from None
+    plan.name = str(path)
+
+
+# -- looking around ------------------------------------------------------------------------------
+@magic("schema", "%schema NAME", "the JSON Schema of a type, or of a workflow's, tool's or agent's input/output")
+def _schema(session: Session, args: str, plan: CellPlan) -> None:
+    if not args.isidentifier():
+        raise MagicError("usage: %schema NAME")
+    result = session.check(args)  # the name as an expression statement: resolves it against the session
+    schema = result.schema_for(args)
+    if schema is None:
+        declared = ", ".join(sorted(session.scope.decls)) or "nothing yet"
+        raise MagicError(f"%schema: no declaration `{args}` in this session (declared: {declared})")
+    text = json.dumps(schema, indent=2, ensure_ascii=False)
+    plan.outputs.append({"text/plain": text, "application/json": schema})
+
+
+@magic("who", "%who", "the session's declarations and top-level bindings")
+def _who(session: Session, args: str, plan: CellPlan) -> None:
+    lines: list[str] = []
+    for name, decl in sorted(session.scope.decls.items()):
+        kind = type(decl).__name__.removesuffix("Decl").lower()
+        lines.append(f"{kind:<9} {name}")
+    for name, binding in sorted(session.scope.bindings.items()):
+        keyword = "var" if binding.mutable else "let"
+        lines.append(f"{keyword:<9} {name}: {T.display(binding.type)} = {_short_json(session.values.get(name))}")
+    plan.outputs.append(text_output("\n".join(lines) or "the session is empty"))
+
+
+@magic("runs", "%runs", "the runs of this session and the journals in .flow/runs, with how each ended")
+def _runs(session: Session, args: str, plan: CellPlan) -> None:
+    from flow_kernel.runtime.journal import read_journal
+
+    rows = []
+    journal_dir = session.journal_dir
+    files = sorted(journal_dir.glob("*.jsonl"), key=lambda p: p.stat().st_mtime) if journal_dir and journal_dir.is_dir() else []
+    for path in files:
+        events = read_journal(path)
+        rows.append(f"{path.stem:<15} {_ending(events):<28} {len(events):>5} events")
+    plan.outputs.append(text_output("\n".join(rows) or "no runs yet"))
+
+
+def _ending(events: list[dict[str, Any]]) -> str:
+    top = next((e for e in events if e.get("type") == "workflow.started" and (e.get("span") or {}).get("parent") is None), None)
+    for event in reversed(events):
+        if event.get("type") in ("workflow.completed", "workflow.failed") and \
+                (top is None or (event.get("span") or {}).get("id") == (top.get("span") or {}).get("id")):
+            if event["type"] == "workflow.completed":
+                return "completed"
+            return f"failed: {(event.get('data') or {}).get('code')}"
+    return "interrupted (no end recorded)"
+
+
+@magic("events", "%events RUN", "the events of a run, in canonical order")
+def _events(session: Session, args: str, plan: CellPlan) -> None:
+    from flow_kernel.runtime.events import canonical
+    from flow_kernel.runtime.journal import read_journal
+
+    run = args.strip()
+    if not run:
+        raise MagicError("usage: %events RUN (the run ids are in %runs)")
+    events: list[dict[str, Any]] | None = next((o.events for o in session.history if o.run_id == run), None)
+    if events is None and session.journal_dir is not None:
+        path = session.journal_dir / f"{Path(run).name}.jsonl"
+        if path.is_file():
+            events = read_journal(path)
+    if events is None:
+        raise MagicError(f"%events: no run `{run}` (see %runs)")
+    lines = [f"{e['seq']:>4} {e['type']:<20} {e.get('stage') or '':<12} {_short_json(e.get('data'))}"
+             for e in canonical(events)]
+    plan.outputs.append(text_output("\n".join(lines)))
+
+
+@magic("explain", "%explain CODE", "the explanation of a diagnostic code, with an example and its fix")
+def _explain(session: Session, args: str, plan: CellPlan) -> None:
+    from flow_kernel.diagnostics.explain import explain
+
+    text = explain(args.strip().upper())
+    if text is None:
+        raise MagicError(f"%explain: {args!r} is not a diagnostic code (they look like F3001)")
+    plan.outputs.append(text_output(text))
+
+
+@magic("reset", "%reset", "forget every declaration and binding of the session")
+def _reset(session: Session, args: str, plan: CellPlan) -> None:
+    session.reset()
+    plan.outputs.append(text_output("the session is empty"))
+
+
+@magic("lsmagic", "%lsmagic", "this list")
+def _lsmagic(session: Session, args: str, plan: CellPlan) -> None:
+    width = max(len(m.usage) for m in MAGICS.values())
+    plan.outputs.append(text_output("\n".join(f"{m.usage:<{width}}  {m.help}" for _, m in sorted(MAGICS.items()))))
+
+
+def _short_json(value: Any, limit: int = 80) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= limit else text[: limit - 1] + "…"

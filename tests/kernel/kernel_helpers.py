@@ -1,0 +1,71 @@
+"""Starting the real Flow kernel (the installed kernel spec) and talking to it over the
+Jupyter protocol with jupyter_client."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from jupyter_client.blocking import BlockingKernelClient
+from jupyter_client.manager import KernelManager, start_new_kernel
+
+TIMEOUT = 90
+
+
+def start(cwd: Path, kernel_name: str = "flow") -> tuple[KernelManager, BlockingKernelClient]:
+    return start_new_kernel(kernel_name=kernel_name, cwd=str(cwd), startup_timeout=TIMEOUT)
+
+
+class Reply:
+    def __init__(self, reply: dict[str, Any], outputs: list[dict[str, Any]], seconds: float) -> None:
+        self.reply = reply
+        self.content = reply["content"]
+        self.outputs = outputs  # iopub messages of the request, status and execute_input left out
+        self.seconds = seconds
+
+    @property
+    def status(self) -> str:
+        return str(self.content["status"])
+
+    def of(self, msg_type: str) -> list[dict[str, Any]]:
+        return [m["content"] for m in self.outputs if m["msg_type"] == msg_type]
+
+    @property
+    def stdout(self) -> str:
+        return "".join(c["text"] for c in self.of("stream") if c["name"] == "stdout")
+
+    @property
+    def result(self) -> str | None:
+        results = self.of("execute_result")
+        return results[0]["data"]["text/plain"] if results else None
+
+    @property
+    def error(self) -> dict[str, Any] | None:
+        errors = self.of("error")
+        return errors[0] if errors else None
+
+
+def execute(kc: BlockingKernelClient, code: str, timeout: float = TIMEOUT, allow_stdin: bool = False) -> Reply:
+    started = time.perf_counter()
+    msg_id = kc.execute(code, allow_stdin=allow_stdin)
+    return collect(kc, msg_id, started, timeout)
+
+
+def collect(kc: BlockingKernelClient, msg_id: str, started: float, timeout: float = TIMEOUT) -> Reply:
+    reply = None
+    while reply is None:
+        msg = kc.get_shell_msg(timeout=timeout)
+        if msg["parent_header"].get("msg_id") == msg_id:
+            reply = msg
+    seconds = time.perf_counter() - started
+    outputs = []
+    while True:
+        msg = kc.get_iopub_msg(timeout=timeout)
+        if msg["parent_header"].get("msg_id") != msg_id:
+            continue
+        if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+            break
+        if msg["msg_type"] not in ("status", "execute_input"):
+            outputs.append(msg)
+    return Reply(reply, outputs, seconds)
