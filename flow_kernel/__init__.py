@@ -23,7 +23,21 @@ __version__ = "0.1.0"
 
 _LAZY = {"Session": "flow_kernel.runtime.session", "CompileError": "flow_kernel.runtime.session",
          "RunOutcome": "flow_kernel.runtime.run", "FlowError": "flow_kernel.errors",
-         "FlowConfig": "flow_kernel.runtime.config", "Operator": "flow_kernel.runtime.operator"}
+         "FlowConfig": "flow_kernel.runtime.config", "Operator": "flow_kernel.runtime.operator",
+         "flow_tool": "flow_kernel.kernel.ipython"}
+
+
+def load_ipython_extension(shell: object) -> None:
+    """`%load_ext flow_kernel`: the `%%flow` cell magic and `@flow_tool`."""
+    from flow_kernel.kernel.ipython import load_ipython_extension as load
+
+    load(shell)
+
+
+def unload_ipython_extension(shell: object) -> None:
+    from flow_kernel.kernel.ipython import unload_ipython_extension as unload
+
+    unload(shell)
 
 
 def __getattr__(name: str) -> object:
@@ -36,4 +50,5 @@ def __getattr__(name: str) -> object:
 
 
 __all__ = ["REGISTRY", "CheckResult", "CompileError", "Diagnostic", "FlowConfig", "FlowError", "Operator", "RunOutcome",
-           "Session", "SessionScope", "Severity", "SourceFile", "Span", "__version__", "check"]
+           "Session", "SessionScope", "Severity", "SourceFile", "Span", "__version__", "check", "flow_tool",
+           "load_ipython_extension", "unload_ipython_extension"]

@@ -53,3 +53,12 @@ def test_agent_benchmark_smoke() -> None:
         assert 0 < figures[key]["min"] <= figures[key]["median"] <= figures[key]["max"]
     assert figures["fanout_s"]["min"] >= figures["fanout_ideal_s"]  # nothing beats the ideal
     assert figures["ratio_pipeline_to_bridge"] > 0
+
+
+def test_kernel_benchmark_smoke() -> None:
+    from flow_kernel.bench.kernel import main as kernel_main
+
+    figures = kernel_main(["--quick", "--quiet"])
+    for key in ("kernel_start_s", "first_cell_ms", "cold_load_pyodide_ms", "flow_cell_ms", "ipython_cell_ms"):
+        assert 0 < figures[key]["min"] <= figures[key]["median"] <= figures[key]["max"]
+    assert figures["ratio_flow_to_ipython"] > 0 and figures["ratio_first_cell_to_cold_pyodide"] > 0

@@ -94,6 +94,16 @@ class FlowKernel(Kernel):
         except (ImportError, AttributeError):
             pass
 
+    def start(self) -> None:
+        super().start()
+        self.io_loop.add_callback(self._warm_up)
+
+    async def _warm_up(self) -> None:
+        """A sandbox starts while the user types the first cell (first-cell latency)."""
+        self._cell_loop = asyncio.get_running_loop()
+        with contextlib.suppress(Exception):  # a failure here shows again, clearly, in the first cell
+            await self.flow.warm_up()
+
     @property
     def kernel_info(self) -> dict[str, Any]:
         info: dict[str, Any] = super().kernel_info

@@ -182,7 +182,10 @@ def type_of_json(value: Any) -> T.Type:
     if value is None:
         return T.NULL
     if isinstance(value, list):
-        return T.ArrayType(T.union([T.widen(type_of_json(v)) for v in value]) if value else T.ANY)
+        items = [T.widen(type_of_json(v)) for v in value]
+        if T.NUMBER in items:  # ints among numbers are numbers
+            items = [T.NUMBER if t == T.INT else t for t in items]
+        return T.ArrayType(T.union(items) if items else T.ANY)
     if isinstance(value, dict):
         return T.object_type({str(k): type_of_json(v) for k, v in value.items()})
     return T.ANY

@@ -195,6 +195,14 @@ class Session:
                 self._executor = InProcessExecutor()
         return self._executor
 
+    async def warm_up(self) -> None:
+        """Start a sandbox now (in the background of a kernel's start), so that the first
+        cell does not wait for one."""
+        executor = self._get_executor()
+        pool = getattr(executor, "pool", None)
+        if pool is not None:
+            await pool.prestart()
+
     async def aclose(self) -> None:
         """Stop the sandbox processes (a later run starts new ones)."""
         executor, self._executor = self._executor, None

@@ -1,0 +1,189 @@
+"""Flow in a Python notebook: `%load_ext flow_kernel`, then
+
+    %%flow [--out NAME] [--operator POLICY]
+    let n = len(tickets)          # `tickets` is read from the Python namespace (JSON values)
+    triage(n)
+
+Python functions decorated with `@flow_tool` implement Flow `tool` declarations. The
+result lands in `NAME` (and is the cell's value); a compile error or a failed run is a
+Python exception, so nbval and the notebook see the cell fail.
+
+In a Jupyter kernel the cell is rewritten (before IPython's own magic handling) into a
+top-level `await`, so the run is awaited on the kernel's event loop like a Flow kernel
+cell — widget clicks and interrupts reach it while it runs. Declarations and bindings
+persist across `%%flow` cells, as in the Flow kernel.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import shlex
+from pathlib import Path
+from typing import Any
+
+from flow_kernel.errors import FlowError
+from flow_kernel.kernel.magics import type_of_json
+from flow_kernel.lang.session import SessionBinding
+from flow_kernel.runtime.render import render_value
+from flow_kernel.runtime.report import describe_error
+from flow_kernel.runtime.session import CompileError, Session
+from flow_kernel.runtime.tools import ToolFunction, ToolRegistry
+
+# Tools registered with @flow_tool, shared by every %%flow session of the process.
+TOOLS = ToolRegistry()
+
+
+def flow_tool(fn: ToolFunction | None = None, *, name: str | None = None) -> Any:
+    """Register a Python function as a Flow tool: `@flow_tool` or `@flow_tool(name="x")`."""
+    if fn is None:
+        return lambda f: TOOLS.register(f, name)
+    return TOOLS.register(fn, name)
+
+
+class FlowRunError(Exception):
+    """A `%%flow` cell whose run failed: `.error` is the FlowError (code, message, span)."""
+
+    def __init__(self, error: FlowError, lines: list[str]) -> None:
+        super().__init__("\n".join(lines))
+        self.error = error
+        self.code = error.code
+        self.lines = lines
+
+    def _render_traceback_(self) -> list[str]:  # IPython shows this instead of a Python traceback
+        return self.lines
+
+
+class FlowCompileError(Exception):
+    """A `%%flow` cell with compile errors: `.diagnostics` holds them; nothing ran."""
+
+    def __init__(self, error: CompileError, text: str) -> None:
+        super().__init__("\n" + text)
+        self.diagnostics = error.diagnostics
+        self.text = text
+
+    def _render_traceback_(self) -> list[str]:
+        return self.text.rstrip("\n").split("\n")
+
+
+_parser = argparse.ArgumentParser(prog="%%flow", add_help=False)
+_parser.add_argument("--out", metavar="NAME")
+_parser.add_argument("--operator", metavar="POLICY")
+
+
+class FlowMagics:
+    def __init__(self, shell: Any) -> None:
+        self.shell = shell
+        self.session = Session(directory=Path.cwd(), operator="none")
+        self.session.tools = TOOLS
+        self.cells = 0
+        # In a Jupyter kernel the loop lives as long as the kernel: keep the sandbox warm.
+        self.persistent_loop = getattr(shell, "kernel", None) is not None
+
+    async def run(self, line: str, code: str) -> Any:
+        try:
+            args = _parser.parse_args(shlex.split(line))
+        except (SystemExit, ValueError):
+            raise ValueError(f"%%flow: bad arguments {line!r}: use [--out NAME] [--operator POLICY]") from None
+        if args.out is not None and not args.out.isidentifier():
+            raise ValueError(f"%%flow --out: {args.out!r} is not a Python name")
+        if args.operator is not None:
+            self.session.set_operator(args.operator)
+        self.cells += 1
+        name = f"<flow cell {self.cells}>"
+        self._import_python_values(code, name)
+        try:
+            outcome = await self.session.run_async(code, name=name, sinks=[_print_sink])
+        except CompileError as exc:
+            from flow_kernel.diagnostics.render import render_text
+
+            raise FlowCompileError(exc, render_text(exc.diagnostics)) from None
+        finally:
+            if not self.persistent_loop:
+                await self.session.aclose()
+        if outcome.error is not None:
+            lines = code.split("\n")
+            raise FlowRunError(outcome.error, describe_error(
+                outcome.error, lambda file, n: lines[n - 1] if file == name and 0 < n <= len(lines) else None))
+        if args.out is not None:
+            self.shell.user_ns[args.out] = outcome.result
+        return FlowResult(outcome.result) if outcome.result is not None else None
+
+    def _import_python_values(self, code: str, name: str) -> None:
+        """Names the Flow code uses but the session lacks, taken from the Python namespace
+        when their values are JSON (a copy: Flow never sees the Python object)."""
+        result = self.session.check(code, name)
+        self.session.cells -= 1  # the probe is not a cell
+        for d in result.diagnostics:
+            if d.code != "F2001":
+                continue
+            wanted = d.span.text
+            if wanted not in self.shell.user_ns or wanted in self.session.scope.decls:
+                continue
+            try:
+                value = json.loads(json.dumps(self.shell.user_ns[wanted]))
+            except (TypeError, ValueError):
+                continue  # not JSON: the F2001 stands, and says the name is unknown to Flow
+            self.session.scope.bindings[wanted] = SessionBinding(type_of_json(value), False)
+            self.session.values[wanted] = value
+
+
+class FlowResult:
+    """The value of a `%%flow` cell as IPython shows it: Flow's rendering, and JSON."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        bundle: dict[str, Any] = {"text/plain": render_value(self.value)}
+        if isinstance(self.value, dict | list):
+            bundle["application/json"] = self.value
+        return bundle
+
+    def __repr__(self) -> str:
+        return render_value(self.value)
+
+
+def _print_sink(event: dict[str, Any]) -> None:
+    if event.get("type") == "print":
+        print((event.get("data") or {}).get("text"))
+
+
+_MAGICS_ATTR = "_flow_magics"
+
+
+def load_ipython_extension(shell: Any) -> None:
+    magics = FlowMagics(shell)
+    setattr(shell, _MAGICS_ATTR, magics)
+    shell.user_ns.setdefault("flow_tool", flow_tool)
+
+    def cell_magic(line: str, cell: str) -> Any:
+        """The plain cell magic, for callers that cannot await (the rewrite below is used in
+        a kernel): runs the cell on a loop of its own."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(magics.run(line, cell))
+        raise RuntimeError("%%flow cannot block the running event loop here; run it as a notebook cell")
+
+    shell.register_magic_function(cell_magic, "cell", "flow")
+    transforms = shell.input_transformer_manager.cleanup_transforms
+    if _rewrite_flow_cell not in transforms:
+        transforms.append(_rewrite_flow_cell)
+
+
+def unload_ipython_extension(shell: Any) -> None:
+    transforms = shell.input_transformer_manager.cleanup_transforms
+    if _rewrite_flow_cell in transforms:
+        transforms.remove(_rewrite_flow_cell)
+
+
+def _rewrite_flow_cell(lines: list[str]) -> list[str]:
+    """`%%flow ARGS` + body → one top-level await of the extension's runner."""
+    if not lines or not lines[0].startswith("%%flow") or lines[0][6:7] not in ("", " ", "\t", "\n"):
+        return lines
+    line = lines[0][6:].strip()
+    body = "".join(lines[1:])
+    call = (f"await getattr(get_ipython(), {_MAGICS_ATTR!r}).run({line!r}, {body!r})\n")
+    return [call]

@@ -1,0 +1,72 @@
+"""`%load_ext flow_kernel` in a real IPython kernel, over the Jupyter protocol: `%%flow`
+reads Python values, `@flow_tool` functions are tools, `--out` lands in Python,
+failures are Python errors."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.kernel.kernel_helpers import execute, start
+
+
+@pytest.fixture(scope="module")
+def python_kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    km, kc = start(tmp_path_factory.mktemp("ipython"), kernel_name="python3")
+    assert execute(kc, "%load_ext flow_kernel").status == "ok"
+    yield kc
+    kc.stop_channels()
+    km.shutdown_kernel(now=True)
+
+
+def test_flow_reads_python_values_and_the_result_lands_in_python(python_kernel: Any) -> None:
+    kc = python_kernel
+    execute(kc, "tickets = [{'id': 'T1', 'title': 'refund'}, {'id': 'T2', 'title': 'login'}]")
+    cell = execute(kc, '%%flow --out ids\nprint "tickets: ${len(tickets)}"\ntickets[*].id')
+    assert cell.status == "ok", cell.outputs
+    assert cell.stdout == "tickets: 2\n" and cell.result == '["T1", "T2"]'
+    assert execute(kc, "ids").result == "['T1', 'T2']"
+
+
+def test_declarations_and_bindings_persist_across_flow_cells(python_kernel: Any) -> None:
+    kc = python_kernel
+    assert execute(kc, "%%flow\ntype P = { name: string }\nlet who: P = { name: \"Ada\" }").status == "ok"
+    assert execute(kc, '%%flow\n"hello ${who.name}"').result == "hello Ada"
+
+
+def test_flow_tool_functions_are_tools(python_kernel: Any) -> None:
+    kc = python_kernel
+    execute(kc, "calls = []\n@flow_tool\ndef lookup(order_id):\n    calls.append(order_id)\n    return {'status': 'shipped'}")
+    cell = execute(kc, '%%flow --out answer\ntool lookup(order_id: string) -> { status: string }\n'
+                       'agent helper { model: "mock", tools: [lookup], output: { done: bool } }\nhelper("Where is my order?")')
+    assert cell.status == "ok", cell.outputs
+    assert execute(kc, "len(calls), sorted(answer)").result == "(1, ['done'])"
+
+
+def test_operator_option_and_failures_as_python_errors(python_kernel: Any) -> None:
+    kc = python_kernel
+    approved = execute(kc, '%%flow --operator auto-approve\napprove "ship?"')
+    assert approved.result == "true"
+    failed = execute(kc, "%%flow\nlet xs = [1]\nxs[4]")
+    assert failed.status == "error" and failed.content["ename"] == "FlowRunError"
+    assert failed.error is not None and failed.error["traceback"][0].startswith("error[evaluation]")
+    assert "   | xs[4]" in failed.error["traceback"]
+    broken = execute(kc, "%%flow\nlet z = not_a_name_anywhere")
+    assert broken.content["ename"] == "FlowCompileError"
+    assert "[F2001]" in broken.error["traceback"][0]  # type: ignore[index]
+    bad = execute(kc, "%%flow --out 9x\n1")
+    assert bad.status == "error" and "not a Python name" in bad.content["evalue"]
+    assert execute(kc, "%%flow\n1 + 1").result == "2"  # still working
+
+
+def test_non_json_python_values_stay_unknown_to_flow(python_kernel: Any) -> None:
+    kc = python_kernel
+    execute(kc, "thing = object()")
+    cell = execute(kc, "%%flow\nthing")
+    assert cell.content["ename"] == "FlowCompileError" and "undefined name `thing`" in cell.content["evalue"]
+
+
+del Path

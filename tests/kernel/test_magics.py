@@ -1,0 +1,100 @@
+"""Line magics, each with a clear error for bad arguments (unit level; the protocol tests
+run them through the kernel)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from flow_kernel.kernel.magics import MAGICS, MagicError, plan_cell, type_of_json
+from flow_kernel.lang import types as T
+from flow_kernel.runtime.session import Session
+
+
+@pytest.fixture()
+def session(tmp_path: Path) -> Session:
+    return Session(directory=tmp_path, operator="none", sandbox=False)
+
+
+def texts(plan: object) -> list[str]:
+    return [b["text/plain"] for b in plan.outputs]  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(("cell", "message"), [
+    ("%nope", "unknown magic `%nope`"),
+    ("%provider gpt-4", "is not a model"),
+    ("%operator maybe", "unknown operator policy"),
+    ("%record", "needs a cassette path"),
+    ("%replay missing.jsonl", "cannot read the cassette"),
+    ("%allow exec ls", "usage: %allow run EXE"),
+    ("%allow run /bin/ls", "not a path"),
+    ("%input 9 = 1", "usage: %input NAME = JSON"),
+    ("%input x = {nope}", "not JSON"),
+    ("%load", "usage: %load FILE.flow"),
+    ("%load missing.flow", "cannot read missing.flow"),
+    ("%schema", "usage: %schema NAME"),
+    ("%schema Nothing", "no declaration `Nothing`"),
+    ("%events", "usage: %events RUN"),
+    ("%events r123", "no run `r123`"),
+    ("%explain X9", "not a diagnostic code"),
+    ('%allow run "unclosed', "%allow: No closing quotation"),
+])
+def test_bad_arguments_are_clear_errors(session: Session, cell: str, message: str) -> None:
+    with pytest.raises(MagicError) as info:
+        plan_cell(cell, session)
+    assert message in str(info.value)
+
+
+def test_configuration_magics_change_the_session(session: Session, tmp_path: Path) -> None:
+    (tmp_path / "answers.json").write_text('{"Ship?": true}', encoding="utf-8")
+    plan = plan_cell("%provider mock\n%operator answers:answers.json\n%allow run echo git\n%record tape.jsonl\n"
+                     'approve "Ship?"', session)
+    assert session.config.default_model == "mock" and session.operator.policy == "answers"
+    assert session.allow_run >= {"echo", "git"} and (tmp_path / "tape.jsonl").exists()
+    assert plan.mode == "run" and plan.code == '\n\n\n\napprove "Ship?"'  # line numbers kept
+    assert texts(plan)[0] == "default model: mock"
+    assert session.run(plan.code).result is True
+
+
+def test_load_runs_a_file_and_check_and_python_do_not_run(session: Session, tmp_path: Path) -> None:
+    (tmp_path / "lib.flow").write_text("let loaded = 7\n", encoding="utf-8")
+    plan = plan_cell("%load lib.flow", session)
+    assert plan.code == "let loaded = 7\n" and plan.name == str(tmp_path / "lib.flow")
+    with pytest.raises(MagicError, match="put nothing after it"):
+        plan_cell("%load lib.flow\nlet x = 1", session)
+    assert plan_cell("%check\nlet a = 1", session).mode == "check"
+    assert plan_cell("%python\nlet a = 1", session).mode == "python"
+
+
+def test_input_who_reset_lsmagic(session: Session) -> None:
+    plan_cell('%input cfg = {"n": 2, "tags": ["a"]}', session)
+    assert session.run("cfg.n + len(cfg.tags)").result == 3
+    who = texts(plan_cell("%who", session))[0]
+    assert who == 'let       cfg: {n: int, tags: string[]} = {"n": 2, "tags": ["a"]}'
+    assert texts(plan_cell("%reset", session)) == ["the session is empty"]
+    assert texts(plan_cell("%who", session)) == ["the session is empty"]
+    listing = texts(plan_cell("%lsmagic", session))[0]
+    assert all(f"%{name}" in listing for name in MAGICS)
+
+
+def test_runs_and_events_read_the_journal(session: Session) -> None:
+    outcome = session.run('print "x"')
+    runs = texts(plan_cell("%runs", session))[0]
+    assert outcome.run_id in runs and "completed" in runs
+    events = texts(plan_cell(f"%events {outcome.run_id}", session))[0].splitlines()
+    assert "workflow.started" in events[0] and "print" in events[1] and "workflow.completed" in events[-1]
+
+
+def test_runs_lists_a_run_with_no_end_as_interrupted(session: Session) -> None:
+    assert session.journal_dir is not None
+    session.journal_dir.mkdir(parents=True, exist_ok=True)
+    (session.journal_dir / "rdead.jsonl").write_text(
+        '{"type": "workflow.started", "seq": 1, "span": {"id": "s1", "parent": null}, "data": {}}\n', encoding="utf-8")
+    assert "interrupted (no end recorded)" in texts(plan_cell("%runs", session))[0]
+
+
+def test_type_of_json() -> None:
+    assert T.display(type_of_json([1, 2.5])) == "number[]"
+    assert T.display(type_of_json({"a": None, "b": [True]})) == "{a: null, b: bool[]}"
+    assert type_of_json([]) == T.ArrayType(T.ANY)
