@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import html
 import json
+import os
 import traceback
 from pathlib import Path
 from typing import Any
@@ -31,7 +32,7 @@ from flow_kernel.kernel.magics import MAGICS, CellPlan, MagicError, plan_cell
 from flow_kernel.runtime.operator import Operator
 from flow_kernel.runtime.render import render_value
 from flow_kernel.runtime.report import describe_error
-from flow_kernel.runtime.run import RunOutcome
+from flow_kernel.runtime.run import RunOutcome, new_run_id
 from flow_kernel.runtime.session import CompileError, Session
 
 LANGUAGE_INFO: dict[str, object] = {
@@ -60,6 +61,9 @@ class FlowKernel(Kernel):
         self.sources: dict[str, str] = {}  # cell name -> its text, for error excerpts
         self._cell_task: asyncio.Task[Any] | None = None
         self._cell_parent: dict[str, Any] | None = None
+        self.views: dict[str, Any] = {}  # run id -> its live RunView, while it runs
+        self.interactive: dict[str, bool] = {}  # run id -> whether a person can answer its prompts
+        self.background: dict[str, asyncio.Task[Any]] = {}  # run id -> the task of a %background run
         self._cell_loop: asyncio.AbstractEventLoop | None = None
         self._wire_comms()
 
@@ -126,6 +130,7 @@ class FlowKernel(Kernel):
 
     async def _execute(self, code: str, silent: bool) -> dict[str, Any]:
         try:
+            code, background = await self._kernel_magics(code, silent)
             plan = plan_cell(code, self.flow)
         except MagicError as exc:
             return self._error("MagicError", str(exc), [f"MagicError: {exc}"], silent)
@@ -137,18 +142,35 @@ class FlowKernel(Kernel):
         self.sources[name] = plan.code
         if plan.mode != "run":
             return self._compile_only(plan, name, silent)
+        compiled = self.flow.compile(plan.code, name)
+        if not compiled.ok:  # diagnostics only: no run view for a cell that cannot run
+            return self._diagnostics_error(compiled.check.diagnostics, silent)
+        run_id = new_run_id()
+        self.interactive[run_id] = self._allow_stdin or background
+        parent = self._cell_parent
         self._cell_loop = asyncio.get_running_loop()
-        self._cell_task = asyncio.ensure_future(
-            self.flow.run_async(plan.code, name=name, sinks=[lambda event: self._on_event(event, silent)]))
+        view = LiveView(self, name, run_id, silent, parent)
+        task = asyncio.ensure_future(self.flow.run_async(
+            compiled, name=name, run_id=run_id, sinks=[lambda event: self._on_event(event, silent, parent), view.sink]))
+        if background:
+            self.background[run_id] = task
+            task.add_done_callback(lambda t: self._finish_background(run_id, t, view, name, silent, parent))
+            self._display(_text(f"run {run_id} goes on in the background: "
+                                f"%approve {run_id} yes|no answers its approvals, %wait {run_id} awaits it"), silent)
+            return self._ok()
+        self._cell_task = task
         try:
-            outcome: RunOutcome = await self._cell_task
+            outcome: RunOutcome = await task
         except CompileError as exc:
+            self._drop_view(run_id, view)
             return self._diagnostics_error(exc.diagnostics, silent)
         except asyncio.CancelledError:
+            self._drop_view(run_id, view)
             return self._error("cancelled", "the cell was interrupted", ["error[cancelled]: the cell was interrupted"], silent)
         finally:
             self._cell_task = None
-        warnings = [d for d in outcome_check_warnings(self.flow) if not d.is_error]
+        self._finish_view(run_id, view, outcome, name, silent)
+        warnings = [d for d in self.flow.last_diagnostics if not d.is_error]
         if warnings:
             self._stream("stderr", _render_diagnostics(warnings), silent)
         if outcome.error is not None:
@@ -157,6 +179,108 @@ class FlowKernel(Kernel):
             self._iopub("execute_result", {"execution_count": self.execution_count,
                                            "data": _result_bundle(outcome.result), "metadata": {}})
         return self._ok()
+
+    # -- the run view --------------------------------------------------------------------------
+    def new_view(self, name: str, run_id: str, silent: bool, parent: dict[str, Any] | None) -> Any:
+        if silent or os.environ.get("FLOW_LIVE_VIEW", "on") == "off":  # off: for frontends without widgets
+            return None
+        try:
+            from flow_kernel.views.run_view import RunView
+
+            view = RunView(name, run_id)
+        except ImportError:  # ipywidgets missing: the cell still runs, without a live view
+            return None
+        self.views[run_id] = view
+        self._display(view.mimebundle(), silent, parent)
+        return view
+
+    def _finish_view(self, run_id: str, live: LiveView, outcome: RunOutcome, name: str, silent: bool,
+                     parent: dict[str, Any] | None = None) -> None:
+        self.views.pop(run_id, None)
+        self.interactive.pop(run_id, None)
+        view = live.view
+        if view is None:
+            return
+        error = None
+        line = None
+        if outcome.error is not None:
+            e = outcome.error
+            error = {"code": e.code, "message": e.message, "span": e.span, "stage": e.stage}
+            if e.span:
+                line = self._source_line(str(e.span.get("file")), int(e.span.get("line") or 0))
+        view.finish(outcome.result, error, outcome.steps, line, outcome.events)
+        bundle = view.static_bundle()
+        view.close()
+        self._display(bundle, silent, parent)
+
+    def _drop_view(self, run_id: str, live: LiveView) -> None:
+        self.views.pop(run_id, None)
+        self.interactive.pop(run_id, None)
+        if live.view is not None:
+            live.view.close()
+
+    def _finish_background(self, run_id: str, task: asyncio.Task[Any], view: LiveView, name: str, silent: bool,
+                           parent: dict[str, Any] | None) -> None:
+        if task.cancelled() or task.exception() is not None:
+            self._drop_view(run_id, view)
+            return
+        outcome: RunOutcome = task.result()
+        self._finish_view(run_id, view, outcome, name, silent, parent)
+        if outcome.error is not None:
+            self._stream("stderr", "\n".join(describe_error(outcome.error, self._source_line)) + "\n", silent, parent)
+        elif outcome.result is not None:
+            self._display(_result_bundle(outcome.result), silent, parent)
+
+    async def _kernel_magics(self, code: str, silent: bool) -> tuple[str, bool]:
+        """`%background`, `%approve RUN yes|no` and `%wait RUN` need the kernel, not only the
+        session: they are taken off the top of the cell here (line numbers kept)."""
+        lines = code.split("\n")
+        background = False
+        index = 0
+        while index < len(lines):
+            line = lines[index].strip()
+            word, _, args = line.partition(" ")
+            if word == "%background":
+                background = True
+            elif word == "%approve":
+                self._approve_magic(args.strip(), silent)
+            elif word == "%wait":
+                await self._wait_magic(args.strip(), silent)
+            else:
+                break
+            index += 1
+        return "\n" * index + "\n".join(lines[index:]), background
+
+    def _approve_magic(self, args: str, silent: bool) -> None:
+        words = args.split()
+        if len(words) != 2 or words[1] not in ("yes", "no"):
+            raise MagicError("usage: %approve RUN yes|no")
+        run, answer = words
+        view = self.views.get(run)
+        if view is None:
+            ended = run in self.background or any(o.run_id == run for o in self.flow.history)
+            raise MagicError(f"%approve: run {run} has ended; there is nothing to answer" if ended
+                             else f"%approve: no run {run} is going on (see %runs)")
+        if not view.answer(answer == "yes"):
+            raise MagicError(f"%approve: run {run} is not waiting for an approval")
+        self._display(_text(f"run {run}: {'approved' if answer == 'yes' else 'denied'}"), silent)
+
+    async def _wait_magic(self, args: str, silent: bool) -> None:
+        task = self.background.get(args)
+        if task is None:
+            raise MagicError(f"%wait: no background run {args!r} (start one with %background)")
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.shield(task)
+        outcome = task.result() if task.done() and not task.cancelled() else None
+        status = "cancelled" if outcome is None else "completed" if outcome.error is None else f"failed: {outcome.error.code}"
+        self._display(_text(f"run {args}: {status}"), silent)
+
+    def _source_line(self, file: str, line: int) -> str | None:
+        text = self.sources.get(file)
+        if text is None:
+            return None
+        lines = text.split("\n")
+        return lines[line - 1] if 0 < line <= len(lines) else None
 
     def _compile_only(self, plan: CellPlan, name: str, silent: bool) -> dict[str, Any]:
         compiled = self.flow.compile(plan.code, name)
@@ -171,9 +295,17 @@ class FlowKernel(Kernel):
             self._display({"text/plain": text.rstrip("\n")}, silent)
         return self._ok()
 
-    def _on_event(self, event: dict[str, Any], silent: bool) -> None:
-        if event.get("type") == "print":
-            self._stream("stdout", str((event.get("data") or {}).get("text")) + "\n", silent)
+    def _on_event(self, event: dict[str, Any], silent: bool, parent: dict[str, Any] | None) -> None:
+        kind = event.get("type")
+        data = event.get("data") or {}
+        if kind == "print":
+            self._stream("stdout", str(data.get("text")) + "\n", silent, parent)
+        elif kind == "artifact.published":  # shown as the frontend renders it: Markdown, JSON
+            if "text" in data:
+                self._display({"text/markdown": str(data["text"]), "text/plain": str(data["text"])}, silent, parent)
+            else:
+                self._display({"application/json": data.get("json"),
+                               "text/plain": json.dumps(data.get("json"), ensure_ascii=False, indent=2)}, silent, parent)
 
     # -- replies and outputs ----------------------------------------------------------------
     def _ok(self) -> dict[str, Any]:
@@ -186,14 +318,7 @@ class FlowKernel(Kernel):
         return {"status": "error", "execution_count": self.execution_count, **content}
 
     def _flow_error(self, error: FlowError, silent: bool) -> dict[str, Any]:
-        def source_line(file: str, line: int) -> str | None:
-            text = self.sources.get(file)
-            if text is None:
-                return None
-            lines = text.split("\n")
-            return lines[line - 1] if 0 < line <= len(lines) else None
-
-        return self._error(error.code, error.message, describe_error(error, source_line), silent)
+        return self._error(error.code, error.message, describe_error(error, self._source_line), silent)
 
     def _diagnostics_error(self, diagnostics: list[Diagnostic], silent: bool) -> dict[str, Any]:
         errors = [d for d in diagnostics if d.is_error]
@@ -203,16 +328,18 @@ class FlowKernel(Kernel):
         evalue = f"{len(errors)} error(s)" + (f"; first: {first.code} {first.message}" if first else "")
         return self._error("CompileError", evalue, [f"CompileError: {evalue}"], silent)
 
-    def _display(self, bundle: dict[str, Any], silent: bool) -> None:
+    def _display(self, bundle: dict[str, Any], silent: bool, parent: dict[str, Any] | None = None) -> None:
         if not silent:
-            self._iopub("display_data", {"data": bundle, "metadata": {}})
+            self._iopub("display_data", {"data": bundle, "metadata": {}}, parent)
 
-    def _stream(self, name: str, text: str, silent: bool) -> None:
+    def _stream(self, name: str, text: str, silent: bool, parent: dict[str, Any] | None = None) -> None:
         if not silent:
-            self._iopub("stream", {"name": name, "text": text})
+            self._iopub("stream", {"name": name, "text": text}, parent)
 
-    def _iopub(self, msg_type: str, content: dict[str, Any]) -> None:
-        parent = self._cell_parent if self._cell_parent is not None else self.get_parent("shell")
+    def _iopub(self, msg_type: str, content: dict[str, Any], parent: dict[str, Any] | None = None) -> None:
+        """Send with `parent` (a background run's own cell), else the running cell's."""
+        if parent is None:
+            parent = self._cell_parent if self._cell_parent is not None else self.get_parent("shell")
         assert self.session is not None
         self.session.send(self.iopub_socket, msg_type, content, parent, ident=self._topic(msg_type))
 
@@ -228,9 +355,15 @@ class FlowKernel(Kernel):
 
     # -- operator --------------------------------------------------------------------------------
     async def _ask_frontend(self, request: dict[str, Any]) -> Any:
-        """The interactive operator until the widgets answer: stdin when the frontend allows it."""
+        """The interactive operator: the run view's prompt when a person can answer (the
+        frontend allows input, or the run is in the background, where `%approve` answers);
+        stdin when there is no view; else fail closed — nbclient and nbval cannot answer."""
         from flow_kernel.errors import OperatorUnavailableError
 
+        run = str(request.get("run"))
+        view = self.views.get(run)
+        if view is not None and self.interactive.get(run):
+            return await view.ask(request)
         if not self._allow_stdin:
             raise OperatorUnavailableError(
                 f"no operator can answer {request['question']!r}: this frontend has no stdin "
@@ -270,9 +403,41 @@ class FlowKernel(Kernel):
         return is_complete(code)
 
 
-def outcome_check_warnings(session: Session) -> list[Diagnostic]:
-    """The warnings of the cell that just ran (kept by the session's last compile)."""
-    return list(getattr(session, "last_diagnostics", []))
+class LiveView:
+    """A run's view, made at its first event worth showing (an agent call, a stage, an
+    approval, a log…): a cell that only computes or declares shows just its result. The
+    same events make the same decision, so outputs stay the same from run to run."""
+
+    SHOWN = ("pipeline.", "stage.", "agent.", "approval.", "verify.", "require.", "progress", "log",
+             "artifact.")
+
+    def __init__(self, kernel: FlowKernel, name: str, run_id: str, silent: bool,
+                 parent: dict[str, Any] | None) -> None:
+        self.kernel, self.name, self.run_id, self.silent, self.parent = kernel, name, run_id, silent, parent
+        self.view: Any = None
+        self.early: list[dict[str, Any]] = []
+        self.off = False
+
+    def sink(self, event: dict[str, Any]) -> None:
+        if self.view is not None:
+            self.view.sink(event)
+            return
+        if self.off:
+            return
+        self.early.append(event)
+        kind = str(event.get("type"))
+        if kind.startswith(self.SHOWN) or (kind == "workflow.started" and (event.get("span") or {}).get("parent")):
+            self.view = self.kernel.new_view(self.name, self.run_id, self.silent, self.parent)
+            if self.view is None:
+                self.off = True
+                return
+            for earlier in self.early:
+                self.view.sink(earlier)
+            self.early.clear()
+
+
+def _text(text: str) -> dict[str, Any]:
+    return {"text/plain": text}
 
 
 def _render_diagnostics(diagnostics: list[Diagnostic]) -> str:

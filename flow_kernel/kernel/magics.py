@@ -295,6 +295,19 @@ def _explain(session: Session, args: str, plan: CellPlan) -> None:
     plan.outputs.append(text_output(text))
 
 
+def _kernel_only(name: str) -> Callable[[Session, str, CellPlan], None]:
+    def apply(session: Session, args: str, plan: CellPlan) -> None:
+        raise MagicError(f"%{name} works in the Flow kernel, at the top of a cell")
+    return apply
+
+
+for _name, _usage, _help in (
+        ("background", "%background", "the cell returns at once with the live view; the run goes on"),
+        ("approve", "%approve RUN yes|no", "answer a background run's pending approval"),
+        ("wait", "%wait RUN", "wait for a background run to end")):
+    MAGICS[_name] = Magic(_name, _usage, _help, _kernel_only(_name))
+
+
 @magic("reset", "%reset", "forget every declaration and binding of the session")
 def _reset(session: Session, args: str, plan: CellPlan) -> None:
     session.reset()

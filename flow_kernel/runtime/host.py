@@ -116,7 +116,7 @@ class HostServices:
         question = str(payload.get("question"))
         self._event("approval.requested", payload, {"kind": "approve", "question": question, "details": payload.get("details")})
         try:
-            answer, how = await self.operator.approve(question, payload.get("details"))
+            answer, how = await self.operator.approve(question, payload.get("details"), {"run": self.run_id})
         except FlowError as exc:
             self._event("approval.resolved", payload, {"kind": "approve", "question": question, "error": exc.code})
             raise
@@ -134,7 +134,8 @@ class HostServices:
         self.emit({"type": "approval.requested", "span": span, "stage": payload.get("stage"),
                    "data": {**base, "details": details}, "order": sub_order(payload)})
         try:
-            answer, how = replayed if replayed is not None else await self.operator.approve(question, details)
+            answer, how = replayed if replayed is not None else \
+                await self.operator.approve(question, details, {"run": self.run_id, "tool": tool})
         except FlowError as exc:
             self.emit({"type": "approval.resolved", "span": span, "stage": payload.get("stage"),
                        "data": {**base, "error": exc.code}, "order": sub_order(payload)})
@@ -148,7 +149,8 @@ class HostServices:
         choice = payload.get("choice")
         self._event("approval.requested", payload, {"kind": "ask", "question": question, "choice": choice})
         try:
-            answer, how = await self.operator.ask(question, choice if isinstance(choice, list) else None)
+            answer, how = await self.operator.ask(question, choice if isinstance(choice, list) else None,
+                                                     {"run": self.run_id})
         except FlowError as exc:
             self._event("approval.resolved", payload, {"kind": "ask", "question": question, "error": exc.code})
             raise

@@ -15,7 +15,7 @@ from flow_kernel.errors import OperatorUnavailableError
 POLICIES = ("interactive", "auto-approve", "auto-deny", "none")
 
 # What an interactive frontend is asked: {"kind": "approve" | "ask", "question", "details",
-# "choice"}; it answers True/False for `approve`, a string for `ask`.
+# "choice", "run"}; it answers True/False for `approve`, a string for `ask`.
 OperatorCallback = Callable[[dict[str, Any]], Awaitable[Any]]
 
 
@@ -49,7 +49,7 @@ class Operator:
         """Interactive in a terminal, `none` when headless (CI, nbval, pipes)."""
         return Operator("interactive" if sys.stdin.isatty() and sys.stderr.isatty() else "none")
 
-    async def approve(self, question: str, details: Any) -> tuple[bool, str]:
+    async def approve(self, question: str, details: Any, context: dict[str, Any] | None = None) -> tuple[bool, str]:
         """The answer and how it was decided."""
         if self.policy == "auto-approve":
             return True, "auto-approve"
@@ -61,14 +61,15 @@ class Operator:
                 return answer, "answers"
             raise OperatorUnavailableError(f"the answers file has no yes/no answer for {question!r}")
         if self.policy == "interactive" and self.callback is not None:
-            return bool(await self.callback({"kind": "approve", "question": question, "details": details,
-                                             "choice": None})), "interactive"
+            return bool(await self.callback({**(context or {}), "kind": "approve", "question": question,
+                                             "details": details, "choice": None})), "interactive"
         if self.policy == "interactive":
             text = await self._prompt(f"{question} [y/n] ")
             return text.strip().lower() in ("y", "yes"), "terminal"
         raise OperatorUnavailableError(f"no operator to answer {question!r} (policy `none`)")
 
-    async def ask(self, question: str, choice: list[str] | None) -> tuple[str, str]:
+    async def ask(self, question: str, choice: list[str] | None,
+                  context: dict[str, Any] | None = None) -> tuple[str, str]:
         if self.policy in ("auto-approve", "auto-deny"):
             if choice:
                 return choice[0], self.policy
@@ -79,8 +80,8 @@ class Operator:
                 return answer, "answers"
             raise OperatorUnavailableError(f"the answers file has no answer for {question!r}")
         if self.policy == "interactive" and self.callback is not None:
-            return str(await self.callback({"kind": "ask", "question": question, "details": None,
-                                            "choice": choice})), "interactive"
+            return str(await self.callback({**(context or {}), "kind": "ask", "question": question,
+                                            "details": None, "choice": choice})), "interactive"
         if self.policy == "interactive":
             hint = f" ({'/'.join(choice)})" if choice else ""
             return (await self._prompt(f"{question}{hint} ")).strip(), "terminal"

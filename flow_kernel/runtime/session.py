@@ -132,19 +132,21 @@ class Session:
         return compile_checked(self.check(source, name), self.scope)
 
     # -- run ------------------------------------------------------------------------------------
-    async def run_async(self, source: str, *, workflow: str | None = None, input: dict[str, Any] | None = None,
-                        name: str | None = None, sinks: Iterable[EventSink] = ()) -> RunOutcome:
+    async def run_async(self, source: str | Compiled, *, workflow: str | None = None, input: dict[str, Any] | None = None,
+                        name: str | None = None, sinks: Iterable[EventSink] = (),
+                        run_id: str | None = None) -> RunOutcome:
         """Compile and run a cell (or, with `workflow`, one of the workflows it or an earlier
         cell declared, with `input`). Raises `CompileError` when the cell has errors; a
         runtime failure is in the outcome. Declarations and the bindings the cell made —
-        up to a failure — are kept for the next cell."""
-        compiled = self.compile(source, name)
+        up to a failure — are kept for the next cell. `source` may be what `compile` gave
+        (compiled against the session as it is now)."""
+        compiled = source if isinstance(source, Compiled) else self.compile(source, name)
         self.last_diagnostics = compiled.check.diagnostics
         if compiled.python is None:
             raise CompileError(compiled.check.diagnostics)
         outcome = await run_compiled(
             compiled, self._get_executor(), workflow=workflow, input=input, session_values=dict(self.values),
-            operator=self.operator, allow_run=frozenset(self.allow_run), sinks=self.sinks + list(sinks),
+            operator=self.operator, allow_run=frozenset(self.allow_run), sinks=self.sinks + list(sinks), run_id=run_id,
             journal_dir=self.journal_dir, record=self._recorder, replay=self._player, config=self.config,
             tools=self.tools, trace_sinks=self.trace_sinks, debug=self.debug, providers=self.providers,
             occurrences=self._occurrences)

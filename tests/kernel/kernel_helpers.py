@@ -3,6 +3,7 @@ Jupyter protocol with jupyter_client."""
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -13,8 +14,9 @@ from jupyter_client.manager import KernelManager, start_new_kernel
 TIMEOUT = 90
 
 
-def start(cwd: Path, kernel_name: str = "flow") -> tuple[KernelManager, BlockingKernelClient]:
-    return start_new_kernel(kernel_name=kernel_name, cwd=str(cwd), startup_timeout=TIMEOUT)
+def start(cwd: Path, kernel_name: str = "flow", live_view: bool = True) -> tuple[KernelManager, BlockingKernelClient]:
+    env = {**os.environ, "FLOW_LIVE_VIEW": "on" if live_view else "off"}
+    return start_new_kernel(kernel_name=kernel_name, cwd=str(cwd), startup_timeout=TIMEOUT, env=env)
 
 
 class Reply:

@@ -14,9 +14,15 @@ from tests.kernel.make_notebook import HERE, execute, notebook
 def test_nbclient_runs_cells_that_depend_on_earlier_cells(tmp_path: Path) -> None:
     done = execute(notebook(), tmp_path)
     outputs = [cell.outputs for cell in done.cells]
-    assert outputs[0][0]["text"] == "loaded 2 tickets\n"
-    assert outputs[2][0]["data"]["text/plain"] == "[true, false]"
+    assert [o["text"] for o in outputs[0]] == ["loaded 2 tickets\n"]  # no agents, stages…: no run view
+    assert outputs[1] == []  # declarations only
+    live, summary, result = outputs[2]
+    assert live["data"]["text/plain"] == "Flow run (live view)"
+    assert "application/vnd.jupyter.widget-view+json" in live["data"]
+    assert summary["data"]["text/plain"].splitlines()[2] == '  ✓ agent triager  1 attempt → {"id": "T1", "urgent": true}'
+    assert result["data"]["text/plain"] == "[true, false]"
     assert outputs[3][-1]["data"]["text/plain"] == "true"
+    assert '  approve "Escalate 1 ticket?" → yes (auto-approve)' in outputs[3][-2]["data"]["text/plain"]
     assert "let       triaged: {id: string, urgent: bool}[]" in outputs[4][0]["data"]["text/plain"]
     assert (tmp_path / ".flow" / "runs").is_dir()  # the journal is beside the notebook
 

@@ -1,0 +1,1 @@
+"""What the notebook user sees: the run view, prompts and the diagnostics view (runtime.md §9)."""

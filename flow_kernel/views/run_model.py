@@ -1,0 +1,287 @@
+"""The run view's model: what a run looks like, built from its events alone.
+
+`RunModel.apply(event)` folds one event in; the same events give the same model, so a
+run view rebuilt from a journal shows what the live one showed. `text()` is the
+deterministic summary (no timestamps, durations or random ids: nbval compares it);
+`html()` is the full view, timings included (`views/run_html.py`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+Event = dict[str, Any]
+
+SCOPES = ("workflow", "pipeline", "stage", "agent")
+POINTS = ("log", "print", "verify.evaluated", "require.failed", "progress", "approval.requested",
+          "approval.resolved", "artifact.published")
+
+
+@dataclass
+class Item:
+    """Something that happened inside a scope: a log line, a verify result, an approval…"""
+
+    kind: str
+    data: dict[str, Any]
+
+
+@dataclass
+class Node:
+    kind: str  # workflow | pipeline | stage | agent
+    id: str
+    parent: str | None
+    name: str
+    state: str = "running"  # running | completed | failed
+    data: dict[str, Any] = field(default_factory=dict)  # the started event's data, then the end's
+    children: list[Node | Item] = field(default_factory=list)
+    started: str | None = None  # ISO timestamps, for the HTML view only
+    ended: str | None = None
+    progress: dict[str, Any] | None = None
+
+    @property
+    def attempts(self) -> list[dict[str, Any]]:
+        value = self.data.get("attempts")
+        return value if isinstance(value, list) else []
+
+
+@dataclass
+class Approval:
+    """An approval or question and, once answered, its answer (the prompt's state)."""
+
+    key: str
+    kind: str  # approve | ask | tool
+    question: str
+    details: Any = None
+    choice: list[str] | None = None
+    answer: Any = None
+    by: str | None = None
+    error: str | None = None
+
+    @property
+    def pending(self) -> bool:
+        return self.by is None and self.error is None
+
+
+class RunModel:
+    def __init__(self, run_id: str | None = None, title: str | None = None) -> None:
+        self.run_id = run_id
+        self.title = title
+        self.status = "running"  # running | completed | failed
+        self.nodes: dict[str, Node] = {}
+        self.roots: list[Node] = []
+        self.limits: dict[str, Any] = {}
+        self.agent_runs = 0  # attempts charged so far (repairs and retries included)
+        self.steps: int | None = None
+        self.result: Any = None
+        self.has_result = False
+        self.error: dict[str, Any] | None = None
+        self.error_line: str | None = None  # the Flow source line the error points to
+        self.approvals: list[Approval] = []
+        self.artifacts: list[dict[str, Any]] = []
+        self.started: str | None = None
+        self.ended: str | None = None
+        self.events = 0
+
+    @classmethod
+    def from_events(cls, events: Iterable[Event], title: str | None = None) -> RunModel:
+        from flow_kernel.runtime.events import canonical
+
+        events = list(events)
+        model = cls(events[0].get("run") if events else None, title)
+        for event in canonical(events):
+            model.apply(event)
+        return model
+
+    # -- folding events in ---------------------------------------------------------------------
+    def apply(self, event: Event) -> None:
+        self.events += 1
+        kind = str(event.get("type", ""))
+        data: dict[str, Any] = event.get("data") if isinstance(event.get("data"), dict) else {}  # type: ignore[assignment]
+        span = event.get("span") if isinstance(event.get("span"), dict) else {}
+        assert isinstance(span, dict)
+        head, _, phase = kind.partition(".")
+        if self.run_id is None:
+            self.run_id = event.get("run")
+        if head in SCOPES and phase in ("started", "completed", "failed"):
+            self._scope(head, phase, data, span, event.get("ts"))
+        elif kind in POINTS:
+            self._point(kind, data, span)
+
+    def _scope(self, head: str, phase: str, data: dict[str, Any], span: dict[str, Any], ts: Any) -> None:
+        node_id = str(span.get("id"))
+        parent = span.get("parent")
+        node = self.nodes.get(node_id)
+        if node is None:
+            name = str(data.get("agent") if head == "agent" else data.get("name"))
+            node = Node(head, node_id, parent, name, started=ts if isinstance(ts, str) else None)
+            self.nodes[node_id] = node
+            container = self.nodes.get(str(parent)) if parent is not None else None
+            if container is not None:
+                container.children.append(node)
+            else:
+                self.roots.append(node)
+            if head == "workflow" and parent is None:
+                self.limits = dict(data.get("limits") or {})
+                self.started = node.started
+        node.data.update(data)
+        if phase != "started":
+            node.state = phase
+            node.ended = ts if isinstance(ts, str) else None
+            if head == "agent":
+                self.agent_runs += len(node.attempts)
+            if head == "workflow" and parent is None:
+                self.ended = node.ended
+                self.status = phase
+                if phase == "failed" and self.error is None:
+                    self.error = {"code": data.get("code"), "message": data.get("message"), "span": data.get("span")}
+
+    def _point(self, kind: str, data: dict[str, Any], span: dict[str, Any]) -> None:
+        # Point events name their scope in span.id; a tool approval names its agent call.
+        container = self.nodes.get(str(span.get("id"))) or (self.roots[-1] if self.roots else None)
+        if kind == "progress" and container is not None:
+            container.progress = dict(data)
+            return
+        if kind == "print":
+            return  # print goes to the cell's stdout, not into the view
+        item = Item(kind, dict(data))
+        if kind.startswith("approval."):
+            self._approval(kind, data, span)
+            item.data["_approval"] = len(self.approvals) - 1
+        if kind == "artifact.published":
+            self.artifacts.append(dict(data))
+        if container is not None and kind != "approval.resolved":
+            container.children.append(item)
+
+    def _approval(self, kind: str, data: dict[str, Any], span: dict[str, Any]) -> None:
+        if kind == "approval.requested":
+            key = f"{span.get('id')}:{len(self.approvals)}"
+            choice = data.get("choice")
+            self.approvals.append(Approval(key, str(data.get("kind")), str(data.get("question")), data.get("details"),
+                                           choice if isinstance(choice, list) else None))
+            return
+        pending = next((a for a in self.approvals if a.pending and a.question == data.get("question")), None)
+        if pending is not None:
+            pending.answer = data.get("answer")
+            pending.by = data.get("by")
+            pending.error = data.get("error")
+
+    def finish(self, result: Any = None, error: dict[str, Any] | None = None, steps: int | None = None,
+               error_line: str | None = None) -> None:
+        """What the host knows at the end and events do not carry: the result, the error's
+        Flow span and line, the steps taken."""
+        self.steps = steps
+        if error is not None:
+            self.status = "failed"
+            self.error = error
+            self.error_line = error_line
+        else:
+            if self.status == "running":
+                self.status = "completed"
+            self.result = result
+            self.has_result = result is not None
+
+    # -- reading it --------------------------------------------------------------------------------
+    def approval_of(self, item: Item) -> Approval | None:
+        index = item.data.get("_approval")
+        return self.approvals[index] if isinstance(index, int) and 0 <= index < len(self.approvals) else None
+
+    def pending_approvals(self) -> list[Approval]:
+        return [a for a in self.approvals if a.pending]
+
+    def budgets(self) -> list[tuple[str, int, int | None]]:
+        rows: list[tuple[str, int, int | None]] = [("agent runs", self.agent_runs, _int(self.limits.get("agent_runs")))]
+        if self.steps is not None:
+            rows.append(("steps", self.steps, _int(self.limits.get("steps"))))
+        return rows
+
+    def text(self) -> str:
+        """The deterministic summary: the tree with states, approvals with who decided, the
+        budgets, and the result or the error."""
+        lines = [f"Flow run: {self.status}" + (f" — {self.title}" if self.title else "")]
+        for root in self.roots:
+            self._text_node(root, 0, lines)
+        budget = ", ".join(f"{name} {used}" + (f"/{limit}" if limit is not None else "") for name, used, limit in self.budgets())
+        lines.append(budget)
+        if self.error is not None:
+            lines.append(f"error[{self.error.get('code')}]: {self.error.get('message')}")
+            span = self.error.get("span")
+            if isinstance(span, dict):
+                lines.append(f"  --> {span.get('file')}:{span.get('line')}:{span.get('column')}")
+                if self.error_line is not None:
+                    lines.append(f"   | {self.error_line}")
+        elif self.has_result:
+            lines.append(f"result: {_short(self.result, 200)}")
+        return "\n".join(lines)
+
+    def _text_node(self, node: Node, depth: int, lines: list[str]) -> None:
+        pad = "  " * depth
+        mark = {"completed": "✓", "failed": "✗"}.get(node.state, "…")
+        if node.kind == "agent":
+            attempts = node.attempts
+            extra = f"  {len(attempts)} attempt{'s' if len(attempts) != 1 else ''}" if attempts else ""
+            repairs = sum(1 for a in attempts if a.get("kind") == "repair")
+            if repairs:
+                extra += f" ({repairs} repair{'s' if repairs != 1 else ''})"
+            label = node.data.get("label")
+            shown = f" [{label}]" if label and not str(label).startswith(f"{node.name}@") else ""
+            head = f"{pad}{mark} agent {node.name}{shown}{extra}"
+            if node.state == "failed":
+                head += f": {node.data.get('code')} {_first_line(node.data.get('message'))}"
+            elif "output" in node.data:
+                head += f" → {_short(node.data.get('output'), 80)}"
+            lines.append(head)
+            return
+        title = f'stage "{node.name}"' if node.kind == "stage" else f"{node.kind} {node.name}"
+        head = f"{pad}{mark} {title}"
+        if node.state == "failed" and node.data.get("code"):
+            head += f": {node.data.get('code')}"
+        lines.append(head)
+        if node.progress is not None:
+            done, total = node.progress.get("done"), node.progress.get("total")
+            lines.append(f"{pad}  progress {done if done is not None else ''}"
+                         f"{'/' + str(total) if total is not None else ''} {node.progress.get('message') or ''}".rstrip())
+        for child in node.children:
+            if isinstance(child, Node):
+                self._text_node(child, depth + 1, lines)
+            else:
+                line = self._text_item(child)
+                if line:
+                    lines.append(f"{pad}  {line}")
+
+    def _text_item(self, item: Item) -> str | None:
+        d = item.data
+        if item.kind == "log":
+            return f"log: {d.get('text')}"
+        if item.kind == "verify.evaluated":
+            return f"{'✓' if d.get('passed') else '✗'} verify {d.get('message')}"
+        if item.kind == "require.failed":
+            return f"✗ require {d.get('message')}"
+        if item.kind == "artifact.published":
+            return f"published {d.get('name')}"
+        if item.kind == "approval.requested":
+            approval = self.approval_of(item)
+            verb = "ask" if d.get("kind") == "ask" else "approve"
+            text = f'{verb} "{d.get("question")}"'
+            if approval is None or approval.pending:
+                return text + " … waiting"
+            if approval.error:
+                return text + f" → {approval.error}"
+            answer = "yes" if approval.answer is True else "no" if approval.answer is False else approval.answer
+            return text + f" → {answer} ({approval.by})"
+        return None
+
+
+def _int(value: Any) -> int | None:
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _short(value: Any, limit: int) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _first_line(text: Any) -> str:
+    return str(text or "").split("\n", 1)[0]
