@@ -69,13 +69,13 @@ def _node(model: RunModel, node: Node, live: bool) -> str:
         extra = f' <span class="err">{_e(node.data.get("code"))}: {_e(node.data.get("message") or "")}</span>'
     timing = _elapsed(node.started, node.ended, None) if node.ended and live else ""
     body = ""
+    for child in node.children:
+        body += _node(model, child, live) if isinstance(child, Node) else _item(model, child)
     if node.progress is not None:
         done, total = node.progress.get("done"), node.progress.get("total")
         bar = f'<progress value="{done}" max="{total}"></progress> ' if isinstance(done, int | float) and total else ""
         count = f"{done}/{total}" if total is not None else str(done if done is not None else "")
         body += f"<li>{bar}{_e(count)} {_e(node.progress.get('message') or '')}</li>"
-    for child in node.children:
-        body += _node(model, child, live) if isinstance(child, Node) else _item(model, child)
     return (f'<li class="state-{node.state}"><span class="mark">{_MARK[node.state]}</span> {title}{extra}'
             f' <span class="meta">{_e(timing)}</span>' + (f"<ul>{body}</ul>" if body else "") + "</li>")
 

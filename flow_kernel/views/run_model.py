@@ -239,10 +239,6 @@ class RunModel:
         if node.state == "failed" and node.data.get("code"):
             head += f": {node.data.get('code')}"
         lines.append(head)
-        if node.progress is not None:
-            done, total = node.progress.get("done"), node.progress.get("total")
-            lines.append(f"{pad}  progress {done if done is not None else ''}"
-                         f"{'/' + str(total) if total is not None else ''} {node.progress.get('message') or ''}".rstrip())
         for child in node.children:
             if isinstance(child, Node):
                 self._text_node(child, depth + 1, lines)
@@ -250,6 +246,10 @@ class RunModel:
                 line = self._text_item(child)
                 if line:
                     lines.append(f"{pad}  {line}")
+        if node.progress is not None:  # the latest progress of the scope, after what it reports on
+            done, total = node.progress.get("done"), node.progress.get("total")
+            lines.append(f"{pad}  progress {done if done is not None else ''}"
+                         f"{'/' + str(total) if total is not None else ''} {node.progress.get('message') or ''}".rstrip())
 
     def _text_item(self, item: Item) -> str | None:
         d = item.data

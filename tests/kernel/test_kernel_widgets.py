@@ -1,0 +1,101 @@
+"""The live run view over the real protocol: a prompt answered by a button click while the
+cell runs (the click sent as the frontend sends it, a comm message), `ask` choices,
+`%background` with `%approve` and `%wait`, and headless runs failing closed at once."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.kernel.kernel_helpers import TIMEOUT, collect, execute, start
+
+
+@pytest.fixture(scope="module")
+def kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    km, kc = start(tmp_path_factory.mktemp("widgets"))
+    yield kc
+    kc.stop_channels()
+    km.shutdown_kernel(now=True)
+
+
+def click_when_shown(kc: Any, msg_id: str, description: str, seen: list[dict[str, Any]]) -> None:
+    """Wait for the button `description` of the cell's view to be opened, then click it."""
+    deadline = time.time() + TIMEOUT
+    while time.time() < deadline:
+        msg = kc.get_iopub_msg(timeout=TIMEOUT)
+        seen.append(msg)
+        if msg["msg_type"] != "comm_open":
+            continue
+        state = msg["content"]["data"].get("state", {})
+        if state.get("_model_name") == "ButtonModel" and state.get("description") == description:
+            click = kc.session.msg("comm_msg", {"comm_id": msg["content"]["comm_id"],
+                                                "data": {"method": "custom", "content": {"event": "click"}}})
+            kc.shell_channel.send(click)
+            return
+    raise AssertionError(f"no {description!r} button")
+
+
+def run_and_click(kc: Any, code: str, button: str) -> Any:
+    msg_id = kc.execute(code, allow_stdin=True)  # what JupyterLab sends: a person is there
+    started = time.perf_counter()
+    seen: list[dict[str, Any]] = []
+    click_when_shown(kc, msg_id, button, seen)
+    reply = collect(kc, msg_id, started)
+    reply.outputs = [m for m in seen if m["parent_header"].get("msg_id") == msg_id and
+                     m["msg_type"] not in ("status", "execute_input")] + reply.outputs
+    return reply
+
+
+def summary(reply: Any) -> str:
+    texts = [c["data"]["text/plain"] for c in reply.of("display_data") if c["data"].get("text/plain", "").startswith("Flow run:")]
+    assert texts, reply.outputs
+    return str(texts[-1])
+
+
+def test_approve_clicked_while_the_cell_runs(kernel: Any) -> None:
+    reply = run_and_click(kernel, 'let ok = approve "Ship it?"\nok', "Approve")
+    assert reply.status == "ok" and reply.result == "true"
+    assert 'approve "Ship it?" → yes (interactive)' in summary(reply)
+    live = [c for c in reply.of("display_data") if "application/vnd.jupyter.widget-view+json" in c["data"]]
+    assert live and live[0]["data"]["text/plain"] == "Flow run (live view)"
+
+
+def test_deny_clicked(kernel: Any) -> None:
+    reply = run_and_click(kernel, 'let ok = approve "Delete everything?"\nok ? "deleted" : "kept"', "Deny")
+    assert reply.result == "kept"
+    assert 'approve "Delete everything?" → no (interactive)' in summary(reply)
+
+
+def test_ask_with_choices(kernel: Any) -> None:
+    reply = run_and_click(kernel, 'let which = ask "Which draft?" choice ["A", "B"]\nwhich', "B")
+    assert reply.result == "B"
+    assert 'ask "Which draft?" → B (interactive)' in summary(reply)
+
+
+def test_headless_runs_fail_closed_at_once(kernel: Any) -> None:
+    reply = execute(kernel, 'approve "Anyone?"')  # allow_stdin False: nbclient, nbval
+    assert reply.status == "error" and reply.content["ename"] == "operator-unavailable"
+    assert reply.seconds < 20
+
+
+def test_background_run_answered_from_a_later_cell(kernel: Any) -> None:
+    started = execute(kernel, '%background\nagent a { model: "scripted", script: ["done"] }\n'
+                              'let go = approve "Deploy?"\ngo ? a("deploy") : "skipped"')
+    assert started.status == "ok"
+    text = started.of("display_data")[-1]["data"]["text/plain"]
+    run = text.split()[1]
+    assert text.startswith(f"run {run} goes on in the background")
+    assert execute(kernel, "1 + 1").result == "2"  # the kernel is free meanwhile
+    bad = execute(kernel, f"%approve {run} maybe")
+    assert bad.status == "error" and "usage: %approve RUN yes|no" in bad.content["evalue"]
+    approved = execute(kernel, f"%approve {run} yes")
+    assert approved.status == "ok", approved.outputs
+    waited = execute(kernel, f"%wait {run}")
+    assert waited.of("display_data")[-1]["data"]["text/plain"] == f"run {run}: completed"
+    late = execute(kernel, f"%approve {run} yes")
+    assert late.status == "error" and "has ended" in late.content["evalue"]
+    unknown = execute(kernel, "%wait rnope")
+    assert unknown.status == "error" and "no background run" in unknown.content["evalue"]
