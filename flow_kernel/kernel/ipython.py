@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextvars
 import json
 import shlex
 from pathlib import Path
@@ -74,12 +75,59 @@ _parser.add_argument("--operator", metavar="POLICY")
 
 class FlowMagics:
     def __init__(self, shell: Any) -> None:
+        from flow_kernel.runtime.operator import Operator
+
         self.shell = shell
-        self.session = Session(directory=Path.cwd(), operator="none")
+        self.session = Session(directory=Path.cwd(), operator=Operator("interactive", callback=self._ask))
         self.session.tools = TOOLS
         self.cells = 0
         # In a Jupyter kernel the loop lives as long as the kernel: keep the sandbox warm.
         self.persistent_loop = getattr(shell, "kernel", None) is not None
+        self.view: Any = None  # the running cell's RunView, if it has one
+
+    async def _ask(self, request: dict[str, Any]) -> Any:
+        """Interactive prompts in the cell's run view, when a person is there (the frontend
+        allows input); otherwise fail closed, as nbval and nbclient cannot answer."""
+        from flow_kernel.errors import OperatorUnavailableError
+
+        kernel = getattr(self.shell, "kernel", None)
+        if self.view is not None and getattr(kernel, "_allow_stdin", False):
+            return await self.view.ask(request)
+        raise OperatorUnavailableError(f"no operator can answer {request.get('question')!r} here "
+                                       "(use %%flow --operator auto-approve | auto-deny | answers:PATH)")
+
+    def _make_view(self, name: str) -> Any:
+        if self.shell.__class__.__name__ != "ZMQInteractiveShell":
+            return None  # a terminal: no widgets
+        try:
+            from IPython.display import display
+
+            from flow_kernel.views.run_view import RunView
+
+            self.view = RunView(name)
+        except ImportError:
+            return None
+        display(self.view.mimebundle(), raw=True)
+        return self.view
+
+    def _finish_view(self, outcome: Any, code: str, name: str) -> None:
+        view, self.view = self.view, None
+        if view is None:
+            return
+        from IPython.display import display
+
+        error = None
+        line = None
+        if outcome.error is not None:
+            e = outcome.error
+            error = {"code": e.code, "message": e.message, "span": e.span, "stage": e.stage}
+            lines = code.split("\n")
+            number = int((e.span or {}).get("line") or 0)
+            line = lines[number - 1] if (e.span or {}).get("file") == name and 0 < number <= len(lines) else None
+        view.finish(outcome.result, error, outcome.steps, line, outcome.events)
+        bundle = view.static_bundle()
+        view.close()
+        display(bundle, raw=True)
 
     async def run(self, line: str, code: str) -> Any:
         try:
@@ -88,13 +136,29 @@ class FlowMagics:
             raise ValueError(f"%%flow: bad arguments {line!r}: use [--out NAME] [--operator POLICY]") from None
         if args.out is not None and not args.out.isidentifier():
             raise ValueError(f"%%flow --out: {args.out!r} is not a Python name")
-        if args.operator is not None:
+        if args.operator == "interactive":  # the person at the run view's prompts
+            from flow_kernel.runtime.operator import Operator
+
+            self.session.set_operator(Operator("interactive", callback=self._ask))
+        elif args.operator is not None:
             self.session.set_operator(args.operator)
         self.cells += 1
         name = f"<flow cell {self.cells}>"
         self._import_python_values(code, name)
+        from flow_kernel.views.live import LiveView
+
+        live = LiveView(lambda: self._make_view(name))
+        # Events reach the sinks from the sandbox's reader task, whose context is the cell
+        # that started the process; ipykernel takes an output's parent from the context, so
+        # the sinks run in this cell's.
+        cell = contextvars.copy_context()
+
+        def in_cell(event: dict[str, Any]) -> None:
+            cell.run(_print_sink, event)
+            cell.run(live.sink, event)
+
         try:
-            outcome = await self.session.run_async(code, name=name, sinks=[_print_sink])
+            outcome = await self.session.run_async(code, name=name, sinks=[in_cell])
         except CompileError as exc:
             from flow_kernel.diagnostics.render import render_text
 
@@ -102,6 +166,7 @@ class FlowMagics:
         finally:
             if not self.persistent_loop:
                 await self.session.aclose()
+        self._finish_view(outcome, code, name)
         if outcome.error is not None:
             lines = code.split("\n")
             raise FlowRunError(outcome.error, describe_error(

@@ -34,6 +34,7 @@ from flow_kernel.runtime.render import render_value
 from flow_kernel.runtime.report import describe_error
 from flow_kernel.runtime.run import RunOutcome, new_run_id
 from flow_kernel.runtime.session import CompileError, Session
+from flow_kernel.views.live import LiveView
 
 LANGUAGE_INFO: dict[str, object] = {
     "name": "flow",
@@ -149,7 +150,7 @@ class FlowKernel(Kernel):
         self.interactive[run_id] = self._allow_stdin or background
         parent = self._cell_parent
         self._cell_loop = asyncio.get_running_loop()
-        view = LiveView(self, name, run_id, silent, parent)
+        view = LiveView(lambda: self.new_view(name, run_id, silent, parent))
         task = asyncio.ensure_future(self.flow.run_async(
             compiled, name=name, run_id=run_id, sinks=[lambda event: self._on_event(event, silent, parent), view.sink]))
         if background:
@@ -401,39 +402,6 @@ class FlowKernel(Kernel):
         from flow_kernel.kernel.assist import is_complete
 
         return is_complete(code)
-
-
-class LiveView:
-    """A run's view, made at its first event worth showing (an agent call, a stage, an
-    approval, a log…): a cell that only computes or declares shows just its result. The
-    same events make the same decision, so outputs stay the same from run to run."""
-
-    SHOWN = ("pipeline.", "stage.", "agent.", "approval.", "verify.", "require.", "progress", "log",
-             "artifact.")
-
-    def __init__(self, kernel: FlowKernel, name: str, run_id: str, silent: bool,
-                 parent: dict[str, Any] | None) -> None:
-        self.kernel, self.name, self.run_id, self.silent, self.parent = kernel, name, run_id, silent, parent
-        self.view: Any = None
-        self.early: list[dict[str, Any]] = []
-        self.off = False
-
-    def sink(self, event: dict[str, Any]) -> None:
-        if self.view is not None:
-            self.view.sink(event)
-            return
-        if self.off:
-            return
-        self.early.append(event)
-        kind = str(event.get("type"))
-        if kind.startswith(self.SHOWN) or (kind == "workflow.started" and (event.get("span") or {}).get("parent")):
-            self.view = self.kernel.new_view(self.name, self.run_id, self.silent, self.parent)
-            if self.view is None:
-                self.off = True
-                return
-            for earlier in self.early:
-                self.view.sink(earlier)
-            self.early.clear()
 
 
 def _text(text: str) -> dict[str, Any]:

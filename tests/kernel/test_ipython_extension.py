@@ -70,3 +70,31 @@ def test_non_json_python_values_stay_unknown_to_flow(python_kernel: Any) -> None
 
 
 del Path
+
+
+def test_flow_cells_get_the_run_view_and_its_summary(python_kernel: Any) -> None:
+    kc = python_kernel
+    cell = execute(kc, '%%flow --operator auto-approve\nagent a { model: "scripted", script: ["hi"] }\n'
+                       'stage "greet" { let said = a("hello") }\nlet ok = approve "Done?"\nok')
+    assert cell.status == "ok", cell.outputs
+    shown = [c["data"] for c in cell.of("display_data")]
+    assert shown[0]["text/plain"] == "Flow run (live view)" and "application/vnd.jupyter.widget-view+json" in shown[0]
+    text = shown[-1]["text/plain"].splitlines()
+    assert text[0].startswith("Flow run: completed") and '  ✓ stage "greet"' in text
+    assert '  approve "Done?" → yes (auto-approve)' in text
+    assert "text/html" in shown[-1] and cell.result == "true"
+
+
+def test_a_prompt_in_a_flow_cell_is_clicked(python_kernel: Any) -> None:
+    from tests.kernel.test_kernel_widgets import run_and_click
+
+    kc = python_kernel
+    reply = run_and_click(kc, '%%flow --operator interactive\nlet ok = approve "Ship?"\nok', "Approve")
+    assert reply.status == "ok" and reply.result == "true"
+
+
+def test_prints_belong_to_their_own_cell(python_kernel: Any) -> None:
+    kc = python_kernel
+    for word in ("one", "two", "three"):
+        cell = execute(kc, f'%%flow\nprint "{word}"')
+        assert cell.stdout == f"{word}\n"
