@@ -31,6 +31,8 @@ TYPED = [
     "flow_kernel/sandbox/inprocess.py",
     "flow_kernel/kernel",
     "flow_kernel/__main__.py",
+    "flow_kernel/views",
+    "flow_kernel/bench",
 ]
 
 
