@@ -3,7 +3,7 @@ any Pygments consumer once the `pygments.lexers` entry point `flow` is installed
 
 The keyword list comes from `flow_kernel.lang.tokens.RESERVED` and the builtins from
 `flow_kernel.lang.builtins.BUILTINS`, so the highlighter follows the compiler.
-The JupyterLab mode in `labextension/src/mode.js` mirrors these token classes; keep
+The JupyterLab mode in `labextension/src/mode.ts` mirrors these token classes; keep
 the two in step.
 
 Token classes:
@@ -66,6 +66,7 @@ __all__ = [
     "KEYWORDS",
     "NAMESPACE_KEYWORDS",
     "OPERATOR_WORDS",
+    "PSEUDO_NAMES",
     "TYPE_NAMES",
     "FlowLexer",
 ]
@@ -136,10 +137,10 @@ class FlowLexer(RegexLexer):  # type: ignore[misc]
             # A reserved word as an object key, type field or named argument is a plain name
             # (`{type: "x"}`, `{ stage?: string }`); constants keep their class (`c ? true : x`).
             (_words(RESERVED - CONSTANTS) + r"(?=" + _WS + r"*\??" + _WS + r"*:)", Name),
-            # Declarations and the name they declare.
-            (r"(agent|team|type)(\s+)(" + _ID + ")" + _END, bygroups(Keyword.Declaration, Whitespace, Name.Class)),
-            (r"(workflow|tool)(\s+)(" + _ID + ")" + _END, bygroups(Keyword.Declaration, Whitespace, Name.Function)),
-            (r"(let|var)(\s+)(" + _ID + ")" + _END, bygroups(Keyword.Declaration, Whitespace, Name.Variable)),
+            # Declarations and the name they declare (on the same line).
+            (r"(agent|team|type)(" + _WS + r"+)(" + _ID + ")" + _END, bygroups(Keyword.Declaration, Whitespace, Name.Class)),
+            (r"(workflow|tool)(" + _WS + r"+)(" + _ID + ")" + _END, bygroups(Keyword.Declaration, Whitespace, Name.Function)),
+            (r"(let|var)(" + _WS + r"+)(" + _ID + ")" + _END, bygroups(Keyword.Declaration, Whitespace, Name.Variable)),
             (r"(requires)(" + _WS + r"+)(approval)" + _END, bygroups(Keyword, Whitespace, Keyword)),
             (_words(NAMESPACE_KEYWORDS), Keyword.Namespace),
             (_words(DECLARATION_KEYWORDS), Keyword.Declaration),
@@ -151,7 +152,7 @@ class FlowLexer(RegexLexer):  # type: ignore[misc]
             # operand follows on the same line; ordinary names elsewhere.
             (_words(CONTEXTUAL_KEYWORDS) + r"(?=" + _WS + r'+[\[{("A-Za-z0-9_])', Keyword),
             # `int(minimum: 0)` is a constrained type, `int(x)` a conversion.
-            (_words(TYPE_NAMES) + r"(?=" + _WS + r"*\(\s*" + _ID + r"\s*:)", Keyword.Type),
+            (_words(TYPE_NAMES) + r"(?=" + _WS + r"*\(" + _WS + r"*" + _ID + _WS + r"*:)", Keyword.Type),
             (_words(BUILTIN_NAMES) + r"(?=" + _WS + r"*\()", Name.Builtin),
             (_words(TYPE_NAMES), Keyword.Type),
             (_ID, Name),

@@ -5,7 +5,11 @@ builtin tables follow the compiler, and random text never raises and round-trips
 from __future__ import annotations
 
 import importlib.metadata
+import json
 import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -353,3 +357,97 @@ def test_error_tokens_only_where_the_compiler_reports_syntax_errors(text: str) -
         return
     codes = {d.code for d in check(SourceFile("soup.flow", text)).diagnostics}
     assert any(code.startswith("F1") for code in codes), (text, codes)
+
+
+# -- the JupyterLab mode (labextension/src/mode.ts) mirrors this lexer -----------------
+
+LAB = ROOT / "labextension"
+WORDS_SCRIPT = LAB / "scripts" / "generate_words.py"
+TOKENS_SCRIPT = LAB / "scripts" / "tokens.cjs"
+
+
+@pytest.mark.skipif(not WORDS_SCRIPT.exists(), reason="labextension/ sources are not in this tree (an sdist)")
+def test_lab_mode_word_lists_are_generated_from_this_lexer() -> None:
+    result = subprocess.run([sys.executable, str(WORDS_SCRIPT), "--check"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+
+
+def _node_ready() -> bool:
+    return (shutil.which("node") is not None and TOKENS_SCRIPT.exists()
+            and (LAB / "node_modules" / "typescript").is_dir()
+            and (LAB / "node_modules" / "@codemirror" / "language").is_dir())
+
+
+def _pygments_styles(text: str) -> list[str | None]:
+    """One style per character, named like the CodeMirror mode's tokens."""
+    styles: list[str | None] = []
+    for ttype, value in tokens(text):
+        if ttype in (Whitespace, Text):
+            name = None
+        elif ttype is Keyword.Constant and value == "null":
+            name = "KeywordConstantNull"
+        else:
+            name = "".join(str(ttype).split(".")[1:]).replace("Literal", "")
+        styles += [name] * len(value)
+    return styles
+
+
+def _codemirror_styles(texts: list[str]) -> list[list[str | None]]:
+    result = subprocess.run(["node", str(TOKENS_SCRIPT)], input=json.dumps(texts), capture_output=True,
+                            text=True, cwd=LAB, timeout=120, check=True)
+    out: list[list[str | None]] = []
+    for toks in json.loads(result.stdout):
+        styles: list[str | None] = []
+        for style, value in toks:
+            styles += [style] * len(value)
+        out.append(styles)
+    return out
+
+
+def assert_same_styles(texts: list[str]) -> None:
+    for text, cm in zip(texts, _codemirror_styles(texts), strict=True):
+        py = _pygments_styles(text)
+        assert len(cm) == len(py) == len(text)
+        # A line end is no token in CodeMirror (Pygments has it in a triple-quoted string).
+        diff = next((i for i, (a, b) in enumerate(zip(py, cm, strict=True)) if a != b and text[i] != "\n"), None)
+        if diff is not None:
+            line = text.count("\n", 0, diff) + 1
+            raise AssertionError(f"{text!r}\nline {line}, offset {diff} ({text[diff]!r}): Pygments {py[diff]}, "
+                                 f"CodeMirror {cm[diff]}\n{text[max(0, diff - 40):diff + 40]!r}")
+
+
+_needs_node = pytest.mark.skipif(not _node_ready(), reason="needs node and `npm ci` in labextension/")
+# CodeMirror splits lines at \r too, and \u2028 is a line end for neither: keep inputs to \n.
+_LINE_TEXT = st.text(alphabet=FLOW_CHARS.replace("\r", ""), max_size=200)
+
+
+@_needs_node
+def test_lab_mode_matches_pygments_on_files() -> None:
+    texts = [p.read_text(encoding="utf-8") for p in [*EXAMPLES, *CASES, *CORPUS]]
+    assert_same_styles([t.replace("\r", "") for t in texts])
+
+
+@_needs_node
+@settings(max_examples=20, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(texts=st.lists(flow_programs() | token_soup.map(lambda s: s.replace("\r", "")) | _LINE_TEXT,
+                      min_size=8, max_size=8))
+def test_lab_mode_matches_pygments_on_random_programs(texts: list[str]) -> None:
+    assert_same_styles(texts)
+
+
+BUNDLE = ROOT / "flow_kernel" / "labextension"
+
+
+def test_the_built_lab_extension_is_present_and_current() -> None:
+    """The prebuilt bundle (committed; the wheel ships it as shared data) loads its
+    remote entry and carries the current word lists (rebuild it after changing them)."""
+    meta = json.loads((BUNDLE / "package.json").read_text(encoding="utf-8"))
+    assert meta["name"] == "flow-kernel-lab"
+    assert meta["jupyterlab"]["extension"] is True
+    entry = BUNDLE / meta["jupyterlab"]["_build"]["load"]
+    assert entry.is_file() and re.fullmatch(r"remoteEntry\.[0-9a-f]+\.js", entry.name)
+    bundle = "".join(p.read_text(encoding="utf-8") for p in (BUNDLE / "static").glob("*.js"))
+    for word in sorted(BUILTIN_NAMES | RESERVED | TYPE_NAMES):
+        assert f'"{word}"' in bundle, f"{word} is not in the built mode: run `npm run build` in labextension/"
+    assert "text/x-flow" in bundle

@@ -32,6 +32,7 @@ TYPED = [
     "flow_kernel/kernel",
     "flow_kernel/__main__.py",
     "flow_kernel/views",
+    "flow_kernel/highlight.py",
     "flow_kernel/bench",
 ]
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import html
 import json
 import os
 import traceback
@@ -322,9 +321,10 @@ class FlowKernel(Kernel):
         return self._error(error.code, error.message, describe_error(error, self._source_line), silent)
 
     def _diagnostics_error(self, diagnostics: list[Diagnostic], silent: bool) -> dict[str, Any]:
+        from flow_kernel.views.diagnostics_view import diagnostics_bundle
+
         errors = [d for d in diagnostics if d.is_error]
-        text = _render_diagnostics(diagnostics)
-        self._display({"text/plain": text.rstrip("\n"), "text/html": f"<pre>{html.escape(text)}</pre>"}, silent)
+        self._display(diagnostics_bundle(diagnostics), silent)
         first = errors[0] if errors else None
         evalue = f"{len(errors)} error(s)" + (f"; first: {first.code} {first.message}" if first else "")
         return self._error("CompileError", evalue, [f"CompileError: {evalue}"], silent)

@@ -150,7 +150,8 @@ class AgentPipeline:
         try:
             name = self._resolve(payload)
         except FlowError as exc:
-            self._event("agent.failed", payload, {"agent": None, "label": label, "code": exc.code, "message": exc.message})
+            self._event("agent.failed", payload, {"agent": payload.get("member"), "team": payload.get("team"),
+                                                  "label": label, "code": exc.code, "message": exc.message})
             raise
         started = time.monotonic()
         prepared: _Call | None = None
@@ -283,7 +284,7 @@ class AgentPipeline:
             fresh = True  # a retry starts over: a new attempt, not a repair of the last output
             while True:
                 self._charge(call.payload.get("frame"), spec.name)
-                is_repair = not fresh and bool(log) and log[-1]["kind"] == "invalid"
+                is_repair = not fresh and bool(log) and bool(log[-1].get("invalid"))
                 fresh = False
                 kind = "repair" if is_repair else "attempt"
                 repair_of = {"previousOutput": log[-1]["output"], "errors": log[-1]["errors"]} if is_repair else None
@@ -300,7 +301,8 @@ class AgentPipeline:
                 if not errors:
                     log.append({"kind": kind, "attempt": attempt, "ok": True})
                     return output
-                log.append({"kind": "invalid", "attempt": attempt, "errors": errors, "output": output})
+                # kind says what this try was (an attempt or a repair); invalid, why it did not count
+                log.append({"kind": kind, "attempt": attempt, "invalid": True, "errors": errors, "output": output})
                 if repairs_left > 0:
                     repairs_left -= 1
                     continue

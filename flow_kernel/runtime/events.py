@@ -13,6 +13,7 @@ of the same program with the same input and answers. `canonical` gives that sequ
 from __future__ import annotations
 
 import copy
+import re
 from typing import Any
 
 Event = dict[str, Any]
@@ -20,6 +21,14 @@ Event = dict[str, Any]
 # Events the host adds after the sandbox has gone (a dead sandbox, an invalid result) sort last.
 LAST = [[1 << 62]]
 TIMING_KEYS = ("latency_ms", "elapsed_ms", "duration_ms")
+
+
+_DEFAULT_LABEL = re.compile(r"[A-Za-z_][\w.]*@\d+:\d+")
+
+
+def is_default_label(label: Any) -> bool:
+    """A label the compiler gave (`<agent or team.member>@line:col`), not worth showing."""
+    return isinstance(label, str) and _DEFAULT_LABEL.fullmatch(label) is not None
 
 
 def sub_order(payload: dict[str, Any]) -> list[Any]:

@@ -306,7 +306,7 @@ class OpenTelemetrySink:
                 attributes["flow.attempts"] = len(attempts)
                 attributes["flow.calls"] = sum(1 for e in entries if e.get("kind") in ("attempt", "repair"))
                 attributes["flow.repairs"] = sum(1 for e in entries if e.get("kind") == "repair")
-                attributes["flow.invalid_outputs"] = sum(1 for e in entries if e.get("kind") == "invalid")
+                attributes["flow.invalid_outputs"] = sum(1 for e in entries if e.get("invalid"))
             usage = data.get("usage")
             if isinstance(usage, dict):
                 for key, value in usage.items():

@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 from typing import Any, TextIO
 
+from flow_kernel.runtime.events import is_default_label
+
 _MARK = {"completed": "✓", "failed": "✗", "started": "▸"}
 _PLAIN = {"completed": "ok", "failed": "FAIL", "started": ">"}
 
@@ -62,7 +64,7 @@ class TerminalProgress:
         depth = self.depth.get(span_id, 0)
         name = data.get("agent") if head == "agent" else data.get("name")
         title = f"{head} {name}" if head != "stage" else f'stage "{name}"'
-        if head == "agent" and data.get("label") and not str(data["label"]).startswith(f"{name}@"):
+        if head == "agent" and data.get("label") and not is_default_label(data["label"]):
             title += f" [{data['label']}]"
         mark = self.marks[phase]
         if phase == "completed":

@@ -12,6 +12,7 @@ import html
 import json
 from typing import Any
 
+from flow_kernel.runtime.events import is_default_label
 from flow_kernel.views.run_model import Item, Node, RunModel
 
 STYLE = """<style>
@@ -94,7 +95,7 @@ def _agent(node: Node, live: bool) -> str:
     if d.get("provider") and d.get("provider") != d.get("model"):
         meta.append(f"{d.get('provider')}/{d.get('model')}")
     label = d.get("label")
-    shown = f" [{_e(label)}]" if label and not str(label).startswith(f"{node.name}@") else ""
+    shown = f" [{_e(label)}]" if label and not is_default_label(label) else ""
     summary = (f'<summary><span class="mark">{_MARK[node.state]}</span> agent <strong>{_e(node.name)}</strong>{shown}'
                f' <span class="meta">{_e(" · ".join(meta))}</span>')
     if node.state == "failed":
@@ -121,7 +122,7 @@ def _attempt(a: dict[str, Any]) -> str:
     head = f"{_e(a.get('kind'))} {a.get('attempt')}"
     if a.get("ok"):
         return f'<li class="ok">{head}: valid</li>'
-    if a.get("kind") == "invalid":
+    if a.get("invalid"):
         errors = "".join(f"<li>{_e(e)}</li>" for e in a.get("errors") or [])
         return f'<li class="err">{head}: invalid output {_e(_compact(a.get("output")))}<ul>{errors}</ul></li>'
     return f'<li class="err">{head}: {_e(a.get("error"))} {_e(a.get("message") or "")}</li>'

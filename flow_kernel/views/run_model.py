@@ -13,6 +13,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from flow_kernel.runtime.events import is_default_label
+
 Event = dict[str, Any]
 
 SCOPES = ("workflow", "pipeline", "stage", "agent")
@@ -226,7 +228,7 @@ class RunModel:
             if repairs:
                 extra += f" ({repairs} repair{'s' if repairs != 1 else ''})"
             label = node.data.get("label")
-            shown = f" [{label}]" if label and not str(label).startswith(f"{node.name}@") else ""
+            shown = f" [{label}]" if label and not is_default_label(label) else ""
             head = f"{pad}{mark} agent {node.name}{shown}{extra}"
             if node.state == "failed":
                 head += f": {node.data.get('code')} {_first_line(node.data.get('message'))}"

@@ -102,11 +102,12 @@ def test_retry_happens_only_on_the_listed_codes() -> None:
     not_listed = run(RETRY_ONLY_INVOCATION % "agent-invocation")
     assert not_listed.error is not None and not_listed.error.code == "output-validation"
     failed = next(e for e in not_listed.events if e["type"] == "agent.failed")
-    assert [a["kind"] for a in failed["data"]["attempts"]] == ["invalid"]  # one attempt, no retry
+    assert [(a["kind"], a.get("invalid")) for a in failed["data"]["attempts"]] == [("attempt", True)]  # no retry
     listed = run(RETRY_ONLY_INVOCATION % "output-validation")
     assert listed.error is None and listed.result == {"n": 1}
     done = next(e for e in listed.events if e["type"] == "agent.completed")
-    assert [(a["kind"], a["attempt"]) for a in done["data"]["attempts"]] == [("invalid", 1), ("attempt", 2)]
+    assert [(a["kind"], a["attempt"], bool(a.get("invalid"))) for a in done["data"]["attempts"]] == [
+        ("attempt", 1, True), ("attempt", 2, False)]
 
 
 def test_team_resolution_at_runtime() -> None:
@@ -140,3 +141,13 @@ def test_an_interactive_operator_is_a_callback() -> None:
     assert [(r["kind"], r["question"]) for r in asked] == [("approve", "Ship?"), ("ask", "Which?")]
     resolved = [e["data"] for e in outcome.events if e["type"] == "approval.resolved"]
     assert [(d["answer"], d["by"]) for d in resolved] == [(True, "interactive"), ("y", "interactive")]
+
+
+def test_expect_clauses_may_use_builtins() -> None:
+    outcome = run('''agent a { model: "scripted", script: ["much too long a summary", "short"] }
+let s = a("summarise") expect len(it) <= 10 : "at most 10 characters"
+s''')
+    assert outcome.error is None, outcome.to_json()
+    assert outcome.result == "short"
+    done = next(e for e in outcome.events if e["type"] == "agent.completed")
+    assert done["data"]["attempts"][0]["errors"] == ["at most 10 characters"]

@@ -297,7 +297,9 @@ class Runtime:
         payload = dict(target, prompt=prompt, options=options, call=call, expect=check is not None,
                        order=branch.order(index))
         if check is not None:
-            self.expectations[call] = check
+            # The host asks for the check from outside this task: it runs in the call's context
+            # (its frame for steps and deadline, its branch for ids).
+            self.expectations[call] = (check, contextvars.copy_context())
         try:
             return await self._host("agent", payload)
         finally:
@@ -305,11 +307,12 @@ class Runtime:
 
     async def expect(self, call, output):
         """Failed `expect` messages for a candidate output (asked by the host)."""
-        check = self.expectations.get(call)
-        if check is None:
+        entry = self.expectations.get(call)
+        if entry is None:
             return []
+        check, context = entry
         try:
-            pairs = await check(output)
+            pairs = await asyncio.get_running_loop().create_task(check(output), context=context)
         except FlowError as exc:
             if exc.fatal:
                 raise

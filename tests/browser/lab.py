@@ -1,0 +1,169 @@
+"""A real JupyterLab on a loopback port and headless Debian Chromium driven by Playwright
+(no browser download), for the browser tests (`pytest -m browser`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+CHROMIUM = "/usr/bin/chromium"
+ARTIFACTS = Path(os.environ.get("FLOW_TEST_ARTIFACTS", Path(__file__).parent / "artifacts"))
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"]
+
+
+def missing() -> str | None:
+    """Why the browser tests cannot run here, or None."""
+    if not Path(CHROMIUM).exists():
+        return f"{CHROMIUM} is missing (apt-get install chromium; .ci/run does it)"
+    for module in ("jupyterlab", "playwright"):
+        try:
+            __import__(module)
+        except ImportError:
+            return f"{module} is not installed (pip install -r requirements-dev.txt)"
+    return None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def jupyter_lab(root: Path, home: Path) -> Iterator[str]:
+    """Start `jupyter lab` serving `root`; yields its URL. A private HOME and Jupyter
+    config/runtime/data dirs keep the user's settings out; the venv's kernel specs (the
+    Flow kernel among them) are still found through sys.prefix."""
+    port = _free_port()
+    env = {**os.environ, "HOME": str(home), "JUPYTER_CONFIG_DIR": str(home / "config"),
+           "JUPYTER_RUNTIME_DIR": str(home / "runtime"), "JUPYTER_DATA_DIR": str(home / "data"),
+           "JUPYTERLAB_SETTINGS_DIR": str(home / "settings"), "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces")}
+    log = (home / "lab.log").open("w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jupyterlab", "--allow-root", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
+         "--IdentityProvider.token=", "--ServerApp.password=", f"--ServerApp.root_dir={root}",
+         "--FileContentsManager.delete_to_trash=False", "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
+        cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/api/status", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.time() > deadline:
+                raise RuntimeError("jupyter lab did not start: " + (home / "lab.log").read_text()[-2000:])
+            time.sleep(0.3)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+class Lab:
+    """One Chromium page on one notebook."""
+
+    def __init__(self, browser: Any, url: str) -> None:
+        self.page = browser.new_page(viewport={"width": 1280, "height": 900})
+        self.url = url
+
+    def open(self, notebook: str) -> None:
+        page = self.page
+        page.goto(f"{self.url}/lab/tree/{notebook}?reset", timeout=60_000)
+        page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
+        # The kernel is up when the status bar says "<kernel> | Idle" (before it connects, the
+        # toolbar's indicator also says idle, for "No Kernel").
+        deadline = time.time() + 90
+        while "| Idle" not in (status := page.locator("#jp-main-statusbar").inner_text()) or "No Kernel" in status:
+            if time.time() > deadline:
+                raise AssertionError(f"the kernel never became idle: {status!r}")
+            time.sleep(0.25)
+
+    def run_cell(self, index: int, timeout: float = 90) -> None:
+        """Click into cell `index` and Shift+Enter, until the cell's prompt shows it is
+        queued or running (a kernel still connecting ignores the first keystroke); returns
+        without waiting for the cell to finish — it may be waiting for a click."""
+        cell = self.page.locator(".jp-Notebook .jp-Cell").nth(index)
+        prompt = cell.locator(".jp-InputPrompt")
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            cell.locator(".jp-InputArea-editor").click()
+            self.page.keyboard.press("Shift+Enter")
+            for _ in range(40):  # a run that started shows [*]: or its count; only then stop
+                if prompt.inner_text().strip() not in ("[ ]:", ""):
+                    return
+                time.sleep(0.25)
+        raise AssertionError(f"cell {index} never started running")
+
+    def click_button(self, name: str, timeout: float = 60_000, gone: bool = True) -> None:
+        """Click the button `name` once it is shown. A widget's first render may not have
+        its click handler yet (seen here: a click lost right after the button appeared), so
+        with `gone` it clicks again until the button goes away (a prompt closes when
+        answered; a second click on an answered prompt changes nothing)."""
+        # A widget button by its text (a role query would also match, say, "approve.ipynb"
+        # in the file browser).
+        button = self.page.locator("button.jupyter-button", has_text=name).first
+        button.wait_for(state="visible", timeout=timeout)
+        for _ in range(10):
+            button.click()
+            if not gone:
+                return
+            try:
+                button.wait_for(state="detached", timeout=3_000)
+                return
+            except Exception:
+                continue
+        raise AssertionError(f"clicking {name!r} did nothing")
+
+    def wait_for_text(self, text: str, index: int | None = None, timeout: float = 60_000) -> None:
+        """Wait for `text` in the outputs (of cell `index`), never in the code."""
+        cells = self.page.locator(".jp-Notebook .jp-Cell")
+        scope = (cells.nth(index) if index is not None else self.page).locator(".jp-OutputArea")
+        scope.get_by_text(text, exact=False).first.wait_for(timeout=timeout)
+
+    def output_text(self, index: int) -> str:
+        return str(self.page.locator(".jp-Notebook .jp-Cell").nth(index).locator(".jp-OutputArea").inner_text())
+
+    def screenshot(self, name: str, index: int | None = None) -> Path:
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        path = ARTIFACTS / name
+        if index is not None:
+            self.page.locator(".jp-Notebook .jp-Cell").nth(index).screenshot(path=str(path))
+        else:
+            self.page.screenshot(path=str(path), full_page=True)
+        return path
+
+
+def write_notebook(path: Path, cells: list[str], kernel: str = "flow") -> None:
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": kernel, "display_name": "Flow" if kernel == "flow" else "Python 3",
+                                 "language": "flow" if kernel == "flow" else "python"}
+    nb.cells = [nbformat.v4.new_code_cell(c) for c in cells]
+    nbformat.write(nb, path)
+
+
+def launch(playwright: Any) -> Any:
+    return playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+
+
+del json, shutil

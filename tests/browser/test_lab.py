@@ -1,0 +1,96 @@
+"""The notebook as a user sees it: a real JupyterLab in headless Chromium. A cell reaches
+`approve`, the Approve (or Deny) button of its run view is clicked while the cell runs,
+and the run's result shows; a broken cell shows its diagnostics view. Screenshots are
+saved as test artifacts (tests/browser/artifacts or $FLOW_TEST_ARTIFACTS)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.browser.lab import Lab, jupyter_lab, launch, missing, write_notebook
+
+pytestmark = pytest.mark.browser
+
+REASON = missing()
+if REASON:
+    pytest.skip(REASON, allow_module_level=True)
+
+TRIAGE = '''agent triager {
+  model: "scripted"
+  output: { id: string, urgent: bool }
+  repair: 1
+  script: [{ id: 7 }, { id: "T1", urgent: true }, { id: "T2", urgent: false }]
+}
+pipeline "support" {
+  stage "triage" {
+    let tickets = ["T1", "T2"]
+    let triaged = parallelMap(tickets, t => triager("Ticket ${t}"), concurrency: 1)
+    emit progress { done: len(triaged), total: len(tickets), message: "tickets triaged" }
+  }
+  stage "escalate" {
+    let ok = approve "Escalate ${count(triaged, r => r.urgent)} urgent ticket?"
+    verify ok : "the operator agreed"
+  }
+}
+ok ? "escalated" : "kept"
+'''
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, str, Path]]:
+    from playwright.sync_api import sync_playwright
+
+    root = tmp_path_factory.mktemp("lab-root")
+    home = tmp_path_factory.mktemp("lab-home")
+    with jupyter_lab(root, home) as url, sync_playwright() as p:
+        browser = launch(p)
+        try:
+            yield browser, url, root
+        finally:
+            browser.close()
+
+
+def test_approve_clicked_in_the_run_view(lab: tuple[Any, str, Path]) -> None:
+    browser, url, root = lab
+    write_notebook(root / "approve.ipynb", [TRIAGE])
+    view = Lab(browser, url)
+    view.open("approve.ipynb")
+    view.run_cell(0)
+    view.click_button("Approve")
+    try:
+        view.wait_for_text("escalated", index=0)
+    except Exception:
+        view.screenshot("run-view-approve-failed.png")
+        raise
+    view.wait_for_text("by interactive", index=0)  # the summary (its HTML) shows who decided
+    text = view.output_text(0)
+    assert "approved" in text and "by interactive" in text
+    view.screenshot("run-view-approved.png", index=0)
+
+
+def test_deny_clicked(lab: tuple[Any, str, Path]) -> None:
+    browser, url, root = lab
+    write_notebook(root / "deny.ipynb", ['let ok = approve "Delete the archive?"\nok ? "deleted" : "kept"'])
+    view = Lab(browser, url)
+    view.open("deny.ipynb")
+    view.run_cell(0)
+    view.click_button("Deny")
+    view.wait_for_text("kept", index=0)
+    assert "denied" in view.output_text(0)
+    view.screenshot("run-view-denied.png", index=0)
+
+
+def test_a_broken_cell_shows_its_diagnostics(lab: tuple[Any, str, Path]) -> None:
+    browser, url, root = lab
+    write_notebook(root / "broken.ipynb", ['let greeting = "hi"\nprint greting'])
+    view = Lab(browser, url)
+    view.open("broken.ipynb")
+    view.run_cell(0)
+    view.wait_for_text("F2001", index=0)
+    text = view.output_text(0)
+    assert "undefined name" in text and "greting" in text
+    view.screenshot("diagnostics.png", index=0)
