@@ -4,6 +4,7 @@ fast semantic tests, this interpreter (`flow_kernel.sandbox.inprocess`)."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 from flow_kernel.runtime.host import HostServices
@@ -31,6 +32,20 @@ class SandboxExecutor:
             await self.pool.close()
 
 
+def _provider_row(name: str, package: str) -> str:
+    """A remote provider's client version and whether its settings are in the environment
+    (set or unset only: never a value)."""
+    from flow_kernel.runtime.config import DEFAULT_KEY_ENV, DEFAULT_URL_ENV
+
+    try:
+        version = __import__(package).__version__
+    except ImportError:
+        return f"{name} not installed (pip install 'flow-kernel[providers]')"
+    url, key = DEFAULT_URL_ENV[name], DEFAULT_KEY_ENV[name]
+    return (f"{name} {version} ({url} {'set' if os.environ.get(url) else 'unset'}, "
+            f"{key} {'set' if os.environ.get(key) else 'unset'})")
+
+
 def doctor_report() -> list[tuple[str, bool | None, str]]:
     """(what, ok / None for "not available here", detail) for `flow doctor`."""
     from flow_kernel.sandbox import install
@@ -54,11 +69,22 @@ def doctor_report() -> list[tuple[str, bool | None, str]]:
     rows.append(("network", True if ns else None, f"sandboxes run without network ({' '.join(ns)})" if ns else
                  "no network namespace on this OS: the sandbox relies on stubbed net/tls modules only"))
     try:
-        import openai
+        from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
 
-        openai_row = f"openai {openai.__version__} (OPENAI_BASE_URL {'set' if os.environ.get('OPENAI_BASE_URL') else 'unset'}, " \
-                     f"OPENAI_API_KEY {'set' if os.environ.get('OPENAI_API_KEY') else 'unset'})"
+        try:
+            rows.append(("kernel", True, f"the Flow kernel spec is in {KernelSpecManager().get_kernel_spec('flow').resource_dir}"))
+        except NoSuchKernel:
+            rows.append(("kernel", False, "no Flow kernel spec found: python -m flow_kernel install --sys-prefix"))
     except ImportError:
-        openai_row = "openai not installed (pip install 'flow-kernel[providers]')"
-    rows.append(("providers", True, f"scripted, mock; {openai_row}"))
+        rows.append(("kernel", None, "jupyter_client is not installed"))
+    remote = [_provider_row(name, package) for name, package in (("openai", "openai"), ("anthropic", "anthropic"))]
+    rows.append(("providers", True, "scripted, mock; " + "; ".join(remote)))
+    from flow_kernel.runtime.config import ConfigError, find_config
+
+    try:
+        config = find_config(Path.cwd())
+        rows.append(("config", True if config.path else None, f"{config.path} (default model: {config.default_model or 'not set'})"
+                     if config.path else "no flow.toml or [tool.flow] here (model \"default\" is not configured)"))
+    except ConfigError as exc:
+        rows.append(("config", False, str(exc)))
     return rows
