@@ -24,7 +24,7 @@ __version__ = "0.1.0"
 _LAZY = {"Session": "flow_kernel.runtime.session", "CompileError": "flow_kernel.runtime.session",
          "RunOutcome": "flow_kernel.runtime.run", "FlowError": "flow_kernel.errors",
          "FlowConfig": "flow_kernel.runtime.config", "Operator": "flow_kernel.runtime.operator",
-         "flow_tool": "flow_kernel.kernel.ipython"}
+         "flow_tool": "flow_kernel.runtime.tools"}
 
 
 def load_ipython_extension(shell: object) -> None:

@@ -30,18 +30,7 @@ from flow_kernel.lang.session import SessionBinding
 from flow_kernel.runtime.render import render_value
 from flow_kernel.runtime.report import describe_error
 from flow_kernel.runtime.session import CompileError, Session
-from flow_kernel.runtime.tools import ToolFunction, ToolRegistry
-
-# Tools registered with @flow_tool, shared by every %%flow session of the process.
-TOOLS = ToolRegistry()
-
-
-def flow_tool(fn: ToolFunction | None = None, *, name: str | None = None) -> Any:
-    """Register a Python function as a Flow tool: `@flow_tool` or `@flow_tool(name="x")`."""
-    if fn is None:
-        return lambda f: TOOLS.register(f, name)
-    return TOOLS.register(fn, name)
-
+from flow_kernel.runtime.tools import TOOLS, flow_tool
 
 class FlowRunError(Exception):
     """A `%%flow` cell whose run failed: `.error` is the FlowError (code, message, span)."""

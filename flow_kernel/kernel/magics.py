@@ -154,6 +154,35 @@ def _allow(session: Session, args: str, plan: CellPlan) -> None:
     plan.outputs.append(text_output("run may start: " + ", ".join(sorted(session.allow_run))))
 
 
+@magic("tools", "%tools FILE.py", "run a Python file on the host; its @flow_tool functions implement `tool` declarations")
+def _tools(session: Session, args: str, plan: CellPlan) -> None:
+    """Tools are host code, so they come from a Python file the user wrote, run in the
+    kernel's process (never in the sandbox); `@flow_tool` marks which functions count."""
+    import runpy
+    import traceback
+
+    from flow_kernel.runtime.tools import TOOLS, flow_tool
+
+    words = _words(args, "tools")
+    if len(words) != 1 or not words[0].endswith(".py"):
+        raise MagicError("usage: %tools FILE.py")
+    path = session.directory / words[0]
+    if not path.is_file():
+        raise MagicError(f"%tools: no file {words[0]} beside the notebook")
+    before = dict(TOOLS.functions)
+    try:
+        runpy.run_path(str(path), init_globals={"flow_tool": flow_tool}, run_name=f"flow_tools_{path.stem}")
+    except Exception as exc:  # the user's file: say where it failed, in their code
+        frame = traceback.extract_tb(exc.__traceback__)[-1]
+        raise MagicError(f"%tools: {words[0]} failed at line {frame.lineno}: {type(exc).__name__}: {exc}") from None
+    found = sorted(name for name, fn in TOOLS.functions.items() if before.get(name) is not fn)
+    if not found:
+        raise MagicError(f"%tools: {words[0]} registers no tool: decorate the functions with @flow_tool")
+    for name in found:
+        session.tools.register(TOOLS.functions[name], name)
+    plan.outputs.append(text_output(f"tools from {words[0]}: {', '.join(found)}"))
+
+
 @magic("input", "%input NAME = JSON", "bind a session value from JSON, as if an earlier cell had `let` it")
 def _input(session: Session, args: str, plan: CellPlan) -> None:
     name, sep, raw = args.partition("=")

@@ -33,7 +33,7 @@ def compile_checked(result: CheckResult, session: SessionScope | None = None) ->
     with _no_cyclic_gc():
         generated = generate(result, set(session.bindings) if session is not None else None)
         written = write(generated.tree, generated.origins)
-        verify(written.tree)
+        verify(written.tree, written.nodes)
     return Compiled(result, written.source, written.source_map, generated.entry_limits)
 
 
@@ -53,4 +53,6 @@ def _no_cyclic_gc() -> Iterator[None]:
 
 def compile_source(source: SourceFile, *, session: SessionScope | None = None, loader: Loader | None = None,
                    cell: bool | None = None) -> Compiled:
-    return compile_checked(check(source, session=session, loader=loader, cell=cell), session)
+    with _no_cyclic_gc():  # checking a big file builds as many long-lived objects as generating it
+        checked = check(source, session=session, loader=loader, cell=cell)
+    return compile_checked(checked, session)

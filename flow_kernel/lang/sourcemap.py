@@ -14,6 +14,7 @@ import ast as py
 import bisect
 from dataclasses import dataclass
 
+from flow_kernel.lang.pytree import all_nodes
 from flow_kernel.source import Span
 
 Position = tuple[int, int, int, int]  # line, col, end_line, end_col (1-based lines, 0-based cols)
@@ -24,6 +25,7 @@ class CompiledPython:
     source: str
     tree: py.Module  # the re-parsed tree: what the verifier checks
     source_map: SourceMap
+    nodes: list[py.AST]  # all of `tree`'s nodes, so that the verifier need not walk it again
 
 
 class SourceMap:
@@ -63,11 +65,12 @@ def write(tree: py.Module, origins: dict[int, Span]) -> CompiledPython:
     source = py.unparse(tree) + "\n"
     reparsed = py.parse(source, "<flow>")
     entries: list[tuple[Position, Span]] = []
-    for built, parsed in zip(py.walk(tree), py.walk(reparsed), strict=True):
+    nodes = all_nodes(reparsed)
+    for built, parsed in zip(all_nodes(tree), nodes, strict=True):
         if type(built) is not type(parsed):
             raise AssertionError(f"unparse changed the tree: {type(built).__name__} became {type(parsed).__name__}")
         span = origins.get(id(built))
         if span is not None and isinstance(parsed, (py.expr, py.stmt)):
             pos = (parsed.lineno, parsed.col_offset, parsed.end_lineno or parsed.lineno, parsed.end_col_offset or 0)
             entries.append((pos, span))
-    return CompiledPython(source, reparsed, SourceMap(entries))
+    return CompiledPython(source, reparsed, SourceMap(entries), nodes)

@@ -14,6 +14,7 @@ import ast as py
 import re
 
 from flow_kernel.lang.builtins import BUILTINS
+from flow_kernel.lang.pytree import all_nodes
 
 ABI_VERSION = 1
 
@@ -51,12 +52,13 @@ class VerificationError(Exception):
         self.node = node
 
 
-def verify(tree: py.Module) -> None:
-    """Raise `VerificationError` unless every node of `tree` is allowed."""
+def verify(tree: py.Module, nodes: list[py.AST] | None = None) -> None:
+    """Raise `VerificationError` unless every node of `tree` is allowed. `nodes`: all of
+    the tree's nodes when the caller has them already (`CompiledPython.nodes`)."""
     for top in tree.body:
         if not isinstance(top, py.AsyncFunctionDef):
             raise VerificationError(f"only async function definitions may stand at module level, found {type(top).__name__}", top)
-    for node in py.walk(tree):
+    for node in all_nodes(tree) if nodes is None else nodes:
         _check_node(node)
     if not any(isinstance(n, py.AsyncFunctionDef) and n.name == "main" for n in tree.body):
         raise VerificationError("the module defines no `main`")

@@ -47,6 +47,18 @@ class ToolRegistry:
         return name in self.functions
 
 
+# Tools registered with `@flow_tool`, shared by the process: the `%%flow` cells of an IPython
+# kernel use them all, the Flow kernel's `%tools FILE.py` takes those its file registers.
+TOOLS = ToolRegistry()
+
+
+def flow_tool(fn: ToolFunction | None = None, *, name: str | None = None) -> Any:
+    """Register a Python function as a Flow tool: `@flow_tool` or `@flow_tool(name="x")`."""
+    if fn is None:
+        return lambda f: TOOLS.register(f, name)
+    return TOOLS.register(fn, name)
+
+
 def tool_spec(check: CheckResult, name: str) -> ToolSpec | None:
     entry = check.decls.get(name)
     if entry is None or entry.kind != "tool" or not isinstance(entry.node, ast.ToolDecl):

@@ -235,6 +235,15 @@ class RunModel:
             elif "output" in node.data:
                 head += f" → {_short(node.data.get('output'), 80)}"
             lines.append(head)
+            # What the agent did on the way: tool approvals, then its tool calls in order.
+            for child in node.children:
+                line = self._text_item(child) if isinstance(child, Item) else None
+                if line:
+                    lines.append(f"{pad}    {line}")
+            calls = node.data.get("tool_calls")
+            for call in calls if isinstance(calls, list) else []:
+                lines.append(f"{pad}    tool {call.get('tool')}({_short(call.get('arguments'), 60)})"
+                             f" → {_short(call.get('result'), 80)}")
             return
         title = f'stage "{node.name}"' if node.kind == "stage" else f"{node.kind} {node.name}"
         head = f"{pad}{mark} {title}"

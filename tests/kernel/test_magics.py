@@ -38,6 +38,9 @@ def texts(plan: object) -> list[str]:
     ("%events", "usage: %events RUN"),
     ("%events r123", "no run `r123`"),
     ("%explain X9", "not a diagnostic code"),
+    ("%tools", "usage: %tools FILE.py"),
+    ("%tools tools.txt", "usage: %tools FILE.py"),
+    ("%tools missing.py", "no file missing.py"),
     ('%allow run "unclosed', "%allow: No closing quotation"),
 ])
 def test_bad_arguments_are_clear_errors(session: Session, cell: str, message: str) -> None:
@@ -98,3 +101,30 @@ def test_type_of_json() -> None:
     assert T.display(type_of_json([1, 2.5])) == "number[]"
     assert T.display(type_of_json({"a": None, "b": [True]})) == "{a: null, b: bool[]}"
     assert type_of_json([]) == T.ArrayType(T.ANY)
+
+
+def test_tools_runs_a_python_file_and_uses_its_flow_tools(session: Session, tmp_path: Path) -> None:
+    (tmp_path / "shop.py").write_text(
+        "from flow_kernel import flow_tool\n\n"
+        "@flow_tool\ndef stock(sku):\n    return {'sku': sku, 'left': len(sku)}\n\n"
+        "@flow_tool(name='price')\ndef price_of(sku):\n    return 9.5\n\n"
+        "def helper():\n    return 'not a tool'\n")
+    plan = plan_cell("%tools shop.py", session)
+    assert texts(plan) == ["tools from shop.py: price, stock"]
+    assert set(session.tools.functions) == {"price", "stock"}
+    program = ('tool stock(sku: string) -> {sku: string, left: int}\n'
+               'agent clerk { model: "mock", tools: [stock], output: string }\n'
+               'clerk("how many ABC are left?")\n')
+    outcome = session.run(program)
+    assert outcome.error is None, outcome.error
+    calls = [e for e in outcome.events if e["type"] == "agent.completed"]
+    assert calls and calls[0]["data"].get("tool_calls"), calls
+
+
+def test_tools_reports_a_file_that_fails_or_registers_nothing(session: Session, tmp_path: Path) -> None:
+    (tmp_path / "broken.py").write_text("x = 1\nraise ValueError('no database')\n")
+    with pytest.raises(MagicError, match=r"broken.py failed at line 2: ValueError: no database"):
+        plan_cell("%tools broken.py", session)
+    (tmp_path / "plain.py").write_text("def lookup(x):\n    return x\n")
+    with pytest.raises(MagicError, match="registers no tool"):
+        plan_cell("%tools plain.py", session)
