@@ -4,6 +4,7 @@ would change from run to run (run ids, timestamps)."""
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 import re
@@ -14,6 +15,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+
+from flow_kernel.source import SourceFile
 
 import pytest
 
@@ -28,6 +31,7 @@ def _load(path: Path) -> dict[str, Any]:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
+@functools.cache
 def _make() -> ModuleType:
     spec = importlib.util.spec_from_file_location("gallery_make", GALLERY / "make.py")
     assert spec is not None and spec.loader is not None
@@ -58,16 +62,16 @@ def _texts(output: dict[str, Any]) -> list[str]:
 
 
 def test_the_gallery_is_there() -> None:
-    assert [p.name[:2] for p in NOTEBOOKS] == ["01", "02", "03", "04", "05", "06"]
+    assert [p.name[:2] for p in NOTEBOOKS] == [f"{n:02d}" for n in range(1, 12)]
     assert (GALLERY / "answers.json").is_file()
     assert not (GALLERY / ".flow").exists()  # make.py removes the run journals
 
 
 def test_nbval_passes_on_every_notebook(tmp_path: Path) -> None:
-    folder = tmp_path / "notebooks"
-    folder.mkdir()
-    for path in [*NOTEBOOKS, GALLERY / "answers.json"]:
-        shutil.copy(path, folder / path.name)
+    # The notebooks with what they use beside them (answers, tools, cassettes), not the
+    # lessons they are built from.
+    shutil.copytree(GALLERY, tmp_path / "notebooks",
+                    ignore=shutil.ignore_patterns("lessons", "make.py", ".flow", "__pycache__", ".ipynb_checkpoints"))
     report = tmp_path / "report.xml"
     proc = subprocess.run([sys.executable, "-m", "pytest", "--nbval", "-q", "-p", "no:cacheprovider",
                            f"--junitxml={report}", "notebooks/"],
@@ -84,8 +88,11 @@ def test_nbval_passes_on_every_notebook(tmp_path: Path) -> None:
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_notebook_is_flow_and_deterministic(path: Path) -> None:
     nb = _load(path)
-    assert nb["metadata"]["kernelspec"] == {"name": "flow", "display_name": "Flow", "language": "flow"}
-    assert nb["metadata"]["language_info"]["name"] == "flow"
+    if path.stem in _make().PYTHON_NOTEBOOKS:  # %%flow in the IPython kernel
+        assert nb["metadata"]["kernelspec"]["name"] == "python3"
+    else:
+        assert nb["metadata"]["kernelspec"] == {"name": "flow", "display_name": "Flow", "language": "flow"}
+        assert nb["metadata"]["language_info"]["name"] == "flow"
     code = [c for c in nb["cells"] if c["cell_type"] == "code"]
     for cell in code:
         assert cell["execution_count"] is not None, "every code cell was executed"
@@ -105,3 +112,101 @@ def test_notebooks_are_what_make_py_says() -> None:
         expected = make.NOTEBOOKS[path.stem]
         assert [(c["cell_type"], "".join(c["source"]), tuple(c["metadata"].get("tags", []))) for c in cells] == \
             [(c.kind, c.source, c.tags) for c in expected], f"{path.name} is stale: run python notebooks/make.py"
+
+
+# -- what the gallery teaches ----------------------------------------------------------------
+# Every statement and expression form, provider, operator policy and runtime error code
+# appears in at least one notebook cell (issue 7). Forms come from the syntax tree's own
+# classes and operator tables, so a new form without a lesson fails this test.
+def _flow_cells() -> list[tuple[str, dict[str, Any]]]:
+    """(Flow source, cell) of every code cell: a Flow notebook's cells with their magic
+    lines blanked, a Python notebook's `%%flow` cells without their first line."""
+    cells = []
+    for path in NOTEBOOKS:
+        nb = _load(path)
+        flow_kernel = nb["metadata"]["kernelspec"]["name"] == "flow"
+        for cell in nb["cells"]:
+            if cell["cell_type"] != "code":
+                continue
+            lines = "".join(cell["source"]).split("\n")
+            if flow_kernel:
+                cells.append(("\n".join("" if line.startswith("%") else line for line in lines), cell))
+            elif lines[0].startswith("%%flow"):
+                cells.append(("\n".join(lines[1:]), cell))
+    return cells
+
+
+def _forms(node: object, seen: set[str]) -> None:
+    from dataclasses import fields, is_dataclass
+
+    from flow_kernel.lang import ast
+
+    if isinstance(node, list):
+        for item in node:
+            _forms(item, seen)
+        return
+    if not is_dataclass(node) or not isinstance(node, ast.Node):
+        return
+    seen.add(type(node).__name__)
+    if isinstance(node, ast.Binary | ast.Unary):
+        seen.add(f"{type(node).__name__} {node.op}")
+    if isinstance(node, ast.Member) and getattr(node, "optional", False):
+        seen.add("Member ?.")
+    for f in fields(node):
+        _forms(getattr(node, f.name), seen)
+
+
+def _all_forms() -> set[str]:
+    from flow_kernel.lang import ast
+    from flow_kernel.lang.parse_expr import KEYWORD_PREC, OP_PREC
+
+    wanted = {cls.__name__ for base in (ast.Expr, ast.Stmt, ast.Decl) for cls in base.__subclasses__()}
+    wanted -= {"ErrorExpr"}  # what the parser makes of broken code
+    wanted |= {f"Binary {op}" for op in (*OP_PREC, *KEYWORD_PREC)} | {"Unary -", "Unary not", "Member ?."}
+    return wanted
+
+
+def _outputs_text(cell: dict[str, Any]) -> str:
+    return "\n".join(text for output in cell["outputs"] for text in _texts(output))
+
+
+def test_every_statement_and_expression_form_is_in_a_cell() -> None:
+    from flow_kernel.diagnostics import Reporter
+    from flow_kernel.lang.parser import parse
+
+    seen: set[str] = set()
+    for source, _ in _flow_cells():
+        _forms(parse(SourceFile("<cell>", source), Reporter()), seen)
+    assert not _all_forms() - seen, f"no notebook cell uses: {sorted(_all_forms() - seen)}"
+
+
+def test_every_provider_and_operator_policy_is_in_a_cell() -> None:
+    from flow_kernel.runtime.agents import PROVIDER_FACTORIES
+    from flow_kernel.runtime.operator import POLICIES
+
+    sources = ["".join(cell["source"]) for path in NOTEBOOKS for cell in _load(path)["cells"]
+               if cell["cell_type"] == "code"]
+    text = "\n".join(sources)
+    providers = {"scripted": 'model: "scripted"', "mock": 'model: "mock"', "replay": "%replay "}
+    providers |= {name: f'model: "{name}/' for name in PROVIDER_FACTORIES}
+    missing = [name for name, needle in providers.items() if needle not in text]
+    policies = [*POLICIES, "answers:"]
+    missing += [f"operator {p}" for p in policies
+                if not re.search(rf"(%operator|--operator) {re.escape(p)}", text)]
+    assert not missing, f"no notebook cell shows: {missing}"
+
+
+def test_every_runtime_error_code_is_in_a_cell() -> None:
+    from flow_kernel.errors import FlowError
+
+    shown: set[str] = set()
+    for path in NOTEBOOKS:
+        for cell in _load(path)["cells"]:
+            if cell["cell_type"] != "code":
+                continue
+            source, outputs = "".join(cell["source"]), _outputs_text(cell)
+            for code in FlowError.by_code:
+                if f"error[{code}]" in outputs or re.search(rf'(catch|on:).*"{code}"', source) or \
+                        any(o.get("ename") == code for o in cell["outputs"]):
+                    shown.add(code)
+    assert not set(FlowError.by_code) - shown, f"no notebook cell shows: {sorted(set(FlowError.by_code) - shown)}"

@@ -58,6 +58,7 @@ class FlowKernel(Kernel):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.flow = Session(directory=Path.cwd(), operator=self._default_operator())
+        self.flow.interactive_callback = self._ask_frontend  # also for a later `%operator interactive`
         self.sources: dict[str, str] = {}  # cell name -> its text, for error excerpts
         self._cell_task: asyncio.Task[Any] | None = None
         self._cell_parent: dict[str, Any] | None = None
@@ -145,6 +146,9 @@ class FlowKernel(Kernel):
         compiled = self.flow.compile(plan.code, name)
         if not compiled.ok:  # diagnostics only: no run view for a cell that cannot run
             return self._diagnostics_error(compiled.check.diagnostics, silent)
+        warnings = [d for d in compiled.check.diagnostics if not d.is_error]
+        if warnings:  # above the run they are about (runtime.md §8)
+            self._stream("stderr", _render_diagnostics(warnings), silent)
         run_id = new_run_id()
         self.interactive[run_id] = self._allow_stdin or background
         parent = self._cell_parent
@@ -170,9 +174,6 @@ class FlowKernel(Kernel):
         finally:
             self._cell_task = None
         self._finish_view(run_id, view, outcome, name, silent)
-        warnings = [d for d in self.flow.last_diagnostics if not d.is_error]
-        if warnings:
-            self._stream("stderr", _render_diagnostics(warnings), silent)
         if outcome.error is not None:
             return self._flow_error(outcome.error, silent)
         if outcome.result is not None and not silent:

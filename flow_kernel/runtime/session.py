@@ -17,6 +17,7 @@ sinks, a cassette to record to or replay from, and the history of its runs.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, overload
@@ -64,6 +65,9 @@ class Session:
         else:
             self.config = find_config(self.directory)
         self.operator = _operator(operator if operator is not None else self.config.operator)
+        # Who answers for `interactive` set by name later (`%operator interactive`): the
+        # frontend's callback when the operator given here has one.
+        self.interactive_callback = self.operator.callback
         self.allow_run = set(allow_run) | set(self.config.allow_run)
         self.sinks: list[EventSink] = list(sinks)
         self.trace_sinks: list[TraceSink] = list(trace_sinks)
@@ -112,7 +116,10 @@ class Session:
         self._occurrences.clear()
 
     def set_operator(self, operator: str | Operator) -> None:
-        self.operator = _operator(operator)
+        chosen = _operator(operator)
+        if chosen.policy == "interactive" and chosen.callback is None:
+            chosen = dataclasses.replace(chosen, callback=self.interactive_callback)
+        self.operator = chosen
 
     def reset(self) -> None:
         """Forget every declaration and binding (the runs stay in the history and journal)."""
@@ -204,6 +211,11 @@ class Session:
         pool = getattr(executor, "pool", None)
         if pool is not None:
             await pool.prestart()
+
+    def sandbox_pids(self) -> list[int]:
+        """The process ids of this session's sandboxes (running ones first); [] in-process."""
+        pool = getattr(self._executor, "pool", None)
+        return pool.pids() if pool is not None else []
 
     async def aclose(self) -> None:
         """Stop the sandbox processes (a later run starts new ones)."""

@@ -22,6 +22,8 @@ from flow_kernel.sandbox.process import Handler, Notify, SandboxProcess
 GRACE = 1.0  # seconds a sandbox gets to stop by itself before it is killed
 RECYCLE_GROWTH = 64 * 1024 * 1024
 
+CLOSE_WAIT = 10.0  # seconds a starting spare may take to finish when the pool closes
+
 
 class SandboxPool:
     def __init__(self, *, memory_mb: int = 512, use_snapshot: bool = True, warm: int = 1) -> None:
@@ -30,6 +32,7 @@ class SandboxPool:
         self.warm = warm
         self.snapshot: Path | None = None
         self.idle: list[SandboxProcess] = []
+        self.running: set[SandboxProcess] = set()  # processes with a run in them
         self._starting: set[asyncio.Task[SandboxProcess]] = set()
         self._closing: set[asyncio.Task[None]] = set()  # recycled processes being killed
         self._closed = False
@@ -101,6 +104,7 @@ class SandboxPool:
                   bind: Callable[[SandboxProcess], None] | None = None) -> dict[str, Any]:
         """Run a module; `bind` receives the process (for host → sandbox calls during the run)."""
         process = await self.acquire()
+        self.running.add(process)
         process.handler, process.on_notify = handler, on_notify
         if bind is not None:
             bind(process)
@@ -128,8 +132,15 @@ class SandboxPool:
             recycle = recycle or exc.code in ("isolate", "worker-crashed", "workflow-timeout", "cancelled")
             raise
         finally:
+            self.running.discard(process)
             process.handler = process.on_notify = None
             self.release(process, recycle=recycle)
+
+    def pids(self) -> list[int]:
+        """The operating-system ids of the live sandbox processes, running first, then idle
+        (for monitoring: memory, or a fault-injection test killing one)."""
+        live = [*self.running, *self.idle]
+        return [p.pid for p in live if p.alive and p.pid is not None]
 
     async def _stop(self, process: SandboxProcess, request: asyncio.Future[Any], run_id: Any,
                     reason: str) -> FlowError | None:
@@ -151,9 +162,15 @@ class SandboxPool:
 
     async def close(self) -> None:
         self._closed = True
+        # Let a spare that is starting finish (its callback disposes of it): cancelling a
+        # process while asyncio is still creating it leaves asyncio's child watcher waiting
+        # on a pid already reaped ("Unknown child process pid" on stderr, into a cell).
+        if self._starting:
+            await asyncio.wait(set(self._starting), timeout=CLOSE_WAIT)
         for task in list(self._starting):
             task.cancel()
         await asyncio.gather(*self._starting, return_exceptions=True)
+        await asyncio.sleep(0)  # the done callbacks put finished spares in `_closing`
         await asyncio.gather(*(p.close() for p in self.idle), return_exceptions=True)
         self.idle.clear()
         await asyncio.gather(*self._closing, return_exceptions=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -25,6 +26,23 @@ START_TIMEOUT = 60.0
 
 Handler = Callable[[str, dict[str, Any]], Awaitable[Any]]
 Notify = Callable[[str, dict[str, Any]], None]
+
+
+class _ReapedSandboxFilter(logging.Filter):
+    """Drops asyncio's "Unknown child process pid N, will report returncode 255" for a
+    sandbox this module killed or saw die. Its exit status was reaped before asyncio's
+    watcher thread got to it (seen on Python 3.11 after SIGKILL), so the thread logs a
+    warning that would otherwise land in a notebook cell's stderr; the exit status is
+    not used — the death was already handled as `worker-crashed` or a recycle."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.msg.startswith("Unknown child process pid") and record.args:
+            return record.args[0] not in _ENDED_PIDS  # type: ignore[index]
+        return True
+
+
+_ENDED_PIDS: set[int] = set()
+logging.getLogger("asyncio").addFilter(_ReapedSandboxFilter())
 
 
 def sandbox_command(node: NodeInfo, *, snapshot: Path | None, memory_mb: int, isolate_network: bool = True) -> list[str]:
@@ -54,6 +72,7 @@ class SandboxProcess:
         self.stderr_tail: list[str] = []
         self._ready = asyncio.get_running_loop().create_future()
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._outbox: list[str] = []  # lines waiting for `_flush`, at the end of this loop turn
         self._reader: asyncio.Task[None] | None = None
         self._stderr_reader: asyncio.Task[None] | None = None
 
@@ -100,7 +119,17 @@ class SandboxProcess:
         if not self.alive or self.proc is None or self.proc.stdin is None:
             raise FlowWorkerCrashedError(f"the sandbox process is gone ({self.dead or 'not running'})")
         line = json.dumps(message, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-        self.proc.stdin.write(line.encode() + b"\n")
+        # Lines written in one turn of the event loop go out in one pipe write: replies to a
+        # burst of concurrent agent calls cost one syscall (and one wake-up of Node), not one each.
+        if not self._outbox:
+            asyncio.get_running_loop().call_soon(self._flush)
+        self._outbox.append(line)
+
+    def _flush(self) -> None:
+        lines, self._outbox = self._outbox, []
+        if lines and self.alive and self.proc is not None and self.proc.stdin is not None \
+                and not self.proc.stdin.is_closing():
+            self.proc.stdin.write(("\n".join(lines) + "\n").encode())
 
     async def request(self, op: str, payload: dict[str, Any]) -> Any:
         self.next_id += 1
@@ -143,7 +172,11 @@ class SandboxProcess:
                 if not isinstance(message, dict):
                     reason = f"the sandbox sent a line that is not a JSON object: {raw[:80]!r}"
                     break
-                self._dispatch(message)
+                try:
+                    self._dispatch(message)
+                except (TypeError, ValueError, AttributeError):  # e.g. an unhashable id: not the protocol
+                    reason = f"the sandbox sent a malformed message: {raw[:80]!r}"
+                    break
         finally:
             await self._die(reason)
 
@@ -202,6 +235,8 @@ class SandboxProcess:
     async def _die(self, reason: str) -> None:
         if self.dead is None:
             self.dead = reason
+        if self.proc is not None:
+            _ENDED_PIDS.add(self.proc.pid)
         if self.proc is not None and self.proc.returncode is None:
             with contextlib.suppress(ProcessLookupError):
                 self.proc.kill()
@@ -216,6 +251,8 @@ class SandboxProcess:
     async def kill(self) -> None:
         if self.dead is None:
             self.dead = "killed by the host"
+        if self.proc is not None:
+            _ENDED_PIDS.add(self.proc.pid)
         if self.proc is not None and self.proc.returncode is None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.proc.pid, 9)

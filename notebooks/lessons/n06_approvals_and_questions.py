@@ -167,8 +167,15 @@ CELLS = [
     click resumes the run, and the view then shows who decided what. This notebook was
     executed headless, so you see policies' answers here; open it in JupyterLab, change
     a cell's `%operator …` line to `%operator interactive`, and that cell will wait for
-    your click instead.
-
+    your click instead. The cell below does just that: opened in JupyterLab, it shows
+    the buttons and waits; executed headless, as it was for the outputs you are reading,
+    nobody can click, so it failed closed (and is tagged as expected to fail).
+    """),
+    code("""
+    %operator interactive
+    approve "Archive last month's drafts?"
+    """, RAISES),
+    md("""
     ## Answering from another cell: `%background`
 
     A long workflow that asks for an approval halfway through should not block the

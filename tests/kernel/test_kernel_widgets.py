@@ -81,6 +81,16 @@ def test_headless_runs_fail_closed_at_once(kernel: Any) -> None:
     assert reply.seconds < 20
 
 
+def test_operator_interactive_set_by_magic_still_asks_the_view(kernel: Any) -> None:
+    """`%operator interactive` after another policy: the view's buttons answer (not a
+    prompt on the kernel's own stdin), and headless it still fails closed."""
+    assert execute(kernel, "%operator auto-deny").status == "ok"
+    reply = run_and_click(kernel, '%operator interactive\nlet ok = approve "Back to the buttons?"\nok', "Approve")
+    assert reply.result == "true" and "→ yes (interactive)" in summary(reply)
+    headless = execute(kernel, '%operator interactive\napprove "Anyone there?"')
+    assert headless.status == "error" and headless.content["ename"] == "operator-unavailable"
+
+
 def test_background_run_answered_from_a_later_cell(kernel: Any) -> None:
     started = execute(kernel, '%background\nagent a { model: "scripted", script: ["done"] }\n'
                               'let go = approve "Deploy?"\ngo ? a("deploy") : "skipped"')
