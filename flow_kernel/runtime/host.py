@@ -17,7 +17,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from flow_kernel.errors import CapabilityViolationError, FlowError, ProcessError
+import jsonschema
+
+from flow_kernel.errors import (CapabilityViolationError, FlowError, OutputValidationError, ProcessError,
+                                WorkflowInputValidationError)
 from flow_kernel.lang.check import CheckResult
 from flow_kernel.runtime.agents import AgentPipeline, Event, FrameBudget, SandboxCall, TraceSink
 from flow_kernel.runtime.cassette import CassettePlayer, CassetteRecorder
@@ -26,6 +29,7 @@ from flow_kernel.runtime.events import LAST, sub_order
 from flow_kernel.runtime.operator import Operator
 from flow_kernel.runtime.provider_base import Provider
 from flow_kernel.runtime.tools import ToolRegistry
+from flow_kernel.runtime.validation import schema_errors
 
 EventSink = Callable[[Event], None]
 
@@ -50,6 +54,7 @@ class HostServices:
     def __post_init__(self) -> None:
         self.events: list[Event] = []
         self.seq = 0
+        self._validators: dict[tuple[str, str], Any] = {}  # (workflow, error code) -> its schema's validator
         self.frames: dict[str, FrameBudget] = {}
         self.agents = AgentPipeline(self.check, self.emit, self.frames, config=self.config, tools=self.tools,
                                     approve_tool=self.approve_tool, recorder=self.recorder, player=self.player,
@@ -66,6 +71,13 @@ class HostServices:
     @property
     def traces(self) -> list[dict[str, Any]]:
         return self.agents.traces
+
+    def release(self) -> None:
+        """After the run: drop the pipeline, which holds bound methods of this object. Without
+        that cycle the run's objects (its events above all) are freed by reference counting
+        when the outcome goes, instead of piling up in the oldest generation until a full
+        collection (which then scans the whole heap, in the middle of some later run)."""
+        del self.agents
 
     # -- events ---------------------------------------------------------------------------
     def emit(self, event: dict[str, Any]) -> None:
@@ -105,7 +117,31 @@ class HostServices:
             return str(uuid.uuid4())
         if op == "echo":
             return payload
+        if op == "validate":
+            return self.validate_workflow(payload)
         raise CapabilityViolationError(f"unknown host operation {op!r}")
+
+    def validate_workflow(self, payload: dict[str, Any]) -> None:
+        """A nested workflow call's input (before it runs) or output (after) against its schema."""
+        name = str(payload.get("workflow"))
+        schemas = self.check.schema_for(name)
+        if schemas is None:
+            raise CapabilityViolationError(f"no workflow `{name}` to validate")
+        if "input" in payload:
+            schema = schemas["input"]
+            required = set(schema.get("required", []))
+            given = payload.get("input") or {}
+            value = {k: v for k, v in given.items() if v is not None or k in required}  # an optional not given
+            what, cls = f"the input of `{name}`", WorkflowInputValidationError
+        else:
+            schema, value = schemas["output"], payload.get("output")
+            what, cls = f"the result of `{name}`", OutputValidationError
+        validator = self._validators.get((name, cls.code))
+        if validator is None:
+            validator = self._validators[(name, cls.code)] = jsonschema.Draft202012Validator(schema)
+        described = schema_errors(schema, value, validator)
+        if described:
+            raise cls(f"{what} does not match its schema: {described[0]}", details={"errors": described})
 
     def _event(self, kind: str, payload: dict[str, Any], data: dict[str, Any], span: str | None = None) -> None:
         self.emit({"type": kind, "span": {"id": span or payload.get("span"), "parent": payload.get("span") if span else None},

@@ -36,7 +36,7 @@ _active = {}  # run id -> (Runtime, asyncio task)
 class Frame:
     """One running workflow (the implicit top-level one included)."""
 
-    __slots__ = ("cap", "cap_limit", "cap_name", "concurrency", "deadline", "id", "name", "tasks")
+    __slots__ = ("cap", "cap_limit", "cap_name", "concurrency", "deadline", "id", "name", "tasks", "timer", "waiting")
 
     def __init__(self, name, fid, cap, cap_name, cap_limit, deadline, concurrency):
         self.name = name
@@ -47,6 +47,25 @@ class Frame:
         self.deadline = deadline
         self.concurrency = concurrency
         self.tasks = []
+        # Host requests in flight and the one timer that fails them at the deadline: a
+        # timer per request (`wait_for`) costs a JS setTimeout each in Pyodide's loop.
+        self.waiting = set()
+        self.timer = None
+
+    def watch(self, future, remaining):
+        self.waiting.add(future)
+        if self.timer is None:
+            self.timer = asyncio.get_running_loop().call_later(remaining, self._expire)
+
+    def _expire(self):
+        for future in list(self.waiting):
+            if not future.done():
+                future.set_exception(_timeout(self))
+
+    def close(self):
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None  # the handle holds its context, which holds this frame: a cycle
 
 
 class Branch:
@@ -106,6 +125,7 @@ class Runtime:
     # -- entry and workflows --------------------------------------------------------------
     async def start(self, args, cell, limits, workflows):
         _branch.set(Branch())
+        self.workflow_params = {n: entry[1] for n, entry in workflows.items()}
         name = args.get("workflow")
         if name is None:
             return await self._frame("<cell>", cell, [], limits)
@@ -116,8 +136,16 @@ class Runtime:
         return await self._frame(name, fn, [given.get(p) for p in params], wf_limits)
 
     async def workflow(self, name, fn, values, limits):
+        """A workflow called from Flow code. Its input and output are checked against its
+        schemas at run time (language.md §3.2): static types cannot vouch for values that
+        came through `any` or for constraints. The host validates (the sandbox has no
+        JSON Schema validator); the entry workflow's input is validated before the run."""
         self.step()
-        return await self._frame(name, fn, values, limits)
+        params = self.workflow_params.get(name, [])
+        await self._host("validate", {"workflow": name, "input": dict(zip(params, values))})
+        result = await self._frame(name, fn, values, limits)
+        await self._host("validate", {"workflow": name, "output": result})
+        return result
 
     async def _frame(self, name, fn, values, limits):
         parent = _frame.get(None)
@@ -142,12 +170,12 @@ class Runtime:
             for handle in frame.tasks:
                 if not handle.task.done():
                     handle.task.cancel()
-            code = exc.code if isinstance(exc, FlowError) else "cancelled"
-            message = exc.message if isinstance(exc, FlowError) else "the run was cancelled"
+            code, message = _failure(self, exc)
             self._event("workflow.failed", {"name": name, "code": code, "message": message}, frame.id,
                         parent.id if parent else None)
             raise
         finally:
+            frame.close()
             _scope.reset(span_token)
             _frame.reset(token)
         self._event("workflow.completed", {"name": name}, frame.id, parent.id if parent else None)
@@ -272,10 +300,12 @@ class Runtime:
         payload["span"] = current
         payload["stage"] = stage
         payload["frame"] = frame.id
+        future = self.bridge.invoke(op, payload)
+        frame.watch(future, remaining)
         try:
-            return await asyncio.wait_for(self.bridge.invoke(op, payload), remaining)
-        except TimeoutError:
-            raise _timeout(frame) from None
+            return await future
+        finally:
+            frame.waiting.discard(future)
 
     async def agent(self, name, prompt, options, check):
         return await self._agent({"agent": name, "team": None, "member": None}, prompt, options, check)
@@ -485,8 +515,7 @@ class _EventScope:
         else:
             if isinstance(exc, FlowError) and exc.stage is None and self.kind == "stage":
                 exc.stage = self.name
-            code = exc.code if isinstance(exc, FlowError) else "cancelled"
-            message = exc.message if isinstance(exc, FlowError) else "the run was cancelled"
+            code, message = _failure(self.rt, exc)
             self.rt._event(f"{self.kind}.failed", {"name": self.name, "code": code, "message": message},
                            self.span_id, self.parent)
         _scope.reset(self.token)
@@ -520,6 +549,24 @@ def _timeout(frame):
 
 class Interrupted(Exception):
     """The watchdog's KeyboardInterrupt, caught inside the task it hit."""
+
+
+def _failure(rt, exc):
+    """The code and message a failed workflow or scope records: the same code the run's
+    error gets in `execute` (a full heap was journalled as `cancelled` before)."""
+    if isinstance(exc, FlowError):
+        return exc.code, exc.message
+    if isinstance(exc, MemoryError):
+        return "isolate", "the sandbox ran out of memory"
+    if isinstance(exc, RecursionError):
+        return "isolate", "the sandbox ran out of stack"
+    if isinstance(exc, (KeyboardInterrupt, Interrupted)):
+        reason = rt.cancel_reason or "workflow-timeout"
+        return reason, "the run was stopped: " + ("it was cancelled" if reason == "cancelled" else "it ran past its deadline")
+    if isinstance(exc, asyncio.CancelledError):
+        reason = rt.cancel_reason or "cancelled"
+        return reason, "the run was cancelled" if reason == "cancelled" else "the run ran past its deadline"
+    return "isolate", f"internal error: {type(exc).__name__}: {exc}"
 
 
 async def _guarded(coro):
