@@ -21,9 +21,11 @@ def _bash_blocks() -> list[str]:
 
 def test_the_first_two_commands_set_up_and_open_the_gallery_and_run_the_tests() -> None:
     setup, tests = _bash_blocks()[:2]
-    assert setup.startswith("bash scripts/setup && ") and "jupyter lab notebooks/01-hello-flow.ipynb" in setup
+    assert setup == "bash scripts/setup && bash scripts/gallery"
+    gallery = (ROOT / "scripts/gallery").read_text(encoding="utf-8")
+    assert ".venv/bin/jupyter lab" in gallery and "notebooks/01-hello-flow.ipynb" in gallery
     assert (ROOT / "notebooks/01-hello-flow.ipynb").is_file()
-    assert os.access(ROOT / "scripts/setup", os.X_OK)
+    assert os.access(ROOT / "scripts/setup", os.X_OK) and os.access(ROOT / "scripts/gallery", os.X_OK)
     ci = (ROOT / ".ci/run").read_text(encoding="utf-8").strip().splitlines()
     assert "bash scripts/setup" in ci and ci[-1] == tests  # CI runs the README's test command
 
