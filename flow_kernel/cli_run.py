@@ -124,7 +124,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
             sys.stdout.write(render_value(outcome.result) + "\n")
     else:
-        sys.stderr.write(_describe_error(outcome.error) + "\n")
+        sys.stderr.write(_describe_error(outcome.error, outcome.events) + "\n")
     return EXIT_OK if outcome.error is None else EXIT_FAILED
 
 
@@ -157,7 +157,7 @@ class _PrintSink:
             stream.flush()
 
 
-def _describe_error(error: Any) -> str:
+def _describe_error(error: Any, events: list[dict[str, Any]]) -> str:
     from flow_kernel.runtime.report import describe_error
 
     def source_line(file: str, line: int) -> str | None:
@@ -166,7 +166,7 @@ def _describe_error(error: Any) -> str:
         except (OSError, IndexError, ValueError):
             return None
 
-    return "\n".join(describe_error(error, source_line))
+    return "\n".join(describe_error(error, source_line, events))
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:

@@ -124,3 +124,25 @@ def test_a_bad_flow_toml_is_a_usage_error(tmp_path: Path) -> None:
     program.write_text("print 1\n", encoding="utf-8")
     out = flow("run", str(program), cwd=tmp_path)
     assert out.returncode == 2 and "keys are not read from files" in out.stderr and "sk-secret" not in out.stderr
+
+
+def test_a_failure_report_names_the_call_path_and_what_was_done(tmp_path: Path) -> None:
+    (tmp_path / "month.flow").write_text('''agent writer { model: "scripted", script: ["draft"] }
+agent checker { model: "scripted", output: int, repair: 0, script: ["nope"] }
+pipeline "month-end" {
+  stage "draft" {
+    let d = writer("Write it")
+    publish "draft.txt" d
+  }
+  stage "check" {
+    let ok = approve "Check the draft?"
+    let n = checker("Count the words: ${d}")
+  }
+}
+''')
+    out = flow("run", "month.flow", "--operator", "auto-approve", cwd=tmp_path)
+    assert out.returncode == 1
+    assert out.stderr.splitlines()[-3:] == [
+        '   = in stage "check"',
+        '   = call path: workflow <cell> → pipeline "month-end" → stage "check" → agent checker',
+        '   = done before the failure: 1 agent call answered; published draft.txt; "Check the draft?" answered yes']

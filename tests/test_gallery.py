@@ -16,9 +16,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from flow_kernel.source import SourceFile
-
 import pytest
+
+from flow_kernel.source import SourceFile
 
 GALLERY = Path(__file__).resolve().parent.parent / "notebooks"
 NOTEBOOKS = sorted(GALLERY.glob("[0-9][0-9]-*.ipynb"))

@@ -32,6 +32,7 @@ from flow_kernel.runtime.report import describe_error
 from flow_kernel.runtime.session import CompileError, Session
 from flow_kernel.runtime.tools import TOOLS, flow_tool
 
+
 class FlowRunError(Exception):
     """A `%%flow` cell whose run failed: `.error` is the FlowError (code, message, span)."""
 

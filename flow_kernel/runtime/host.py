@@ -19,8 +19,13 @@ from typing import Any
 
 import jsonschema
 
-from flow_kernel.errors import (CapabilityViolationError, FlowError, OutputValidationError, ProcessError,
-                                WorkflowInputValidationError)
+from flow_kernel.errors import (
+    CapabilityViolationError,
+    FlowError,
+    OutputValidationError,
+    ProcessError,
+    WorkflowInputValidationError,
+)
 from flow_kernel.lang.check import CheckResult
 from flow_kernel.runtime.agents import AgentPipeline, Event, FrameBudget, SandboxCall, TraceSink
 from flow_kernel.runtime.cassette import CassettePlayer, CassetteRecorder
@@ -127,14 +132,16 @@ class HostServices:
         schemas = self.check.schema_for(name)
         if schemas is None:
             raise CapabilityViolationError(f"no workflow `{name}` to validate")
+        cls: type[FlowError]
+        schema: dict[str, Any]
         if "input" in payload:
-            schema = schemas["input"]
+            schema = _schema_dict(schemas["input"])
             required = set(schema.get("required", []))
             given = payload.get("input") or {}
-            value = {k: v for k, v in given.items() if v is not None or k in required}  # an optional not given
+            value: Any = {k: v for k, v in given.items() if v is not None or k in required}  # an optional not given
             what, cls = f"the input of `{name}`", WorkflowInputValidationError
         else:
-            schema, value = schemas["output"], payload.get("output")
+            schema, value = _schema_dict(schemas["output"]), payload.get("output")
             what, cls = f"the result of `{name}`", OutputValidationError
         validator = self._validators.get((name, cls.code))
         if validator is None:
@@ -220,3 +227,9 @@ class HostServices:
         if proc.returncode != 0:
             raise ProcessError(f"`run`: {exe} exited with code {proc.returncode}", details=result)
         return result
+
+
+def _schema_dict(schema: object) -> dict[str, Any]:
+    """A workflow's input or output schema (always an object: `schema_for` builds them)."""
+    assert isinstance(schema, dict)
+    return schema

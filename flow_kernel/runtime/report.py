@@ -1,5 +1,6 @@
-"""A failed run in words: the code, the message, where in the Flow source, and in
-which stage (runtime.md §5) — for the terminal and for a notebook's error output."""
+"""A failed run in words (runtime.md §5): the code, the message, where in the Flow
+source, in which stage — and, from the run's events, the call path that failed and the
+effects already made (for the terminal; a notebook's run view shows both as its tree)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,11 @@ from typing import Any
 from flow_kernel.errors import FlowError
 
 
-def describe_error(error: FlowError, source_line: Callable[[str, int], str | None]) -> list[str]:
+def describe_error(error: FlowError, source_line: Callable[[str, int], str | None],
+                   events: list[dict[str, Any]] | None = None) -> list[str]:
     """Lines: `error[code]: message`, then `--> file:line:col`, the source line with a
-    caret under the span, and the stage. `source_line(file, line)` gives a line's text."""
+    caret under the span, and the stage; with `events`, the failed call path and what
+    was done before the failure. `source_line(file, line)` gives a line's text."""
     lines = [f"error[{error.code}]: {error.message}"]
     span: dict[str, Any] | None = error.span
     if span:
@@ -25,4 +28,53 @@ def describe_error(error: FlowError, source_line: Callable[[str, int], str | Non
             lines.append("   | " + " " * (column - 1) + "^" * width)
     if error.stage:
         lines.append(f'   = in stage "{error.stage}"')
+    if events:
+        path = failed_path(events)
+        if len(path) > 1:
+            lines.append(f"   = call path: {' → '.join(path)}")
+        done = effects(events)
+        if done:
+            lines.append(f"   = done before the failure: {'; '.join(done)}")
     return lines
+
+
+def failed_path(events: list[dict[str, Any]]) -> list[str]:
+    """The scopes from the run's top to the innermost one that failed, e.g.
+    `workflow triage_all`, `stage "escalate"`, `agent writer`."""
+    scopes: dict[str, tuple[str, str | None]] = {}  # span id -> (label, parent id)
+    failed: list[str] = []
+    for event in events:
+        kind, _, phase = str(event.get("type")).partition(".")
+        if kind not in ("workflow", "pipeline", "stage", "agent"):
+            continue
+        span = event.get("span") or {}
+        span_id, data = str(span.get("id")), event.get("data") or {}
+        if phase == "started":
+            name = data.get("agent") if kind == "agent" else data.get("name")
+            label = f'{kind} "{name}"' if kind in ("pipeline", "stage") else f"{kind} {name}"
+            scopes[span_id] = (label, span.get("parent"))
+        elif phase == "failed":
+            failed.append(span_id)
+    parents = {scopes[f][1] for f in failed if f in scopes}
+    innermost = next((f for f in reversed(failed) if f in scopes and f not in parents), None)
+    path: list[str] = []
+    while innermost is not None and innermost in scopes:
+        label, parent = scopes[innermost]
+        path.append(label)
+        innermost = str(parent) if parent is not None else None
+    return path[::-1]
+
+
+def effects(events: list[dict[str, Any]]) -> list[str]:
+    """What the run had done that stays done: agent answers, approvals given, artifacts."""
+    answered = sum(1 for e in events if e.get("type") == "agent.completed")
+    done = [f"{answered} agent call{'s' if answered != 1 else ''} answered"] if answered else []
+    for event in events:
+        data = event.get("data") or {}
+        if event.get("type") == "approval.resolved" and data.get("error") is None:
+            raw = data.get("answer")
+            answer = "yes" if raw is True else "no" if raw is False else raw
+            done.append(f'"{data.get("question")}" answered {answer}')
+        elif event.get("type") == "artifact.published":
+            done.append(f"published {data.get('name')}")
+    return done

@@ -36,8 +36,9 @@ class _ReapedSandboxFilter(logging.Filter):
     not used — the death was already handled as `worker-crashed` or a recycle."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.msg.startswith("Unknown child process pid") and record.args:
-            return record.args[0] not in _ENDED_PIDS  # type: ignore[index]
+        args = record.args
+        if str(record.msg).startswith("Unknown child process pid") and isinstance(args, tuple) and args:
+            return args[0] not in _ENDED_PIDS
         return True
 
 
@@ -138,7 +139,7 @@ class SandboxProcess:
         self.pending[rid] = future
         try:
             self._write({"id": rid, "op": op, "payload": payload})
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, RecursionError) as exc:  # RecursionError: nested too deeply
             self.pending.pop(rid, None)
             raise FlowIsolateError(f"a non-JSON value cannot enter the sandbox: {exc}") from None
         except FlowError:
@@ -167,6 +168,9 @@ class SandboxProcess:
                     break
                 try:
                     message = json.loads(raw)
+                except RecursionError:  # `[[[[…` deeper than the parser's stack: not the protocol
+                    reason = f"the sandbox sent JSON nested too deeply: {raw[:80]!r}"
+                    break
                 except ValueError:
                     message = None
                 if not isinstance(message, dict):
@@ -229,7 +233,7 @@ class SandboxProcess:
         with contextlib.suppress(FlowError):
             try:
                 self._write(reply)
-            except (TypeError, ValueError) as exc:
+            except (TypeError, ValueError, RecursionError) as exc:
                 self._write({"id": rid, "ok": False, "error": FlowIsolateError(f"non-JSON reply: {exc}").to_dto()})
 
     async def _die(self, reason: str) -> None:

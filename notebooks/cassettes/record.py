@@ -54,9 +54,9 @@ class StandIn:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:  # the name http.server calls
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                user = [m for m in body["messages"] if m["role"] == "user"][-1]["content"]
-                text = user if isinstance(user, str) else json.dumps(user)
-                first = [m for m in body["messages"] if m["role"] == "user"][0]["content"]
+                users = [m["content"] for m in body["messages"] if m["role"] == "user"]
+                text = users[-1] if isinstance(users[-1], str) else json.dumps(users[-1])
+                first = users[0]
                 answer = stand_in.answer(first if isinstance(first, str) else json.dumps(first), text)
                 if self.path.endswith("/chat/completions"):
                     payload: dict[str, Any] = {

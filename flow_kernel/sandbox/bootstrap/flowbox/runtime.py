@@ -142,7 +142,7 @@ class Runtime:
         JSON Schema validator); the entry workflow's input is validated before the run."""
         self.step()
         params = self.workflow_params.get(name, [])
-        await self._host("validate", {"workflow": name, "input": dict(zip(params, values))})
+        await self._host("validate", {"workflow": name, "input": dict(zip(params, values, strict=True))})
         result = await self._frame(name, fn, values, limits)
         await self._host("validate", {"workflow": name, "output": result})
         return result
