@@ -193,7 +193,7 @@ class StmtChecker:
     def s_Verify(self: Checker, s: ast.Verify) -> bool:
         word = "require" if s.require else "verify"
         self.condition(s.cond, "F3009", f"the `{word}` condition")
-        if isinstance(literal_value(s.cond), bool):
+        if isinstance(literal_value(s.cond), bool) or _constant_logic(s.cond):
             self.report("F7005", s.cond.span, f"the `{word}` condition is constant")
         if s.message is not None:
             self.check_value(s.message, T.STRING, what="message")
@@ -313,3 +313,25 @@ class StmtChecker:
             finally:
                 frame.nesting -= 1
         return all_end
+
+
+_LOGIC = {"==", "!=", "<", "<=", ">", ">=", "and", "or", "in"}
+
+
+def _constant_logic(node: ast.Expr) -> bool:
+    """A comparison or `and`/`or`/`not` of literals only (`65 > 100`): the same every run."""
+    if isinstance(node, ast.Unary):
+        return node.op == "not" and _constant(node.operand)
+    if isinstance(node, ast.Binary):
+        return node.op in _LOGIC and _constant(node.left) and _constant(node.right)
+    return False
+
+
+def _constant(node: ast.Expr) -> bool:
+    if literal_value(node) is not NOT_LITERAL:
+        return True
+    if isinstance(node, ast.Binary):
+        return _constant(node.left) and _constant(node.right)
+    if isinstance(node, ast.Unary):
+        return _constant(node.operand)
+    return False
