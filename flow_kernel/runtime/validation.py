@@ -29,20 +29,20 @@ def _names(values: list[Any]) -> str:
     return ", ".join(_j(v) for v in values)
 
 
-_MESSAGES: dict[str, Callable[[ValidationError], str]] = {
-    "type": lambda e: f"{_j(e.instance)} is not of type "
-                      f"{_names(e.validator_value) if isinstance(e.validator_value, list) else _j(e.validator_value)}",
-    "enum": lambda e: f"{_j(e.instance)} is not one of {_names(e.validator_value)}",
-    "const": lambda e: f"{_j(e.validator_value)} was expected, not {_j(e.instance)}",
-    "minimum": lambda e: f"{_j(e.instance)} is less than the minimum of {_j(e.validator_value)}",
-    "maximum": lambda e: f"{_j(e.instance)} is greater than the maximum of {_j(e.validator_value)}",
-    "exclusiveMinimum": lambda e: f"{_j(e.instance)} is not greater than {_j(e.validator_value)}",
-    "exclusiveMaximum": lambda e: f"{_j(e.instance)} is not less than {_j(e.validator_value)}",
-    "minLength": lambda e: f"{_j(e.instance)} is shorter than {e.validator_value} characters",
-    "maxLength": lambda e: f"{_j(e.instance)} is longer than {e.validator_value} characters",
-    "minItems": lambda e: f"{len(e.instance)} items, fewer than the minimum of {e.validator_value}",
-    "maxItems": lambda e: f"{len(e.instance)} items, more than the maximum of {e.validator_value}",
-    "pattern": lambda e: f"{_j(e.instance)} does not match the pattern {_j(e.validator_value)}",
+# validator -> message from (the value, what the schema asked for)
+_MESSAGES: dict[str, Callable[[Any, Any], str]] = {
+    "type": lambda v, want: f"{_j(v)} is not of type {_names(want) if isinstance(want, list) else _j(want)}",
+    "enum": lambda v, want: f"{_j(v)} is not one of {_names(want)}",
+    "const": lambda v, want: f"{_j(want)} was expected, not {_j(v)}",
+    "minimum": lambda v, want: f"{_j(v)} is less than the minimum of {_j(want)}",
+    "maximum": lambda v, want: f"{_j(v)} is greater than the maximum of {_j(want)}",
+    "exclusiveMinimum": lambda v, want: f"{_j(v)} is not greater than {_j(want)}",
+    "exclusiveMaximum": lambda v, want: f"{_j(v)} is not less than {_j(want)}",
+    "minLength": lambda v, want: f"{_j(v)} is shorter than {want} characters",
+    "maxLength": lambda v, want: f"{_j(v)} is longer than {want} characters",
+    "minItems": lambda v, want: f"{len(v)} items, fewer than the minimum of {want}",
+    "maxItems": lambda v, want: f"{len(v)} items, more than the maximum of {want}",
+    "pattern": lambda v, want: f"{_j(v)} does not match the pattern {_j(want)}",
 }
 
 
@@ -50,19 +50,21 @@ def describe(error: ValidationError) -> str:
     """One validation error in words, values as JSON; jsonschema's own message where no
     rewording is known (it quotes values the Python way)."""
     validator = str(error.validator)
-    if validator == "required" and isinstance(error.instance, dict) and isinstance(error.validator_value, list):
-        missing = [k for k in error.validator_value if k not in error.instance]
+    value: Any = error.instance
+    wanted: Any = error.validator_value
+    if validator == "required" and isinstance(value, dict) and isinstance(wanted, list):
+        missing = [k for k in wanted if k not in value]
         if missing:
             return f"the field {_j(missing[0])} is required"
-    if validator == "additionalProperties" and isinstance(error.instance, dict) and isinstance(error.schema, dict):
+    if validator == "additionalProperties" and isinstance(value, dict) and isinstance(error.schema, dict):
         known = set(error.schema.get("properties", {}))
-        extra = [k for k in error.instance if k not in known]
+        extra = [k for k in value if k not in known]
         if extra:
             return f"{'fields' if len(extra) > 1 else 'field'} {_names(extra)} {'are' if len(extra) > 1 else 'is'} not allowed"
     format_message = _MESSAGES.get(validator)
     if format_message is not None:
         try:
-            return format_message(error)
+            return format_message(value, wanted)
         except (TypeError, ValueError):
             pass
     return str(error.message)
