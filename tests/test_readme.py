@@ -51,3 +51,5 @@ def test_binder_installs_the_project_pins() -> None:
     subprocess.run(["bash", "-n", str(post_build)], check=True)  # it parses
     text = post_build.read_text(encoding="utf-8")
     assert "npm ci" in text and "flow_kernel install --sys-prefix" in text
+    # repo2docker's default Python is older than the package's minimum (pyproject: >=3.11)
+    assert (ROOT / "binder/runtime.txt").read_text(encoding="utf-8").strip() == "python-3.11"
