@@ -1,5 +1,5 @@
 """The `flow` command line: `flow check`, `flow explain`, `flow schema` (runtime.md §8);
-`flow run` and `flow doctor` live in `cli_run.py`.
+`flow run` and `flow doctor` live in `cli_run.py`, `flow bench` in `bench/suite.py`.
 
 Exit codes: 0 success (warnings and infos allowed), 1 the source has errors or the
 thing asked for does not exist, 2 a usage error (bad arguments, a missing or
@@ -229,7 +229,24 @@ def build_parser() -> argparse.ArgumentParser:
     from flow_kernel.cli_run import add_commands
 
     add_commands(commands)
+
+    bench = commands.add_parser(
+        "bench",
+        help="run the benchmarks and show the performance targets",
+        description="Measure every figure of docs/performance.md in one process: medians "
+        "(min–max) after a warm-up, each against its yardstick in the same run.",
+    )
+    from flow_kernel.bench.suite import add_arguments
+
+    add_arguments(bench)
+    bench.set_defaults(handler=cmd_bench)
     return parser
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from flow_kernel.bench.suite import command
+
+    return command(args)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,29 +1,88 @@
-"""Smoke test of the front-end benchmark: it runs, its Flow file checks clean, and it
-returns every figure. Nothing is asserted about time."""
+"""Smoke test of `flow bench --quick`: every section runs, returns its figures, and the
+report and the JSON have the promised shape. Nothing is asserted about time."""
 
 from __future__ import annotations
 
-from flow_kernel.bench.frontend import flow_program, main, python_program
+import argparse
+import contextlib
+import io
+import json
+from pathlib import Path
+from typing import Any
 
-KEYS = {
-    "flow_lines", "flow_chars", "flow_workflows", "flow_errors", "flow_diagnostics", "python_lines",
-    "repeat", "warmup", "flow_check_s", "cpython_compile_s", "flow_lines_per_s", "ratio_flow_to_cpython",
+import pytest
+
+from flow_kernel.bench import suite
+from flow_kernel.bench.frontend import flow_program, python_program
+from flow_kernel.cli import main as flow_main
+
+TIMINGS = {
+    "frontend": ("check_codegen_s", "check_only_s", "cpython_compile_s"),
+    "sandbox": ("cold_start_s", "trivial_run_ms", "round_trip_us", "cpu_sandbox_s", "cpu_host_cpython_s"),
+    "agents": ("fanout_s", "pipeline_calls_per_s", "pipeline_calls_per_s_in_process", "bridge_calls_per_s"),
+    "kernel": ("kernel_start_s", "first_cell_ms", "cold_load_pyodide_ms", "flow_cell_ms", "ipython_cell_ms"),
 }
+TARGET_KEYS = {"section", "figure", "bound", "at_least", "unit", "target", "value", "shown", "met", "measured",
+               "compared"}
 
 
-def test_benchmark_smoke() -> None:
-    figures = main(["--lines", "300", "--repeat", "1", "--quiet"])
-    assert set(figures) >= KEYS
-    assert figures["flow_errors"] == 0
-    assert figures["flow_lines"] >= 300
-    assert figures["python_lines"] == figures["flow_lines"]
-    assert figures["flow_workflows"] >= 5
-    for key in ("flow_check_s", "cpython_compile_s"):
-        timing = figures[key]
-        assert isinstance(timing, dict) and set(timing) == {"median", "min", "max"}
-        assert 0 <= timing["min"] <= timing["median"] <= timing["max"]
-    assert isinstance(figures["flow_lines_per_s"], float) and figures["flow_lines_per_s"] > 0
-    assert isinstance(figures["ratio_flow_to_cpython"], float) and figures["ratio_flow_to_cpython"] > 0
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], str, str]:
+    """One quick run of every section through the real `flow bench` entry point."""
+    out = tmp_path_factory.mktemp("bench") / "bench.json"
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert flow_main(["bench", "--quick", "--json", str(out)]) == 0
+    return json.loads(out.read_text()), printed.getvalue(), str(out)
+
+
+def test_every_section_returns_its_figures(quick_run: tuple[dict[str, Any], str, str]) -> None:
+    result, _printed, _path = quick_run
+    assert result["quick"] is True
+    assert list(result["sections"]) == list(suite.SECTIONS)
+    for section, keys in TIMINGS.items():
+        figures = result["sections"][section]
+        for key in keys:
+            timing = figures[key]
+            assert set(timing) == {"median", "min", "max"}, (section, key)
+            assert 0 < timing["min"] <= timing["median"] <= timing["max"], (section, key)
+    frontend = result["sections"]["frontend"]
+    assert frontend["flow_errors"] == 0 and frontend["python_lines"] == frontend["flow_lines"]
+    agents = result["sections"]["agents"]
+    assert agents["fanout_s"]["min"] >= agents["fanout_ideal_s"]  # nothing beats the ideal
+
+
+def test_memory_figures(quick_run: tuple[dict[str, Any], str, str]) -> None:
+    memory = quick_run[0]["sections"]["memory"]
+    if "skipped" in memory:
+        pytest.skip(memory["skipped"])
+    assert memory["kernel_rss_idle_mb"] > 0
+    assert memory["sandbox_processes"] >= 1 and memory["sandbox_rss_after_run_mb"] > 0
+    assert memory["rss_after_last_mb"]["total"] > 0 and memory["rss_after_first_mb"]["total"] > 0
+    assert isinstance(memory["rss_growth"], float)
+
+
+def test_targets_and_report(quick_run: tuple[dict[str, Any], str, str]) -> None:
+    result, printed, _path = quick_run
+    figures = [t["figure"] for t in result["targets"]]
+    assert len(figures) == 10
+    for target in result["targets"]:
+        assert set(target) == TARGET_KEYS
+        assert target["met"] in (True, False, None)
+    # The printed report is a Markdown table of the targets, then the details.
+    assert "| figure | measured | compared with, same run | value | target | met |" in printed
+    for figure in figures:
+        assert f"| {figure} |" in printed
+    for section in suite.SECTIONS:
+        assert f"\n{section} (" in printed
+
+
+def test_python_m_entry_point_parses_the_same_options() -> None:
+    parser = argparse.ArgumentParser()
+    suite.add_arguments(parser)
+    args = parser.parse_args(["--quick", "--json", "x.json", "--only", "frontend"])
+    assert args.quick and args.json == "x.json" and args.only == ["frontend"]
+    assert Path(suite.__file__).with_name("__main__.py").is_file()
 
 
 def test_generated_sources_scale_with_lines() -> None:
@@ -33,32 +92,3 @@ def test_generated_sources_scale_with_lines() -> None:
         python = python_program(flow.count("\n"))
         compile(python, "bench.py", "exec")
         assert python.count("\n") == flow.count("\n")
-
-
-def test_sandbox_benchmark_smoke() -> None:
-    from flow_kernel.bench.sandbox import main as sandbox_main
-
-    figures = sandbox_main(["--quick", "--quiet"])
-    for key in ("cold_start_s", "trivial_run_ms", "round_trip_us", "cpu_sandbox_s", "cpu_host_cpython_s"):
-        assert 0 < figures[key]["min"] <= figures[key]["median"] <= figures[key]["max"]
-    assert figures["ratio_cpu_sandbox_to_cpython"] > 0
-    assert figures["sandbox_calls_per_s"]["concurrent"] > 0
-
-
-def test_agent_benchmark_smoke() -> None:
-    from flow_kernel.bench.agents import main as agents_main
-
-    figures = agents_main(["--quick", "--quiet"])
-    for key in ("fanout_s", "pipeline_calls_per_s", "pipeline_calls_per_s_in_process", "bridge_calls_per_s"):
-        assert 0 < figures[key]["min"] <= figures[key]["median"] <= figures[key]["max"]
-    assert figures["fanout_s"]["min"] >= figures["fanout_ideal_s"]  # nothing beats the ideal
-    assert figures["ratio_pipeline_to_bridge"] > 0
-
-
-def test_kernel_benchmark_smoke() -> None:
-    from flow_kernel.bench.kernel import main as kernel_main
-
-    figures = kernel_main(["--quick", "--quiet"])
-    for key in ("kernel_start_s", "first_cell_ms", "cold_load_pyodide_ms", "flow_cell_ms", "ipython_cell_ms"):
-        assert 0 < figures[key]["min"] <= figures[key]["median"] <= figures[key]["max"]
-    assert figures["ratio_flow_to_ipython"] > 0 and figures["ratio_first_cell_to_cold_pyodide"] > 0

@@ -1,1 +1,2 @@
-"""Benchmarks of the Flow front end (run them as modules, e.g. `python -m flow_kernel.bench.frontend`)."""
+"""Benchmarks: `flow bench` (suite.py) runs the sections frontend, sandbox, agents, kernel
+and memory in one process; measure.py holds what they share."""

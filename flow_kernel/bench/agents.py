@@ -1,24 +1,18 @@
-"""Agent pipeline benchmark: `python -m flow_kernel.bench.agents [--quick] [--json FILE]`.
-
-Two figures of issue 4, each the median (min–max) of repeats after a warm-up, in one run:
+"""Agent section of `flow bench`, each figure the median (min–max) of repeats after a warm-up:
 - fan-out: `parallelMap` over 200 items with a 50 ms scripted agent at concurrency 20,
   against the ideal 200 / 20 × 50 ms = 500 ms (the ratio is the pipeline's overhead);
 - throughput: 10,000 zero-latency scripted agent calls through the whole pipeline
   (sandbox → bridge → budgets, gate, contract, events → back), in calls/s, against raw
   sandbox → host bridge round trips/s measured alongside (`echo_bench`, concurrent).
-Nothing here asserts a time.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import json
 import statistics
-import sys
 from typing import Any
 
-from flow_kernel.bench.sandbox import _compile, _stats, _timed
+from flow_kernel.bench.measure import Figures, Row, Target, compile_flow, stats, timed_async
 from flow_kernel.runtime.executors import SandboxExecutor
 from flow_kernel.runtime.run import RunOutcome, run_compiled
 from flow_kernel.sandbox.inprocess import InProcessExecutor
@@ -51,27 +45,34 @@ def _checked(outcome: RunOutcome, expected: int) -> None:
         raise SystemExit(f"benchmark run failed: {outcome.to_json()}")
 
 
-async def measure(quick: bool) -> dict[str, Any]:
+NAME = "agents"
+
+
+def measure(quick: bool) -> Figures:
+    return asyncio.run(_measure(quick))
+
+
+async def _measure(quick: bool) -> Figures:
     repeat = 3 if quick else 5
     items, delay, conc = (60, 50, 20) if quick else (200, 50, 20)
     calls = 1000 if quick else 10000
-    figures: dict[str, Any] = {"repeat": repeat, "fanout_items": items, "fanout_delay_ms": delay,
-                               "fanout_concurrency": conc, "throughput_calls": calls}
+    figures: Figures = {"repeat": repeat, "fanout_items": items, "fanout_delay_ms": delay,
+                        "fanout_concurrency": conc, "throughput_calls": calls}
     pool = SandboxPool()
     executor = SandboxExecutor(pool)
     try:
-        fanout = _compile(FANOUT.format(n=items, delay=delay, conc=conc))
+        fanout = compile_flow(FANOUT.format(n=items, delay=delay, conc=conc))
 
         async def fan() -> None:
             _checked(await run_compiled(fanout, executor), items)
 
-        samples = await _timed(fan, repeat)
+        samples = await timed_async(fan, repeat)
         ideal = items / conc * delay / 1000
-        figures["fanout_s"] = _stats(samples)
+        figures["fanout_s"] = stats(samples)
         figures["fanout_ideal_s"] = ideal
         figures["ratio_fanout_to_ideal"] = statistics.median(samples) / ideal
 
-        throughput = _compile(THROUGHPUT.format(n=calls, conc=50))
+        throughput = compile_flow(THROUGHPUT.format(n=calls, conc=50))
 
         async def many_sandbox() -> None:
             _checked(await run_compiled(throughput, executor), calls)
@@ -79,10 +80,10 @@ async def measure(quick: bool) -> dict[str, Any]:
         async def many_in_process() -> None:
             _checked(await run_compiled(throughput, InProcessExecutor()), calls)
 
-        sandboxed = await _timed(many_sandbox, repeat)
-        in_process = await _timed(many_in_process, repeat)
-        figures["pipeline_calls_per_s"] = _stats([calls / t for t in sandboxed])
-        figures["pipeline_calls_per_s_in_process"] = _stats([calls / t for t in in_process])
+        sandboxed = await timed_async(many_sandbox, repeat)
+        in_process = await timed_async(many_in_process, repeat)
+        figures["pipeline_calls_per_s"] = stats([calls / t for t in sandboxed])
+        figures["pipeline_calls_per_s_in_process"] = stats([calls / t for t in in_process])
     finally:
         await pool.close()
 
@@ -100,41 +101,45 @@ async def measure(quick: bool) -> dict[str, Any]:
             rates.append(calls / result["seconds"])
     finally:
         await process.close()
-    figures["bridge_calls_per_s"] = _stats(rates)
+    figures["bridge_calls_per_s"] = stats(rates)
     figures["ratio_pipeline_to_bridge"] = figures["pipeline_calls_per_s"]["median"] / figures["bridge_calls_per_s"]["median"]
     return figures
 
 
-def report(f: dict[str, Any]) -> str:
-    def line(name: str, s: dict[str, float], unit: str, fmt: str) -> str:
-        return f"{name:<42} {fmt.format(s['median'])} {unit}  ({fmt.format(s['min'])}–{fmt.format(s['max'])})"
-
-    fan = f"parallelMap {f['fanout_items']} × {f['fanout_delay_ms']} ms, conc {f['fanout_concurrency']}"
-    return "\n".join([
-        line(fan, f["fanout_s"], "s", "{:.3f}"),
-        f"{'  ideal':<42} {f['fanout_ideal_s']:.3f} s",
-        f"{'  ratio fan-out / ideal':<42} {f['ratio_fanout_to_ideal']:.2f}×",
-        line(f"agent calls/s, pipeline ({f['throughput_calls']:,} calls)", f["pipeline_calls_per_s"], "calls/s", "{:,.0f}"),
-        line("agent calls/s, pipeline in-process", f["pipeline_calls_per_s_in_process"], "calls/s", "{:,.0f}"),
-        line("raw bridge calls/s (sandbox → host)", f["bridge_calls_per_s"], "calls/s", "{:,.0f}"),
-        f"{'  ratio pipeline / raw bridge':<42} {f['ratio_pipeline_to_bridge']:.2f}×",
-    ])
+def rows(f: Figures) -> list[Row]:
+    fan = f"parallelMap {f['fanout_items']} × {f['fanout_delay_ms']} ms agent, concurrency {f['fanout_concurrency']}"
+    return [
+        Row(fan, f["fanout_s"], "s", "{:.3f}"),
+        Row("  ideal", f["fanout_ideal_s"], "s", "{:.3f}"),
+        Row(f"agent calls/s, whole pipeline ({f['throughput_calls']:,} calls)", f["pipeline_calls_per_s"], "calls/s", "{:,.0f}"),
+        Row("agent calls/s, pipeline with in-process executor", f["pipeline_calls_per_s_in_process"], "calls/s", "{:,.0f}"),
+        Row("raw bridge calls/s (sandbox → host, concurrent)", f["bridge_calls_per_s"], "calls/s", "{:,.0f}"),
+    ]
 
 
-def main(argv: list[str] | None = None) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(prog="python -m flow_kernel.bench.agents", description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer repeats and smaller inputs (a smoke run)")
-    parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
-    parser.add_argument("--quiet", action="store_true")
-    args = parser.parse_args(argv)
-    figures = asyncio.run(measure(args.quick))
-    if not args.quiet:
-        print(report(figures))
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as out:
-            json.dump(figures, out, indent=2)
-    return figures
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])
+TARGETS = [
+    Target(
+        "agent calls/s through the whole pipeline",
+        lambda f: f"{f['pipeline_calls_per_s']['median']:,.0f} calls/s",
+        lambda f: f"raw bridge {f['bridge_calls_per_s']['median']:,.0f} calls/s",
+        lambda f: float(f["ratio_pipeline_to_bridge"]),
+        0.5,
+        at_least=True,
+    ),
+    Target(
+        "  … and in absolute terms",
+        lambda f: f"{f['pipeline_calls_per_s']['median']:,.0f} calls/s",
+        lambda f: "—",
+        lambda f: float(f["pipeline_calls_per_s"]["median"]),
+        5000,
+        at_least=True,
+        unit="calls/s",
+    ),
+    Target(
+        "parallelMap 200 × 50 ms agent, concurrency 20",
+        lambda f: f"{f['fanout_s']['median'] * 1000:,.0f} ms",
+        lambda f: f"ideal {f['fanout_ideal_s'] * 1000:,.0f} ms",
+        lambda f: float(f["ratio_fanout_to_ideal"]),
+        1.15,
+    ),
+]

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from flow_kernel.lang.check import CheckResult, Loader, check
+from flow_kernel.diagnostics.registry import Reporter
+from flow_kernel.lang.check import CheckResult, Loader, check, no_cyclic_gc
 from flow_kernel.lang.codegen import generate
 from flow_kernel.lang.session import SessionScope
 from flow_kernel.lang.sourcemap import SourceMap, write
@@ -30,29 +28,25 @@ class Compiled:
 def compile_checked(result: CheckResult, session: SessionScope | None = None) -> Compiled:
     if not result.ok:
         return Compiled(result, None, None, None)
-    with _no_cyclic_gc():
-        generated = generate(result, set(session.bindings) if session is not None else None)
-        written = write(generated.tree, generated.origins)
-        verify(written.tree, written.nodes)
-    return Compiled(result, written.source, written.source_map, generated.entry_limits)
-
-
-@contextmanager
-def _no_cyclic_gc() -> Iterator[None]:
-    """Building a big module makes hundreds of thousands of AST nodes, all alive until
-    the end; the cyclic collector would rescan them over and over (it took more time
-    than the generation itself). Nothing made here is a garbage cycle worth finding early."""
-    enabled = gc.isenabled()
-    gc.disable()
     try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
+        with no_cyclic_gc():
+            generated = generate(result, set(session.bindings) if session is not None else None)
+            written = write(generated.tree, generated.origins)
+            verify(written.tree, written.nodes)
+    except (RecursionError, SyntaxError):
+        # Python's own limits, which a checked source can still reach: its parser takes at
+        # most 200 nested brackets, and a chain of ~250 operators (`1 + 1 + …`, `- - … 1`,
+        # `r.a.a…`) nests that deep in the generated calls. A diagnostic, not a crash.
+        reporter = Reporter()
+        reporter.report("F1006", result.source.span(0, min(1, len(result.source.text))),
+                        "the source is nested too deeply to compile (a chain of more than ~200 operations)")
+        return Compiled(replace(result, diagnostics=[*result.diagnostics, *reporter.sorted()]), None, None, None)
+    return Compiled(result, written.source, written.source_map, generated.entry_limits)
 
 
 def compile_source(source: SourceFile, *, session: SessionScope | None = None, loader: Loader | None = None,
                    cell: bool | None = None) -> Compiled:
-    with _no_cyclic_gc():  # checking a big file builds as many long-lived objects as generating it
-        checked = check(source, session=session, loader=loader, cell=cell)
-    return compile_checked(checked, session)
+    # One pause for both steps: when the collector comes back between them, its first
+    # young collection scans everything the check made, in the middle of the compile.
+    with no_cyclic_gc():
+        return compile_checked(check(source, session=session, loader=loader, cell=cell), session)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from flow_kernel.diagnostics.model import Related
 from flow_kernel.lang import ast
 from flow_kernel.lang.lexer import Lexer
-from flow_kernel.lang.parser_base import ParseError, ParserBase
+from flow_kernel.lang.parser_base import MAX_NESTING, ParseError, ParserBase
 from flow_kernel.lang.tokens import Interpolation, Kind, Token
 
 COMPARISONS = ("==", "!=", "<", "<=", ">", ">=")
@@ -400,14 +400,22 @@ class ExprParser(ParserBase):
         parts: list[str | ast.Expr] = []
         for part in tok.parts:
             if isinstance(part, Interpolation):
-                parts.append(self._interpolated(part))
+                parts.append(self._interpolated(part, tok))
             else:
                 parts.append(part)
         return ast.StrLit(tok.span, parts)
 
-    def _interpolated(self, part: Interpolation) -> ast.Expr:
+    def _interpolated(self, part: Interpolation, string: Token) -> ast.Expr:
+        # An interpolation nests like a bracket, and counts against the same limit: each
+        # level re-lexes the text inside it, so strings nested through `${` thousands deep
+        # took quadratic time (5,000 levels: 15 s) before reaching any limit.
+        if len(self._open_brackets) >= MAX_NESTING:
+            self.reporter.report("F1006", self.src.span(part.start - 2, part.end + 1),
+                                 f"brackets, blocks and interpolations are nested more than {MAX_NESTING} deep here")
+            return ast.NullLit(self.src.span(part.start, part.end))
         sub_tokens = Lexer(self.src, self.reporter, part.start, part.end).tokenize()
         sub = type(self)(self.src, sub_tokens, self.reporter)
+        sub._open_brackets = [*self._open_brackets, string]
         sub.in_interpolation = True
         with sub.newlines(True):
             try:

@@ -18,6 +18,23 @@ class ParseError(Exception):
     """Raised after a syntax diagnostic was reported; caught at a recovery point."""
 
 
+class _NewlineMode:
+    """The context manager of `ParserBase.newlines`: a plain class, because the parser
+    enters one per bracket and a generator-based context manager costs several times more."""
+
+    __slots__ = ("ignored", "modes")
+
+    def __init__(self, modes: list[bool], ignored: bool) -> None:
+        self.modes = modes
+        self.ignored = ignored
+
+    def __enter__(self) -> None:
+        self.modes.append(self.ignored)
+
+    def __exit__(self, *exc: object) -> None:
+        self.modes.pop()
+
+
 class ParserBase:
     def __init__(self, source: SourceFile, tokens: list[Token], reporter: Reporter) -> None:
         self.src = source
@@ -33,13 +50,9 @@ class ParserBase:
         self._open_brackets: list[Token] = []
 
     # -- newline modes ---------------------------------------------------------
-    @contextmanager
-    def newlines(self, ignored: bool) -> Iterator[None]:
-        self._modes.append(ignored)
-        try:
-            yield
-        finally:
-            self._modes.pop()
+    def newlines(self, ignored: bool) -> _NewlineMode:
+        """`with self.newlines(True): …` parses its body with newlines ignored (or not)."""
+        return _NewlineMode(self._modes, ignored)
 
     @property
     def ignoring_newlines(self) -> bool:

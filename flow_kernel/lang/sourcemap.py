@@ -1,7 +1,7 @@
 """The source map of a generated module: positions in the generated Python → Flow spans.
 
 The code generator records the Flow span of the Python nodes it builds. The module
-is then written out with `ast.unparse` and parsed again (the text is what the
+is then written out (`pywriter.unparse`) and parsed again (the text is what the
 sandbox compiles and what the verifier checks); walking the built and the re-parsed
 trees side by side gives every recorded node its position in that text. A runtime
 error carries the position of the instruction that raised it (Python's
@@ -14,7 +14,8 @@ import ast as py
 import bisect
 from dataclasses import dataclass
 
-from flow_kernel.lang.pytree import all_nodes
+from flow_kernel.lang.pytree import tree_nodes
+from flow_kernel.lang.pywriter import unparse
 from flow_kernel.source import Span
 
 Position = tuple[int, int, int, int]  # line, col, end_line, end_col (1-based lines, 0-based cols)
@@ -62,11 +63,11 @@ def span_to_json(span: Span) -> dict[str, object]:
 
 
 def write(tree: py.Module, origins: dict[int, Span]) -> CompiledPython:
-    source = py.unparse(tree) + "\n"
+    source = unparse(tree)
     reparsed = py.parse(source, "<flow>")
     entries: list[tuple[Position, Span]] = []
-    nodes = all_nodes(reparsed)
-    for built, parsed in zip(all_nodes(tree), nodes, strict=True):
+    nodes = tree_nodes(reparsed)
+    for built, parsed in zip(tree_nodes(tree), nodes, strict=True):
         if type(built) is not type(parsed):
             raise AssertionError(f"unparse changed the tree: {type(built).__name__} became {type(parsed).__name__}")
         span = origins.get(id(built))

@@ -19,6 +19,7 @@ from flow_kernel.lang.sourcemap import span_to_json
 from flow_kernel.runtime.agents import TraceSink
 from flow_kernel.runtime.cassette import CassettePlayer, CassetteRecorder
 from flow_kernel.runtime.config import FlowConfig
+from flow_kernel.runtime.gc_policy import older_objects_frozen
 from flow_kernel.runtime.host import EventSink, HostServices
 from flow_kernel.runtime.journal import Journal
 from flow_kernel.runtime.operator import Operator
@@ -90,8 +91,10 @@ async def run_compiled(compiled: Compiled, executor: Executor, *, workflow: str 
     outcome = RunOutcome(run_id, events=host.events, journal=journal.path if journal is not None else None,
                          traces=host.traces)
     try:
-        return await _run(compiled, executor, host, outcome, workflow, input, session_values)
+        with older_objects_frozen():
+            return await _run(compiled, executor, host, outcome, workflow, input, session_values)
     finally:
+        host.release()
         if journal is not None:
             journal.close()
 

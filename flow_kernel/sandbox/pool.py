@@ -48,6 +48,10 @@ class SandboxPool:
     def _refill(self) -> None:
         if self._closed or len(self.idle) + len(self._starting) >= self.warm:
             return
+        self._start()
+
+    def _start(self) -> None:
+        """Spawn a process in the background; it joins `idle` when ready."""
         task = asyncio.ensure_future(self._spawn())
         self._starting.add(task)
 
@@ -95,9 +99,19 @@ class SandboxPool:
         task.add_done_callback(self._closing.discard)
 
     async def prestart(self) -> None:
-        """Start the warm process now (e.g. when a kernel starts) and wait for it."""
-        process = await self.acquire()
-        self.release(process, recycle=False)
+        """Start the warm process now (e.g. when a kernel starts) and wait for it. It is
+        started like a spare, so that a run beginning meanwhile (a kernel's first cell)
+        waits for it in `acquire` rather than spawning one of its own, and a spare for it."""
+        if not self.idle and not self._starting:
+            self._start()
+        starting = set(self._starting)
+        if starting:
+            await asyncio.wait(starting)
+            await asyncio.sleep(0)  # let the callbacks put the processes in `idle`
+            for task in starting:
+                error = None if task.cancelled() else task.exception()
+                if error is not None:
+                    raise error
 
     async def run(self, module: str, payload: dict[str, Any], *, handler: Handler, on_notify: Notify,
                   deadline_ms: int | None = None,

@@ -116,6 +116,8 @@ class Runtime:
         self.bridge = bridge
         self.run_id = payload.get("run")
         self.steps = 0
+        self.caps = []  # the step caps of the running frames (nested, and side by side in parallel)
+        self.lowest_cap = 0  # min(self.caps): up to it, no running frame's cap can be exceeded
         self.loose = Branch((("host", ""),), "h.")  # for code the host calls outside a run's branches
         self.bindings = {}
         self.session_values = (payload.get("args") or {}).get("session") or {}
@@ -163,6 +165,8 @@ class Runtime:
         span_token = _scope.set((frame.id, None))
         self._event("workflow.started", {"name": name, "frame": frame.id, "parent": parent.id if parent else None,
                                          "limits": dict(limits)}, frame.id, parent.id if parent else None)
+        self.caps.append(cap)
+        self.lowest_cap = min(self.caps)
         try:
             result = await fn(self, *values) if values else await fn(self)
             await self._finish_tasks(frame)
@@ -175,6 +179,8 @@ class Runtime:
                         parent.id if parent else None)
             raise
         finally:
+            self.caps.remove(cap)
+            self.lowest_cap = min(self.caps, default=0)
             frame.close()
             _scope.reset(span_token)
             _frame.reset(token)
@@ -195,12 +201,19 @@ class Runtime:
 
     # -- steps and conditions -------------------------------------------------------------
     def step(self):
-        self.steps += 1
+        # Generated code steps before every statement, so the common case reads no frame:
+        # up to the lowest cap of all running frames none is exceeded, and the deadline is
+        # only looked at every STEP_CLOCK_EVERY steps.
+        steps = self.steps = self.steps + 1
+        if steps > self.lowest_cap or not steps % STEP_CLOCK_EVERY:
+            self._check_step(steps)
+
+    def _check_step(self, steps):
         frame = _frame.get()
-        if self.steps > frame.cap:
+        if steps > frame.cap:
             raise FlowError("limit-exceeded", f"the `steps` limit of {frame.cap_limit} of `{frame.cap_name}` is exceeded",
                             {"limit": "steps", "value": frame.cap_limit, "workflow": frame.cap_name})
-        if not self.steps % STEP_CLOCK_EVERY and time.monotonic() > frame.deadline:
+        if not steps % STEP_CLOCK_EVERY and time.monotonic() > frame.deadline:
             raise _timeout(frame)
 
     def loop(self, value):

@@ -1,0 +1,123 @@
+"""Memory section of `flow bench`: resident memory of a Flow kernel started over
+jupyter_client, read from /proc (VmRSS), of the kernel process and of its sandboxes
+(every process below it: the warm Node/Pyodide processes of the pool).
+
+- kernel RSS idle: the kernel process after its first runs, waiting for a cell;
+- sandbox RSS after a run: the largest sandbox process after those runs;
+- RSS growth over 1,000 consecutive cells (an agent call and a little data each):
+  kernel + sandboxes after the last cell against after the first 100.
+Linux only (/proc); elsewhere the section reports that it cannot measure.
+"""
+
+from __future__ import annotations
+
+import gc
+import sys
+import tempfile
+import time
+from typing import Any
+
+from flow_kernel.bench.kernel import round_trip, start_kernel
+from flow_kernel.bench.measure import Figures, Row, Target, descendants, rss_mb
+
+NAME = "memory"
+
+SETUP = 'agent helper { model: "scripted", script: ["ok"] }'
+CELL = 'let words = map(range(200), i => "w${i % 7}")\n[len(groupBy(words, w => w)), helper("hi")]'
+
+
+def _kernel_pid(km: Any) -> int:
+    provisioner = km.provisioner
+    pid = getattr(provisioner, "pid", None) or provisioner.process.pid
+    return int(pid)
+
+
+def _sandboxes(pid: int) -> list[float]:
+    return [rss_mb(child) for child in descendants(pid)]
+
+
+def measure(quick: bool) -> Figures:
+    if not sys.platform.startswith("linux"):
+        return {"skipped": "reading RSS needs Linux /proc"}
+    cells = 150 if quick else 1000
+    first = cells // 10
+    with tempfile.TemporaryDirectory() as cwd:
+        km, kc, _started = start_kernel("flow", cwd)
+        try:
+            pid = _kernel_pid(km)
+            round_trip(kc, SETUP)
+            for _warm in range(3):
+                round_trip(kc, CELL)
+            time.sleep(0.5)  # let the pool's spare finish starting: idle means idle
+            kernel_idle = rss_mb(pid)
+            sandboxes = _sandboxes(pid)
+            samples: dict[int, tuple[float, float]] = {}
+            started = time.perf_counter()
+            for n in range(1, cells + 1):
+                round_trip(kc, CELL)
+                if n in (first, cells):
+                    samples[n] = (rss_mb(pid), sum(_sandboxes(pid)))
+            elapsed = time.perf_counter() - started
+        finally:
+            kc.stop_channels()
+            km.shutdown_kernel(now=True)
+    gc.collect()
+    (kernel_first, sandbox_first), (kernel_last, sandbox_last) = samples[first], samples[cells]
+    total_first, total_last = kernel_first + sandbox_first, kernel_last + sandbox_last
+    return {
+        "cells": cells,
+        "first_cells": first,
+        "cells_per_s": cells / elapsed,
+        "kernel_rss_idle_mb": kernel_idle,
+        "sandbox_processes": len(sandboxes),
+        "sandbox_rss_after_run_mb": max(sandboxes, default=0.0),
+        "sandbox_rss_all_mb": sum(sandboxes),
+        "rss_after_first_mb": {"kernel": kernel_first, "sandboxes": sandbox_first, "total": total_first},
+        "rss_after_last_mb": {"kernel": kernel_last, "sandboxes": sandbox_last, "total": total_last},
+        "rss_growth": (total_last - total_first) / total_first,
+        "kernel_rss_growth": (kernel_last - kernel_first) / kernel_first,
+    }
+
+
+def rows(f: Figures) -> list[Row]:
+    if "skipped" in f:
+        return [Row("memory", f"skipped: {f['skipped']}")]
+    first, last = f["rss_after_first_mb"], f["rss_after_last_mb"]
+    return [
+        Row("kernel process RSS, idle after its first runs", f["kernel_rss_idle_mb"], "MB", "{:.0f}"),
+        Row(f"sandbox process RSS after a run (largest of {f['sandbox_processes']})", f["sandbox_rss_after_run_mb"], "MB", "{:.0f}"),
+        Row(f"kernel + sandboxes after cell {f['first_cells']:,}",
+            f"{first['total']:.0f} MB (kernel {first['kernel']:.0f}, sandboxes {first['sandboxes']:.0f})"),
+        Row(f"kernel + sandboxes after cell {f['cells']:,}",
+            f"{last['total']:.0f} MB (kernel {last['kernel']:.0f}, sandboxes {last['sandboxes']:.0f})"),
+        Row("  growth (kernel alone)", f"{f['rss_growth'] * 100:+.1f} % ({f['kernel_rss_growth'] * 100:+.1f} %)"),
+        Row("cells/s over those cells (agent call + data each)", f["cells_per_s"], "cells/s", "{:.0f}"),
+    ]
+
+
+TARGETS = [
+    Target(
+        "sandbox RSS after a run",
+        lambda f: f"{f['sandbox_rss_after_run_mb']:.0f} MB",
+        lambda f: "—",
+        lambda f: float(f["sandbox_rss_after_run_mb"]),
+        220,
+        unit="MB",
+    ),
+    Target(
+        "kernel RSS idle",
+        lambda f: f"{f['kernel_rss_idle_mb']:.0f} MB",
+        lambda f: "—",
+        lambda f: float(f["kernel_rss_idle_mb"]),
+        400,
+        unit="MB",
+    ),
+    Target(
+        "RSS growth over 1,000 consecutive cells",
+        lambda f: f"{f['rss_after_last_mb']['total']:.0f} MB after cell {f['cells']:,}",
+        lambda f: f"{f['rss_after_first_mb']['total']:.0f} MB after cell {f['first_cells']:,}",
+        lambda f: float(f["rss_growth"]) * 100,
+        10,
+        unit="%",
+    ),
+]
