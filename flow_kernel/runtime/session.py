@@ -47,6 +47,9 @@ class CompileError(Exception):
         self.diagnostics = diagnostics
 
 
+HISTORY = 100  # runs kept in memory with their events (each run's journal keeps it on disk)
+
+
 class Session:
     def __init__(self, *, directory: str | Path | None = None, config: FlowConfig | str | Path | None = None,
                  operator: str | Operator | None = None, allow_run: Iterable[str] = (),
@@ -78,7 +81,7 @@ class Session:
         self.sandbox = sandbox
         self.scope = SessionScope()
         self.values: dict[str, Any] = {}  # top-level bindings as JSON, by name
-        self.history: list[RunOutcome] = []
+        self.history: list[RunOutcome] = []  # the last HISTORY runs, newest last
         self.cells = 0
         self.last_diagnostics: list[Diagnostic] = []  # of the last cell compiled to run (warnings included)
         self._executor: Executor | None = None
@@ -159,6 +162,7 @@ class Session:
             occurrences=self._occurrences)
         self._commit(compiled.check, outcome)
         self.history.append(outcome)
+        del self.history[:-HISTORY]  # a long-lived kernel keeps the recent runs; the journals keep all
         return outcome
 
     def run(self, source: str, *, workflow: str | None = None, input: dict[str, Any] | None = None,

@@ -119,3 +119,13 @@ def test_the_sandbox_is_what_runs_by_default(tmp_path: Path) -> None:
             return first.error, second.result
 
     assert asyncio.run(go()) == (None, 42)
+
+
+def test_the_history_keeps_the_recent_runs() -> None:
+    from flow_kernel.runtime.session import HISTORY
+
+    session = Session(operator="none", journal_dir=None, sandbox=False)
+    for i in range(HISTORY + 5):
+        session.run(f"{i}")
+    assert len(session.history) == HISTORY
+    assert session.history[-1].result == HISTORY + 4 and session.history[0].result == 5
