@@ -51,7 +51,10 @@ def sandbox_command(node: NodeInfo, *, snapshot: Path | None, memory_mb: int, is
     reads = [str(JS_DIR), str(BOOTSTRAP_DIR), str(pyodide.resolve())]
     if snapshot is not None:
         reads.append(str(snapshot))
-    command = [node.path, "--disallow-code-generation-from-strings", node.permission_flag,
+    # --max-semi-space-size=1 (MiB): V8's young generation, which grows to 16 MiB per
+    # semi-space during a run's bridge traffic, stays small — about 15 MB less resident
+    # memory per sandbox after a run, with no measurable change in calls/s (flow bench).
+    command = [node.path, "--disallow-code-generation-from-strings", "--max-semi-space-size=1", node.permission_flag,
                *(f"--allow-fs-read={r}" for r in reads), "--allow-worker", "--no-warnings",
                str(RUNNER), "--pyodide", str(pyodide), "--bootstrap", str(BOOTSTRAP_DIR), "--memory-mb", str(memory_mb)]
     if snapshot is not None:
