@@ -251,6 +251,11 @@ class AgentPipeline:
         return provider, name
 
     def _charge(self, frame: str | None, agent: str) -> None:
+        if frame not in self.frames:
+            # Every call the bootstrap makes names a frame its `workflow.started` announced;
+            # an unknown one would charge no budget at all (found by the escape tests).
+            raise CapabilityViolationError(f"`{agent}` was called from an unknown workflow frame {frame!r}",
+                                           details={"frame": frame})
         chain: list[FrameBudget] = []
         while frame is not None and frame in self.frames:
             chain.append(self.frames[frame])

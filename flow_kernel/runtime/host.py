@@ -27,6 +27,7 @@ from flow_kernel.errors import (
     WorkflowInputValidationError,
 )
 from flow_kernel.lang.check import CheckResult
+from flow_kernel.lang.env import DEFAULT_LIMITS
 from flow_kernel.runtime.agents import AgentPipeline, Event, FrameBudget, SandboxCall, TraceSink
 from flow_kernel.runtime.cassette import CassettePlayer, CassetteRecorder
 from flow_kernel.runtime.config import FlowConfig
@@ -93,14 +94,24 @@ class HostServices:
                 "data": event.get("data") or {}, "order": event.get("order") or LAST}
         if full["type"] == "workflow.started":
             data = full["data"]
-            limits = data.get("limits") or {}
+            limits = self.compiled_limits(str(data.get("name")))
             self.frames[str(data.get("frame"))] = FrameBudget(
-                data.get("parent"), int(limits.get("agent_runs", 100)), name=str(data.get("name")),
-                gate=asyncio.Semaphore(int(limits.get("concurrency", 4))))
+                data.get("parent"), int(limits.get("agent_runs", 0)), name=str(data.get("name")),
+                gate=asyncio.Semaphore(max(1, int(limits.get("concurrency", 1)))))
         self.events.append(full)
         for sink in self.sinks:
             with contextlib.suppress(Exception):  # sinks are best-effort (runtime.md §4)
                 sink(full)
+
+    def compiled_limits(self, name: str) -> dict[str, Any]:
+        """The limits the checker gave workflow `name` (`<cell>`: the top level). The host
+        budgets from these, not from the limits a `workflow.started` event announces: a
+        sandbox that lies about its limits gets no more than the source allows, and a frame
+        of no known workflow gets no agent runs at all."""
+        if name == "<cell>":
+            return dict(self.check.toplevel.limits if self.check.toplevel is not None else DEFAULT_LIMITS)
+        context = self.check.workflows.get(name)
+        return dict(context.limits) if context is not None else {"agent_runs": 0, "concurrency": 1}
 
     def on_notify(self, op: str, payload: dict[str, Any]) -> None:
         if op == "event":

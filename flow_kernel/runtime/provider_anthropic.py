@@ -104,8 +104,13 @@ class AnthropicProvider:
                 raise AgentInvocationError(f"the provider's reply was not JSON: {self._clean(str(exc))}") from None
             except ValueError as exc:  # the client refuses a `max_tokens` too large to wait for unstreamed
                 raise AgentInvocationError(f"the request was not sent: {self._clean(str(exc))}") from None
-            _count(usage, reply)
-            calls = [b for b in reply.content if b.type == "tool_use"]
+            try:  # the client does not validate: an HTML page or JSON of another shape comes back hollow
+                _count(usage, reply)
+                calls = [b for b in reply.content if b.type == "tool_use"]
+                text = "".join(b.text for b in reply.content if b.type == "text")
+                stop_reason = reply.stop_reason
+            except (AttributeError, TypeError):
+                raise AgentInvocationError(f"the provider's reply is not a message: {self._clean(repr(reply))}") from None
             if calls and request.call_tool is not None:
                 # The blocks go back as the API gave them: thinking blocks keep their signatures.
                 messages.append({"role": "assistant", "content": reply.content})
@@ -118,14 +123,13 @@ class AnthropicProvider:
                                     "content": json.dumps(result, ensure_ascii=False)})
                 messages.append({"role": "user", "content": results})
                 continue
-            text = "".join(b.text for b in reply.content if b.type == "text")
-            if reply.stop_reason == "max_tokens":
+            if stop_reason == "max_tokens":
                 raise AgentInvocationError(f"`{request.agent}`'s answer was cut off at max_tokens ({self.max_tokens}); "
                                            "raise `max_tokens` under [providers.anthropic]",
                                            details={"stop_reason": "max_tokens"})
             if not text:
-                raise AgentInvocationError(f"the provider's reply had no text (stop reason: {reply.stop_reason})",
-                                           details={"stop_reason": reply.stop_reason})
+                raise AgentInvocationError(f"the provider's reply had no text (stop reason: {stop_reason})",
+                                           details={"stop_reason": stop_reason})
             return ProviderReply(decode_output(text, request.schema), usage, text, tool_log)
         raise too_many_tool_rounds(request.agent)
 

@@ -35,9 +35,10 @@ class OpenAIProvider:
             raise AgentInvocationError("the `openai` provider needs the `openai` package: "
                                        "pip install 'flow-kernel[providers]'") from None
         self._openai = openai
+        self._key = api_key or os.environ.get("OPENAI_API_KEY") or "unset"
         self.client = openai.AsyncOpenAI(
             base_url=base_url or os.environ.get("OPENAI_BASE_URL") or None,
-            api_key=api_key or os.environ.get("OPENAI_API_KEY") or "unset",
+            api_key=self._key,
             max_retries=0,  # retries are the agent's `retry`, counted against `agent_runs`
         )
 
@@ -60,12 +61,9 @@ class OpenAIProvider:
         tool_log: list[dict[str, Any]] = []
         for _ in range(MAX_TOOL_ROUNDS):
             reply = await self._create(request.model, messages, options)
-            if reply.usage is not None:
-                usage["input_tokens"] += reply.usage.prompt_tokens or 0
-                usage["output_tokens"] += reply.usage.completion_tokens or 0
-            if not reply.choices:
-                raise AgentInvocationError("the provider's reply had no choices")
-            message = reply.choices[0].message
+            input_tokens, output_tokens, message = _parts(reply)
+            usage["input_tokens"] += input_tokens
+            usage["output_tokens"] += output_tokens
             calls = [c for c in (message.tool_calls or []) if getattr(c, "function", None) is not None]
             if calls and request.call_tool is not None:
                 messages.append({"role": "assistant", "content": message.content,
@@ -87,10 +85,30 @@ class OpenAIProvider:
         try:
             return await self.client.chat.completions.create(model=model, messages=messages, **options)  # type: ignore[arg-type]
         except self._openai.APIStatusError as exc:
-            raise AgentInvocationError(f"the provider answered {exc.status_code}: {short(exc.message)}",
+            raise AgentInvocationError(f"the provider answered {exc.status_code}: {self._clean(exc.message)}",
                                        details={"status": exc.status_code}) from None
         except self._openai.APIError as exc:  # connection errors, timeouts, unreadable replies
-            raise AgentInvocationError(f"the provider could not be reached: {short(str(exc))}") from None
+            raise AgentInvocationError(f"the provider could not be reached: {self._clean(str(exc))}") from None
+
+    def _clean(self, text: str) -> str:
+        """An error's text, short, and without the key: an endpoint may repeat it ("Incorrect
+        API key provided: …"), and the message goes into events, journals and outputs."""
+        return short(text.replace(self._key, "***") if len(self._key) >= 8 else text)
+
+
+def _parts(reply: Any) -> tuple[int, int, Any]:
+    """(input tokens, output tokens, the first choice's message). The client does not
+    validate a reply: an HTML page served with 200 comes back as a string, JSON of another
+    shape as a hollow object. Either is the provider's failure, not a host error."""
+    try:
+        tokens = (reply.usage.prompt_tokens or 0, reply.usage.completion_tokens or 0) if reply.usage is not None else (0, 0)
+        if not reply.choices:
+            raise AgentInvocationError("the provider's reply had no choices")
+        message = reply.choices[0].message
+        _ = (message.content, message.tool_calls)  # a wrong shape fails here, not later
+    except (AttributeError, TypeError, IndexError, KeyError):
+        raise AgentInvocationError(f"the provider's reply is not a chat completion: {short(repr(reply))}") from None
+    return tokens[0], tokens[1], message
 
 
 def _arguments(text: str | None) -> dict[str, Any]:

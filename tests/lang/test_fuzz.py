@@ -17,6 +17,7 @@ and replayed by `test_corpus_never_raises`.
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 import threading
@@ -48,6 +49,8 @@ KNOWN_CRASHES: dict[str, tuple[type[BaseException], str]] = {}  # all fixed; add
 KNOWN_SLOW: dict[str, str] = {}  # all fixed; add new finds here
 KNOWN_SLOW_GUARD_S = 1.5
 
+# FLOW_FUZZ_LONG=1: the long run (every property 20 times over), done once and reported.
+SCALE = 20 if os.environ.get("FLOW_FUZZ_LONG") == "1" else 1
 _SETTINGS = dict(deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
@@ -149,19 +152,19 @@ token_soup = st.lists(st.sampled_from(TOKENS), max_size=80).flatmap(
 )
 
 
-@settings(max_examples=1000, **_SETTINGS)
+@settings(max_examples=1000 * SCALE, **_SETTINGS)
 @given(text=flowish_text, cell=st.booleans())
 def test_random_text_never_raises(text: str, cell: bool) -> None:
     assert_well_formed(run_check(text, cell=cell), text)
 
 
-@settings(max_examples=60, **_SETTINGS)
+@settings(max_examples=60 * SCALE, **_SETTINGS)
 @given(text=st.text(max_size=200))
 def test_arbitrary_unicode_never_raises(text: str) -> None:
     assert_well_formed(run_check(text), text)
 
 
-@settings(max_examples=600, **_SETTINGS)
+@settings(max_examples=600 * SCALE, **_SETTINGS)
 @given(text=token_soup, cell=st.booleans())
 def test_token_soup_never_raises(text: str, cell: bool) -> None:
     assert_well_formed(run_check(text, cell=cell), text)
@@ -898,7 +901,7 @@ def _syntax_errors(result: CheckResult) -> list[tuple[str, int, int, str]]:
             for d in result.diagnostics if d.code.startswith("F1")]
 
 
-@settings(max_examples=100, **_SETTINGS)
+@settings(max_examples=100 * SCALE, **_SETTINGS)
 @given(program=flow_programs())
 def test_generated_programs_check_without_syntax_errors(program: str) -> None:
     result = run_check(program)
@@ -906,7 +909,7 @@ def test_generated_programs_check_without_syntax_errors(program: str) -> None:
     assert not _syntax_errors(result), (_syntax_errors(result), program)
 
 
-@settings(max_examples=40, **_SETTINGS)
+@settings(max_examples=40 * SCALE, **_SETTINGS)
 @given(program=flow_programs())
 def test_generated_programs_as_cells_never_raise(program: str) -> None:
     session = SessionScope()
@@ -918,7 +921,7 @@ def test_generated_programs_as_cells_never_raise(program: str) -> None:
     assert_well_formed(again, program)
 
 
-@settings(max_examples=100, **_SETTINGS)
+@settings(max_examples=100 * SCALE, **_SETTINGS)
 @given(program=flow_programs(), data=st.data())
 def test_mutated_programs_never_raise(program: str, data: st.DataObject) -> None:
     # Several mutants per program: generating a program costs more than checking one.
@@ -928,7 +931,7 @@ def test_mutated_programs_never_raise(program: str, data: st.DataObject) -> None
         assert_well_formed(run_check(mutant, cell=cell), mutant)
 
 
-@settings(max_examples=15, **_SETTINGS)
+@settings(max_examples=15 * SCALE, **_SETTINGS)
 @given(data=st.data())
 def test_use_of_generated_files_never_raises(data: st.DataObject) -> None:
     # lib0 and lib1 are generated (sometimes mutated) programs that may `use` each
@@ -952,7 +955,7 @@ def test_use_of_generated_files_never_raises(data: st.DataObject) -> None:
         assert_well_formed(result, main, tuple(files.values()))
 
 
-@settings(max_examples=50, **_SETTINGS)
+@settings(max_examples=50 * SCALE, **_SETTINGS)
 @given(text=st.one_of(flowish_text, token_soup, flow_programs(), mutated_programs()))
 def test_check_is_deterministic(text: str) -> None:
     assert fingerprint(run_check(text)) == fingerprint(run_check(text))
