@@ -35,7 +35,7 @@ from flow_kernel.runtime.events import LAST, sub_order
 from flow_kernel.runtime.operator import Operator
 from flow_kernel.runtime.provider_base import Provider
 from flow_kernel.runtime.tools import ToolRegistry
-from flow_kernel.runtime.validation import schema_errors
+from flow_kernel.runtime.validation import require_valid
 
 EventSink = Callable[[Event], None]
 
@@ -157,9 +157,7 @@ class HostServices:
         validator = self._validators.get((name, cls.code))
         if validator is None:
             validator = self._validators[(name, cls.code)] = jsonschema.Draft202012Validator(schema)
-        described = schema_errors(schema, value, validator)
-        if described:
-            raise cls(f"{what} does not match its schema: {described[0]}", details={"errors": described})
+        require_valid(schema, value, cls, what, validator)
 
     def _event(self, kind: str, payload: dict[str, Any], data: dict[str, Any], span: str | None = None) -> None:
         self.emit({"type": kind, "span": {"id": span or payload.get("span"), "parent": payload.get("span") if span else None},

@@ -25,7 +25,7 @@ from flow_kernel.runtime.journal import Journal
 from flow_kernel.runtime.operator import Operator
 from flow_kernel.runtime.provider_base import Provider
 from flow_kernel.runtime.tools import ToolRegistry
-from flow_kernel.runtime.validation import schema_errors
+from flow_kernel.runtime.validation import require_valid
 
 
 class Executor(Protocol):
@@ -108,7 +108,7 @@ async def _run(compiled: Compiled, executor: Executor, host: HostServices, outco
             schemas = compiled.check.schema_for(workflow)
             if schemas is None or compiled.check.decls[workflow].kind != "workflow":
                 raise WorkflowInputValidationError(f"no workflow `{workflow}` in {compiled.check.source.name}")
-            _validate(schemas["input"], input or {}, WorkflowInputValidationError, f"the input of `{workflow}`")
+            require_valid(schemas["input"], input or {}, WorkflowInputValidationError, f"the input of `{workflow}`")
             ctx = compiled.check.workflows.get(workflow)
             limits = ctx.limits if ctx is not None else limits
         payload = {"run": run_id, "module": compiled.python, "filename": "<flow>",
@@ -121,7 +121,7 @@ async def _run(compiled: Compiled, executor: Executor, host: HostServices, outco
         outcome.steps = int(reply.get("steps") or 0)
         if workflow is not None:
             assert schemas is not None
-            _validate(schemas["output"], outcome.result, OutputValidationError, f"the result of `{workflow}`")
+            require_valid(schemas["output"], outcome.result, OutputValidationError, f"the result of `{workflow}`")
     except FlowError as exc:
         outcome.error = _locate(exc, compiled)
         outcome.bindings = exc.dto.get("bindings") or {} if isinstance(exc.dto.get("bindings"), dict) else {}
@@ -144,10 +144,6 @@ def _record_failure(host: HostServices, error: FlowError, workflow: str | None) 
                "stage": error.stage, "data": data})
 
 
-def _validate(schema: Any, value: Any, cls: type[FlowError], what: str) -> None:
-    described = schema_errors(schema, value)
-    if described:
-        raise cls(f"{what} does not match its schema: {described[0]}", details={"errors": described})
 
 
 def _locate(error: FlowError, compiled: Compiled) -> FlowError:

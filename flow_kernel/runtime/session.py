@@ -83,7 +83,6 @@ class Session:
         self.values: dict[str, Any] = {}  # top-level bindings as JSON, by name
         self.history: list[RunOutcome] = []  # the last HISTORY runs, newest last
         self.cells = 0
-        self.last_diagnostics: list[Diagnostic] = []  # of the last cell compiled to run (warnings included)
         self._executor: Executor | None = None
         self._recorder: CassetteRecorder | None = None
         self._player: CassettePlayer | None = None
@@ -151,7 +150,6 @@ class Session:
         up to a failure — are kept for the next cell. `source` may be what `compile` gave
         (compiled against the session as it is now)."""
         compiled = source if isinstance(source, Compiled) else self.compile(source, name)
-        self.last_diagnostics = compiled.check.diagnostics
         if compiled.python is None:
             raise CompileError(compiled.check.diagnostics)
         outcome = await run_compiled(

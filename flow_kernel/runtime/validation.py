@@ -12,12 +12,23 @@ from typing import Any
 import jsonschema
 from jsonschema.exceptions import ValidationError
 
+from flow_kernel.errors import FlowError
+
 
 def schema_errors(schema: Any, value: Any, validator: jsonschema.protocols.Validator | None = None) -> list[str]:
     """`"path/to/field: message"` for every way `value` fails `schema`, in path order."""
     checker = validator or jsonschema.Draft202012Validator(schema)
     errors = sorted(checker.iter_errors(value), key=lambda e: [str(p) for p in e.absolute_path])
     return [f"{'/'.join(map(str, e.absolute_path)) or '(root)'}: {describe(e)}" for e in errors]
+
+
+def require_valid(schema: Any, value: Any, error: type[FlowError], what: str,
+                  validator: jsonschema.protocols.Validator | None = None) -> None:
+    """Raise `error` ("<what> does not match its schema: <first problem>", every problem in
+    `details.errors`) unless `value` fits `schema`: workflow input and output, entry or nested."""
+    described = schema_errors(schema, value, validator)
+    if described:
+        raise error(f"{what} does not match its schema: {described[0]}", details={"errors": described})
 
 
 def _j(value: Any) -> str:
