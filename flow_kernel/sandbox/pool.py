@@ -22,8 +22,6 @@ from flow_kernel.sandbox.process import Handler, Notify, SandboxProcess
 GRACE = 1.0  # seconds a sandbox gets to stop by itself before it is killed
 RECYCLE_GROWTH = 64 * 1024 * 1024
 
-CLOSE_WAIT = 10.0  # seconds a starting spare may take to finish when the pool closes
-
 
 class SandboxPool:
     def __init__(self, *, memory_mb: int = 512, use_snapshot: bool = True, warm: int = 1) -> None:
@@ -176,15 +174,9 @@ class SandboxPool:
 
     async def close(self) -> None:
         self._closed = True
-        # Let a spare that is starting finish (its callback disposes of it): cancelling a
-        # process while asyncio is still creating it leaves asyncio's child watcher waiting
-        # on a pid already reaped ("Unknown child process pid" on stderr, into a cell).
-        if self._starting:
-            await asyncio.wait(set(self._starting), timeout=CLOSE_WAIT)
         for task in list(self._starting):
             task.cancel()
         await asyncio.gather(*self._starting, return_exceptions=True)
-        await asyncio.sleep(0)  # the done callbacks put finished spares in `_closing`
         await asyncio.gather(*(p.close() for p in self.idle), return_exceptions=True)
         self.idle.clear()
         await asyncio.gather(*self._closing, return_exceptions=True)
