@@ -11,9 +11,9 @@ equal however the run went.
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Any
 
+from flow_kernel.views.prompts import Prompts
 from flow_kernel.views.run_html import render_html
 from flow_kernel.views.run_model import RunModel
 
@@ -29,10 +29,10 @@ class RunView:
         self.model = RunModel(run_id, title)
         self.loop = asyncio.get_running_loop()
         self.body = w.HTML(render_html(self.model))
-        self.prompts = w.VBox([])
-        self.box = w.VBox([self.body, self.prompts])
+        # re-rendered after an answer: the model shows who decided
+        self.prompts = Prompts(on_closed=lambda: self.sink({"type": "_prompt.closed"}))
+        self.box = w.VBox([self.body, self.prompts.box])
         self._render_due: asyncio.TimerHandle | None = None
-        self._pending: list[asyncio.Future[Any]] = []
 
     # -- display ---------------------------------------------------------------------------------
     def mimebundle(self) -> dict[str, Any]:
@@ -62,9 +62,7 @@ class RunView:
         if events is not None:
             self.model = RunModel.from_events(events, self.model.title)
         self.model.finish(result, error, steps, error_line)
-        for future in self._pending:
-            if not future.done():
-                future.cancel()
+        self.prompts.cancel()
         self.render()
 
     def close(self) -> None:
@@ -72,66 +70,15 @@ class RunView:
         self.body.close()
         self.prompts.close()
 
-    # -- prompts ---------------------------------------------------------------------------------
+    # -- prompts (views/prompts.py: the one prompt machinery) --------------------------------------
     @property
     def waiting(self) -> bool:
-        return any(not f.done() for f in self._pending)
+        return self.prompts.waiting
 
     def answer(self, value: Any) -> bool:
         """Answer the oldest open prompt (from `%approve` in another cell); False if none."""
-        for future in self._pending:
-            if not future.done():
-                future.set_result(value)
-                return True
-        return False
+        return self.prompts.answer(value)
 
     async def ask(self, request: dict[str, Any]) -> Any:
         """Show a prompt for an operator request and wait for the click (or `answer`)."""
-        w = self.w
-        future: asyncio.Future[Any] = self.loop.create_future()
-        self._pending.append(future)
-        kind = request.get("kind")
-        question = w.HTML(f"<strong>{_e(request.get('question'))}</strong>")
-        parts: list[Any] = [question]
-        if request.get("details") is not None:
-            parts.append(w.HTML(f"<pre>{_e(json.dumps(request['details'], ensure_ascii=False, indent=2))}</pre>"))
-
-        def settle(value: Any) -> None:
-            if not future.done():
-                future.set_result(value)
-
-        def resolve(value: Any) -> None:
-            # A click may arrive on another thread (subshells): hand it to the run's loop.
-            self.loop.call_soon_threadsafe(settle, value)
-
-        controls: list[Any] = []
-        if kind == "approve":
-            approve = w.Button(description="Approve", button_style="success", icon="check")
-            deny = w.Button(description="Deny", button_style="danger", icon="times")
-            approve.on_click(lambda _b: resolve(True))
-            deny.on_click(lambda _b: resolve(False))
-            controls = [approve, deny]
-        elif request.get("choice"):
-            for option in request["choice"]:
-                button = w.Button(description=str(option))
-                button.on_click(lambda _b, option=option: resolve(option))
-                controls.append(button)
-        else:
-            text = w.Text(placeholder="your answer")
-            submit = w.Button(description="Answer", button_style="primary")
-            submit.on_click(lambda _b: resolve(text.value))
-            controls = [text, submit]
-        prompt = w.VBox([*parts, w.HBox(controls)])
-        self.prompts.children = (*self.prompts.children, prompt)
-        try:
-            return await future
-        finally:
-            self.prompts.children = tuple(c for c in self.prompts.children if c is not prompt)
-            prompt.close()
-            self.sink({"type": "_prompt.closed"})  # re-render: the model shows who decided
-
-
-def _e(value: Any) -> str:
-    import html
-
-    return html.escape("" if value is None else str(value))
+        return await self.prompts.ask(request)

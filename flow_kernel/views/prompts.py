@@ -1,0 +1,104 @@
+"""Prompts a person answers by a click while a cell is still running: the operator's
+(Approve / Deny, the choices of an `ask`, a text box) inside a run view, and the
+capability prompt a cell's magics raise before anything of the cell applies
+("This notebook asks to run `sh`" — Allow once / Allow for this notebook / Deny).
+
+One machinery for both: a box of open prompts, each a Future resolved by a button's
+click (or by `answer`, from `%approve` in another cell). Every piece of text shown
+comes from the notebook or the run, so it is HTML-escaped; button labels are fixed
+strings or an `ask`'s choices, which ipywidgets shows as text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import json
+from collections.abc import Callable
+from typing import Any
+
+
+class Prompts:
+    """A VBox (`box`) holding the open prompts; `ask` adds one and waits for its answer."""
+
+    def __init__(self, on_closed: Callable[[], None] | None = None) -> None:
+        import ipywidgets as w
+
+        self.w = w
+        self.loop = asyncio.get_running_loop()
+        self.box = w.VBox([])
+        self.on_closed = on_closed  # after a prompt is answered (the run view re-renders)
+        self._pending: list[asyncio.Future[Any]] = []
+
+    @property
+    def waiting(self) -> bool:
+        return any(not f.done() for f in self._pending)
+
+    def answer(self, value: Any) -> bool:
+        """Answer the oldest open prompt (from `%approve` in another cell); False if none."""
+        for future in self._pending:
+            if not future.done():
+                future.set_result(value)
+                return True
+        return False
+
+    def cancel(self) -> None:
+        for future in self._pending:
+            if not future.done():
+                future.cancel()
+
+    def close(self) -> None:
+        self.cancel()
+        self.box.close()
+
+    async def ask(self, request: dict[str, Any]) -> Any:
+        """Show a prompt for `request` and wait for the click (or `answer`): `kind`
+        "approve" gives Approve / Deny (True / False); a `choice` list one button each
+        (the chosen string); otherwise a text box (its text)."""
+        w = self.w
+        future: asyncio.Future[Any] = self.loop.create_future()
+        self._pending.append(future)
+        kind = request.get("kind")
+        parts: list[Any] = [w.HTML(f"<strong>{escape(request.get('question'))}</strong>")]
+        if request.get("details") is not None:
+            parts.append(w.HTML(f"<pre>{escape(json.dumps(request['details'], ensure_ascii=False, indent=2))}</pre>"))
+
+        def settle(value: Any) -> None:
+            if not future.done():
+                future.set_result(value)
+
+        def resolve(value: Any) -> None:
+            # A click may arrive on another thread (subshells): hand it to the run's loop.
+            self.loop.call_soon_threadsafe(settle, value)
+
+        controls: list[Any] = []
+        if kind == "approve":
+            approve = w.Button(description="Approve", button_style="success", icon="check")
+            deny = w.Button(description="Deny", button_style="danger", icon="times")
+            approve.on_click(lambda _b: resolve(True))
+            deny.on_click(lambda _b: resolve(False))
+            controls = [approve, deny]
+        elif request.get("choice"):
+            styles = request.get("styles") or {}
+            for option in request["choice"]:
+                button = w.Button(description=str(option), button_style=str(styles.get(option, "")))
+                button.on_click(lambda _b, option=option: resolve(option))
+                controls.append(button)
+        else:
+            text = w.Text(placeholder="your answer")
+            submit = w.Button(description="Answer", button_style="primary")
+            submit.on_click(lambda _b: resolve(text.value))
+            controls = [text, submit]
+        prompt = w.VBox([*parts, w.HBox(controls)])
+        self.box.children = (*self.box.children, prompt)
+        try:
+            return await future
+        finally:
+            self.box.children = tuple(c for c in self.box.children if c is not prompt)
+            prompt.close()
+            if self.on_closed is not None:
+                self.on_closed()
+
+
+def escape(value: Any) -> str:
+    return html.escape("" if value is None else str(value))
