@@ -1,0 +1,45 @@
+"""Shared test setup: no test reads or writes the person's trust store or config.
+
+`FLOW_CONFIG_HOME` points at one temporary folder for the whole test session (set in the
+process environment, so kernels, `flow` subprocesses and sandboxes started by tests inherit
+it), and `FLOW_ALLOW` from the developer's shell is dropped so that it grants nothing here.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+_CONFIG_HOME = Path(tempfile.mkdtemp(prefix="flow-test-config-"))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    os.environ["FLOW_CONFIG_HOME"] = str(_CONFIG_HOME)
+    os.environ.pop("FLOW_ALLOW", None)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    shutil.rmtree(_CONFIG_HOME, ignore_errors=True)
+
+
+@pytest.fixture
+def trust_folder() -> Iterator[Callable[[Path], None]]:
+    """`trust_folder(path)` trusts a folder as `flow trust` would (in the test store);
+    the trust is revoked when the test ends."""
+    from flow_kernel.runtime.trust import TrustStore
+
+    store = TrustStore()
+    trusted: list[Path] = []
+
+    def trust(folder: Path) -> None:
+        store.trust(folder)
+        trusted.append(folder)
+
+    yield trust
+    for folder in trusted:
+        store.revoke(folder)
