@@ -145,7 +145,7 @@ class AgentPipeline:
 
     # -- the pipeline ------------------------------------------------------------------------
     async def call(self, payload: dict[str, Any]) -> Any:
-        options: dict[str, Any] = payload.get("options") or {}
+        options = _checked_options(payload)
         label = options.get("label")
         try:
             name = self._resolve(payload)
@@ -192,7 +192,15 @@ class AgentPipeline:
         return summary
 
     def _resolve(self, payload: dict[str, Any]) -> str:
-        """Target resolution: an agent by name, or a team's main agent or member."""
+        """Target resolution: an agent by name, or a team's main agent or member. Only a
+        declared agent resolves: the generated code names no other, so any other name came
+        from a bypassed sandbox (a host KeyError before)."""
+        name = self._target(payload)
+        if name not in self.agents:
+            raise CapabilityViolationError(f"no agent `{name}` is declared in this program", details={"agent": name})
+        return name
+
+    def _target(self, payload: dict[str, Any]) -> str:
         if payload.get("agent"):
             return str(payload["agent"])
         team_name, member = str(payload.get("team")), str(payload.get("member"))
@@ -301,8 +309,8 @@ class AgentPipeline:
                     break
                 errors = schema_errors(call.schema, output, validator)
                 if not errors and call.payload.get("expect") and self.sandbox_call is not None:
-                    errors = list(await self.sandbox_call("expect", {"run": call.payload.get("run"),
-                                                                     "call": call.payload.get("call"), "output": output}))
+                    errors = _expect_messages(await self.sandbox_call(
+                        "expect", {"run": call.payload.get("run"), "call": call.payload.get("call"), "output": output}))
                 if not errors:
                     log.append({"kind": kind, "attempt": attempt, "ok": True})
                     return output
@@ -404,6 +412,41 @@ class AgentPipeline:
         for sink in self.trace_sinks:
             with contextlib.suppress(Exception):  # trace sinks are best-effort (runtime.md §4)
                 sink(trace)
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+# What the generated code puts in an agent call's options (codegen `agent_call`), by type.
+_OPTION_TYPES: dict[str, Callable[[Any], bool]] = {
+    "label": lambda v: v is None or isinstance(v, str),
+    "schema": lambda v: isinstance(v, dict),
+    "tools": lambda v: isinstance(v, list) and all(isinstance(t, str) for t in v),
+    "repair": _number,
+    "timeout": lambda v: v is None or _number(v),
+    "choice": lambda v: v is None or isinstance(v, list),
+}
+
+
+def _checked_options(payload: dict[str, Any]) -> dict[str, Any]:
+    """An agent request's options, shaped as the generated code shapes them. Any other shape
+    came from a bypassed sandbox: a `capability-violation`, never a host TypeError (`isolate`)."""
+    options = payload.get("options") or {}
+    if not isinstance(options, dict):
+        raise CapabilityViolationError("an agent request's options must be an object")
+    for key, valid in _OPTION_TYPES.items():
+        if key in options and not valid(options[key]):
+            raise CapabilityViolationError(f"an agent request's option `{key}` has the wrong type",
+                                           details={"option": key})
+    return options
+
+
+def _expect_messages(reply: Any) -> list[str]:
+    """The sandbox's answer to an `expect` check: the failed clauses' messages."""
+    if not isinstance(reply, list) or not all(isinstance(m, str) for m in reply):
+        raise CapabilityViolationError("the sandbox answered an `expect` check with something other than messages")
+    return reply
 
 
 def _agent_spec(node: ast.Decl, tools: list[str]) -> AgentSpec:

@@ -119,6 +119,8 @@ class HostServices:
 
     # -- requests from the sandbox -----------------------------------------------------------
     async def handle(self, op: str, payload: dict[str, Any]) -> Any:
+        if not isinstance(payload, dict):  # the bootstrap sends objects only: a bypassed sandbox
+            raise CapabilityViolationError(f"the host operation {str(op)[:40]!r} takes an object")
         if op == "agent":
             return await self.agents.call(payload)
         if op == "approve":
@@ -149,6 +151,8 @@ class HostServices:
             schema = _schema_dict(schemas["input"])
             required = set(schema.get("required", []))
             given = payload.get("input") or {}
+            if not isinstance(given, dict):
+                raise CapabilityViolationError(f"the input of `{name}` to validate must be an object")
             value: Any = {k: v for k, v in given.items() if v is not None or k in required}  # an optional not given
             what, cls = f"the input of `{name}`", WorkflowInputValidationError
         else:
@@ -218,11 +222,14 @@ class HostServices:
         path = shutil.which(exe)
         if path is None:
             raise ProcessError(f"`run`: executable {exe!r} not found", details={"stdout": "", "stderr": "", "exit_code": None})
-        stdin = payload.get("stdin")
-        timeout = float(payload.get("timeout_ms") or 30_000) / 1000
+        stdin, arguments, timeout_ms = payload.get("stdin"), payload.get("arguments") or [], payload.get("timeout_ms")
+        if not isinstance(arguments, list) or not (stdin is None or isinstance(stdin, str)) \
+                or not (timeout_ms is None or (isinstance(timeout_ms, int | float) and not isinstance(timeout_ms, bool))):
+            raise CapabilityViolationError(f"`run`: a malformed request for {exe!r} (arguments, stdin or timeout)")
+        timeout = float(timeout_ms or 30_000) / 1000
         env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR")}
         proc = await asyncio.create_subprocess_exec(
-            path, *[str(a) for a in payload.get("arguments") or []], env=env,
+            path, *[str(a) for a in arguments], env=env,
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
         try:
             out, err = await asyncio.wait_for(proc.communicate(stdin.encode() if isinstance(stdin, str) else None), timeout)
