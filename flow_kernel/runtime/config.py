@@ -15,6 +15,14 @@ max_tokens = 2048
 ```
 Keys live in the environment only: a config file that holds one is refused, so that a
 committed `flow.toml` cannot leak it.
+
+A discovered configuration is content, not the person: it can point a provider's
+`base_url` at any server with `api_key_env` naming any variable (the key travels as a
+bearer token), set `operator = "auto-approve"` and `allow_run = ["sh"]`. So it applies only
+when the person granted it (runtime/trust.py): the folder is trusted with `flow trust`
+and the file is unchanged since, or `FLOW_ALLOW` grants `config:DIR`. Otherwise nothing of it
+applies and `FlowConfig.ignored` names it, for the caller's warning. A path the person gives
+(`Session(config=PATH)`, `flow run --config PATH`) is read with `load_config`: that is a grant.
 """
 
 from __future__ import annotations
@@ -22,7 +30,10 @@ from __future__ import annotations
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from flow_kernel.runtime.trust import Trust
 
 PROVIDER_NAMES = ("openai", "anthropic")
 DEFAULT_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
@@ -47,27 +58,45 @@ class FlowConfig:
     allow_run: tuple[str, ...] = ()
     providers: dict[str, ProviderSettings] = field(default_factory=dict)
     path: Path | None = None  # where it was read from
+    ignored: Path | None = None  # a configuration found but not applied: its folder is not trusted
 
     def provider(self, name: str) -> ProviderSettings:
         return self.providers.get(name, ProviderSettings())
 
+    def ignored_warning(self) -> str | None:
+        """What to tell the person when a configuration was found and not applied."""
+        if self.ignored is None:
+            return None
+        return (f"{self.ignored} is not trusted, so none of it applies (providers' endpoints and key variables, "
+                f"operator, allow_run): run `flow trust {self.ignored.parent}` to apply it")
 
-def find_config(start: Path | str) -> FlowConfig:
-    """The configuration that applies to a notebook or program in `start` (a folder or a file):
-    the nearest `flow.toml`, else the nearest `pyproject.toml` with `[tool.flow]`."""
+
+def config_folder(start: Path | str) -> Path:
+    """The folder of a notebook or program given as a folder or a file, resolved."""
     folder = Path(start).resolve()
-    if not folder.is_dir():
-        folder = folder.parent
-    for candidate in (folder, *folder.parents):
-        flow_toml = candidate / "flow.toml"
-        if flow_toml.is_file():
-            return load_config(flow_toml)
-        pyproject = candidate / "pyproject.toml"
-        if pyproject.is_file():
-            table = _read(pyproject).get("tool", {}).get("flow")
-            if isinstance(table, dict):
-                return parse_config(table, pyproject)
-    return FlowConfig()
+    return folder if folder.is_dir() else folder.parent
+
+
+def find_config(start: Path | str, *, trust: Trust | None = None) -> FlowConfig:
+    """The configuration that applies to a notebook or program in `start` (a folder or a file):
+    the nearest `flow.toml`, else the nearest `pyproject.toml` with `[tool.flow]` — if the
+    person granted it (`trust`, by default the person's store and `FLOW_ALLOW` for that
+    folder); else the defaults, with `ignored` naming the file."""
+    from flow_kernel.runtime.trust import Capability, Trust, applied_config_file
+
+    folder = config_folder(start)
+    found = applied_config_file(folder)
+    if found is None:
+        return FlowConfig()
+    path = found[0]
+    if trust is None:
+        trust = Trust(folder)
+    if not trust.granted(Capability.of("config", str(path.parent), folder)):
+        return FlowConfig(ignored=path)
+    if path.name == "flow.toml":
+        return load_config(path)
+    table = _read(path).get("tool", {}).get("flow")
+    return parse_config(table if isinstance(table, dict) else {}, path)
 
 
 def load_config(path: Path | str) -> FlowConfig:

@@ -58,13 +58,22 @@ def doctor_report() -> list[tuple[str, bool | None, str]]:
                                    f"permission flag {node.permission_flag}"))
     except NodeNotFound as exc:
         return [("node", False, str(exc))]
-    version = install.installed_version()
     pinned = install.pinned_version()
-    rows.append(("pyodide", version == pinned, f"{version or 'not installed'} (pinned {pinned}) in {install.PYODIDE_DIR}"
-                 + ("" if version == pinned else "; it is installed with npm on first use")))
-    snap = install.snapshot_path(node) if version else None
-    rows.append(("snapshot", True if snap and snap.exists() else None,
-                 str(snap) if snap and snap.exists() else "not built yet (built on the first run)"))
+    try:
+        install.verify_runtime()  # the files' published hashes; nothing is ever downloaded
+        rows.append(("pyodide", True, f"{pinned} in {install.PYODIDE_DIR} ({len(install.runtime_files())} runtime "
+                                      f"files match their published sha256)"))
+        snap = install.snapshot_path(node)
+    except install.SandboxInstallError as exc:
+        rows.append(("pyodide", False, str(exc)))
+        snap = None
+    if snap is not None and snap.exists() and install.usable_snapshot(snap):
+        rows.append(("snapshot", True, f"{snap} (sha256 matches the record of its build)"))
+    elif snap is not None and snap.exists():
+        rows.append(("snapshot", False, f"{snap} does not match the record of its build "
+                                        f"({install.snapshot_rejections.get(snap)}): it is rebuilt, not loaded, on the next run"))
+    else:
+        rows.append(("snapshot", None, "not built yet (built on the first run)"))
     ns = network_namespace()
     rows.append(("network", True if ns else None, f"sandboxes run without network ({' '.join(ns)})" if ns else
                  "no network namespace on this OS: the sandbox relies on stubbed net/tls modules only"))
@@ -83,8 +92,11 @@ def doctor_report() -> list[tuple[str, bool | None, str]]:
 
     try:
         config = find_config(Path.cwd())
-        rows.append(("config", True if config.path else None, f"{config.path} (default model: {config.default_model or 'not set'})"
-                     if config.path else "no flow.toml or [tool.flow] here (model \"default\" is not configured)"))
+        if config.ignored is not None:
+            rows.append(("config", None, config.ignored_warning() or ""))
+        else:
+            rows.append(("config", True if config.path else None, f"{config.path} (default model: {config.default_model or 'not set'})"
+                         if config.path else "no flow.toml or [tool.flow] here (model \"default\" is not configured)"))
     except ConfigError as exc:
         rows.append(("config", False, str(exc)))
     return rows
