@@ -3,8 +3,8 @@ process and speak JSON lines to the host (docs/sandbox.md).
 
 It knows nothing of the language: it takes generated Python source plus JSON.
 `SandboxProcess` is one process and its bridge; `SandboxPool` keeps one warm and
-recycles it; `find_node` and `ensure_pyodide` / `ensure_snapshot` find or install
-what it runs on.
+recycles it; `find_node` and `ensure_pyodide` / `ensure_snapshot` find and check
+what it runs on (nothing is installed at run time).
 """
 
 from flow_kernel.sandbox.install import SandboxInstallError, ensure_pyodide, ensure_snapshot

@@ -18,7 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from flow_kernel.errors import FlowError, FlowIsolateError, FlowWorkerCrashedError
-from flow_kernel.sandbox.install import BOOTSTRAP_DIR, JS_DIR, RUNNER, ensure_pyodide
+from flow_kernel.sandbox.install import (
+    BOOTSTRAP_DIR,
+    JS_DIR,
+    RUNNER,
+    ensure_pyodide,
+    usable_snapshot,
+)
 from flow_kernel.sandbox.node import NodeInfo, find_node, network_namespace
 
 MAX_LINE = 16 * 1024 * 1024
@@ -48,7 +54,11 @@ logging.getLogger("asyncio").addFilter(_ReapedSandboxFilter())
 
 def sandbox_command(node: NodeInfo, *, snapshot: Path | None, memory_mb: int, isolate_network: bool = True) -> list[str]:
     pyodide = ensure_pyodide()
-    reads = [str(JS_DIR), str(BOOTSTRAP_DIR), str(pyodide.resolve())]
+    # A snapshot changed since it was checked is not loaded: this sandbox starts cold.
+    if snapshot is not None and not usable_snapshot(snapshot):
+        snapshot = None
+    # pyodide.parent: node_modules, where pyodide.mjs finds `ws`.
+    reads = [str(JS_DIR), str(BOOTSTRAP_DIR), str(pyodide.parent.resolve())]
     if snapshot is not None:
         reads.append(str(snapshot))
     # --max-semi-space-size=1 (MiB): V8's young generation, which grows to 16 MiB per
