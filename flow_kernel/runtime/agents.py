@@ -338,10 +338,14 @@ class AgentPipeline:
             replayed = self.player.answer(key, call.prompt)
             self._account(call, replayed)
             for record in replayed.tool_calls:  # what the tools did when it was recorded, shown again
+                if not isinstance(record, dict):
+                    continue
                 approval = record.get("approval")
-                if isinstance(approval, dict):
-                    await self.approve_tool(call.spec.name, str(record.get("tool")), dict(record.get("arguments") or {}),
-                                            call.payload, (bool(approval.get("answer")), str(approval.get("by"))))
+                if isinstance(approval, dict):  # who the cassette says decided is not taken: no one was asked
+                    allowed, how = await self.approve_tool(call.spec.name, str(record.get("tool")),
+                                                           dict(record.get("arguments") or {}), call.payload,
+                                                           (approval.get("answer") is True, "replayed"))
+                    record = {**record, "approval": {"answer": allowed, "by": how}}
                 call.tool_calls.append(record)
             return replayed.output
         before = len(call.tool_calls)

@@ -38,6 +38,7 @@ from flow_kernel.runtime.tools import ToolRegistry
 from flow_kernel.runtime.validation import require_valid
 
 EventSink = Callable[[Event], None]
+HOST_ONLY_EVENTS = ("approval.", "agent.")  # what the host emits; never taken from the sandbox
 
 
 @dataclass
@@ -114,7 +115,9 @@ class HostServices:
         return dict(context.limits) if context is not None else {"agent_runs": 0, "concurrency": 1}
 
     def on_notify(self, op: str, payload: dict[str, Any]) -> None:
-        if op == "event":
+        # Only the host says what an operator or a provider answered: a sandbox that announces
+        # an `approval.*` or `agent.*` event (a bypassed one: the bootstrap never does) is not heard.
+        if op == "event" and not str(payload.get("type")).startswith(HOST_ONLY_EVENTS):
             self.emit(payload)
 
     # -- requests from the sandbox -----------------------------------------------------------
@@ -182,7 +185,8 @@ class HostServices:
     async def approve_tool(self, agent: str, tool: str, arguments: dict[str, Any], payload: dict[str, Any],
                            replayed: tuple[bool, str] | None = None) -> tuple[bool, str]:
         """The write policy of an approval-gated tool: the operator decides each call. A replay
-        passes the recorded decision (`replayed`), which is shown again, not asked again."""
+        passes the recorded decision (`replayed`), which is shown again, not asked again, and
+        marked `by: "replayed"`: whoever the cassette says decided, no one was asked now."""
         question = f"Allow `{agent}` to call `{tool}`?"
         details = {"tool": tool, "arguments": arguments}
         span = {"id": payload.get("call"), "parent": payload.get("span")}
@@ -190,14 +194,15 @@ class HostServices:
         self.emit({"type": "approval.requested", "span": span, "stage": payload.get("stage"),
                    "data": {**base, "details": details}, "order": sub_order(payload)})
         try:
-            answer, how = replayed if replayed is not None else \
+            answer, how = (bool(replayed[0]), "replayed") if replayed is not None else \
                 await self.operator.approve(question, details, {"run": self.run_id, "tool": tool})
         except FlowError as exc:
             self.emit({"type": "approval.resolved", "span": span, "stage": payload.get("stage"),
                        "data": {**base, "error": exc.code}, "order": sub_order(payload)})
             raise
+        resolved = {**base, "answer": answer, "by": how} | ({"replayed": True} if replayed is not None else {})
         self.emit({"type": "approval.resolved", "span": span, "stage": payload.get("stage"),
-                   "data": {**base, "answer": answer, "by": how}, "order": sub_order(payload)})
+                   "data": resolved, "order": sub_order(payload)})
         return answer, how
 
     async def ask(self, payload: dict[str, Any]) -> str:
