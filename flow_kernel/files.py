@@ -8,6 +8,7 @@ the loader that reads the real file system, for the CLI and the kernel.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 from flow_kernel.source import SourceFile
 
@@ -32,10 +33,15 @@ class FileSystemLoader:
 
     Text is decoded as UTF-8 (a leading byte-order mark is dropped) and line endings
     are normalised to `\\n`, so that lines and columns mean the same on every platform.
+
+    `guard`, when given, is asked about every resolved path before it is read: it returns
+    None to allow it, or the reason it is refused (a file outside the notebook's folder
+    that the person did not grant, runtime/trust.py), reported as F2011 at the `use`.
     """
 
-    def __init__(self, base: str | None = None) -> None:
+    def __init__(self, base: str | None = None, *, guard: Callable[[str], str | None] | None = None) -> None:
         self.base = base
+        self.guard = guard
 
     def resolve(self, path: str, importer: str | None) -> str:
         if importer is not None:
@@ -46,6 +52,11 @@ class FileSystemLoader:
 
     def __call__(self, path: str, importer: str | None) -> SourceFile | None:
         name = self.resolve(path, importer)
+        refusal = self.guard(name) if self.guard is not None else None
+        if refusal is not None:
+            from flow_kernel.lang.check import UseRefused
+
+            raise UseRefused(refusal)
         if not os.path.isfile(name):
             return None
         return SourceFile(name, read_text(name))

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from flow_kernel.lang.check import CheckResult, Loader, check
+from flow_kernel.lang.check import CheckResult, Loader, UseRefused, check
 from flow_kernel.lang.parser import parse
 from flow_kernel.lang.session import SessionBinding, SessionScope
 
-__all__ = ["CheckResult", "Loader", "SessionBinding", "SessionScope", "check", "parse"]
+__all__ = ["CheckResult", "Loader", "SessionBinding", "SessionScope", "UseRefused", "check", "parse"]

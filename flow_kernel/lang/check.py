@@ -19,8 +19,14 @@ from flow_kernel.lang.parser import parse
 from flow_kernel.lang.session import SessionScope
 from flow_kernel.source import SourceFile
 
-# (path as written, importer's name or None for a cell) -> the file, or None when missing
+# (path as written, importer's name or None for a cell) -> the file, or None when missing;
+# it raises `UseRefused` when the person did not grant the file (outside the folder).
 Loader = Callable[[str, "str | None"], "SourceFile | None"]
+
+
+class UseRefused(Exception):
+    """Raised by a loader for a file it will not read; the message (how to grant it) is
+    reported as F2011 at the `use`."""
 
 
 @dataclass
@@ -122,7 +128,11 @@ def _load_uses(source: SourceFile, module: ast.Module, loader: Loader | None, re
 
     def visit(src: SourceFile, mod: ast.Module, chain: list[str], importer: str | None) -> None:
         for use in mod.uses:
-            target = loader(use.path, importer) if loader is not None else None
+            try:
+                target = loader(use.path, importer) if loader is not None else None
+            except UseRefused as refused:
+                reporter.report("F2011", use.path_span, f"`use`: file \"{use.path}\" is not readable here: {refused}")
+                continue
             if target is None:
                 reporter.report("F2011", use.path_span, f"`use`: file \"{use.path}\" not found")
                 continue

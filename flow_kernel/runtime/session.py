@@ -28,12 +28,20 @@ from flow_kernel.lang.compiler import Compiled, compile_checked
 from flow_kernel.lang.session import SessionBinding, SessionScope
 from flow_kernel.runtime.agents import TraceSink
 from flow_kernel.runtime.cassette import CassettePlayer, CassetteRecorder
+from flow_kernel.runtime.ceilings import Ceilings
 from flow_kernel.runtime.config import FlowConfig, find_config, load_config
 from flow_kernel.runtime.host import EventSink
 from flow_kernel.runtime.operator import Operator
 from flow_kernel.runtime.provider_base import Provider
 from flow_kernel.runtime.run import Executor, RunOutcome, run_compiled
 from flow_kernel.runtime.tools import ToolFunction, ToolRegistry
+from flow_kernel.runtime.trust import (
+    Capability,
+    Trust,
+    operator_capability,
+    parse_allow,
+    resolve_path,
+)
 from flow_kernel.source import SourceFile
 
 
@@ -56,17 +64,36 @@ class Session:
                  sinks: Iterable[EventSink] = (), trace_sinks: Iterable[TraceSink] = (),
                  record: str | Path | None = None, replay: str | Path | None = None,
                  journal_dir: str | Path | None = ".flow/runs", sandbox: bool = True, debug: bool = False,
-                 providers: dict[str, Provider] | None = None, tool_policy: Iterable[str] | None = None) -> None:
+                 providers: dict[str, Provider] | None = None, tool_policy: Iterable[str] | None = None,
+                 ceilings: Ceilings | None = None,
+                 allow: Iterable[Capability | str] = (), trust: Trust | None = None) -> None:
         """`directory` is where `use` paths, `flow.toml` and the journal are found (default:
         the working directory). `sandbox=False` runs in this interpreter, for benchmarks and
-        tests only: it is not a security boundary. `journal_dir=None` keeps no journal."""
+        tests only: it is not a security boundary. `journal_dir=None` keeps no journal.
+
+        The arguments are the person's grants (runtime/trust.py): `allow_run`, an `operator`
+        that answers for the person, `config=PATH`, `record`/`replay` paths, and `allow`
+        (capabilities, or `FLOW_ALLOW` words such as "path:/data" or "tools:shop.py").
+        What the session's content asks for later — `session.record(path)` outside the
+        directory, `set_operator("auto-approve")`, `use` of a file outside it — goes
+        through `session.trust`, which also honours `FLOW_ALLOW` and `flow trust`. A
+        discovered flow.toml applies only in a trusted folder (`config.ignored` otherwise)."""
         self.directory = Path(directory) if directory is not None else Path.cwd()
+        grants = self._grants(allow_run, operator, config, record, replay, allow)
+        if trust is None:
+            trust = Trust(self.directory, grants=grants)
+        else:
+            for cap in grants:
+                trust.grant(cap)
+        self.trust = trust
         if isinstance(config, FlowConfig):
             self.config = config
         elif config is not None:
             self.config = load_config(config)
         else:
-            self.config = find_config(self.directory)
+            self.config = find_config(self.directory, trust=self.trust)
+        if isinstance(operator, str):
+            operator = self.trust.operator(operator)  # granted above; an `answers:` path made absolute
         self.operator = _operator(operator if operator is not None else self.config.operator)
         # Who answers for `interactive` set by name later (`%operator interactive`): the
         # frontend's callback when the operator given here has one.
@@ -79,6 +106,9 @@ class Session:
         self.debug = debug
         self.journal_dir = (self.directory / journal_dir) if journal_dir is not None else None
         self.sandbox = sandbox
+        # The person's maximums for every run's limits, output and sandboxes: set here or in
+        # FLOW_MAX_* variables, never by a notebook, a program or a flow.toml (runtime/ceilings.py).
+        self.ceilings = ceilings if ceilings is not None else Ceilings.from_env()
         self.scope = SessionScope()
         self.values: dict[str, Any] = {}  # top-level bindings as JSON, by name
         self.history: list[RunOutcome] = []  # the last HISTORY runs, newest last
@@ -89,6 +119,22 @@ class Session:
         self._occurrences: dict[tuple[str, str], int] = {}
         self.record(record)
         self.replay(replay)
+
+    def _grants(self, allow_run: Iterable[str], operator: str | Operator | None, config: FlowConfig | str | Path | None,
+                record: str | Path | None, replay: str | Path | None,
+                allow: Iterable[Capability | str]) -> list[Capability]:
+        """What the constructor's arguments grant: the person wrote them."""
+        grants = [Capability.of("run", exe, self.directory) for exe in allow_run]
+        if isinstance(operator, str) and (cap := operator_capability(operator, self.directory)) is not None:
+            grants.append(cap)
+        if isinstance(config, (str, Path)):
+            grants.append(Capability("config", str(resolve_path(config, self.directory).parent)))
+        for path in (record, replay):
+            if path is not None:
+                grants.append(Capability("path", str(resolve_path(path, self.directory))))
+        for item in allow:
+            grants.extend([item] if isinstance(item, Capability) else parse_allow(item, self.directory))
+        return grants
 
     # -- configuration --------------------------------------------------------------------------
     @overload
@@ -104,20 +150,28 @@ class Session:
         return self.tools.register(fn, name)
 
     def record(self, path: str | Path | None) -> None:
-        """Record every agent answer of the following runs into one cassette (None stops)."""
-        self._recorder = CassetteRecorder(self.directory / path) if path is not None else None
+        """Record every agent answer of the following runs into one cassette (None stops).
+        A path outside the session's directory needs a grant (`CapabilityDenied`)."""
+        self._recorder = (CassetteRecorder(self.trust.path(path, purpose="record a cassette"))
+                          if path is not None else None)
         if path is not None:
             self._player = None
         self._occurrences.clear()
 
     def replay(self, path: str | Path | None) -> None:
-        """Answer agent calls of the following runs from a cassette (None stops)."""
-        self._player = CassettePlayer(self.directory / path) if path is not None else None
+        """Answer agent calls of the following runs from a cassette (None stops).
+        A path outside the session's directory needs a grant (`CapabilityDenied`)."""
+        self._player = (CassettePlayer(self.trust.path(path, purpose="replay a cassette"))
+                        if path is not None else None)
         if path is not None:
             self._recorder = None
         self._occurrences.clear()
 
     def set_operator(self, operator: str | Operator) -> None:
+        """A policy by name (`%operator`) that answers for the person (auto-approve,
+        answers:PATH) needs a grant (`CapabilityDenied`); an `Operator` object is the person's."""
+        if isinstance(operator, str):
+            operator = self.trust.operator(operator, purpose="set by `%operator`")
         chosen = _operator(operator)
         if chosen.policy == "interactive" and chosen.callback is None:
             chosen = dataclasses.replace(chosen, callback=self.interactive_callback)
@@ -134,8 +188,8 @@ class Session:
         """Check a cell against what earlier cells left; nothing is committed."""
         from flow_kernel.files import FileSystemLoader
 
-        return check(self._source(source, name), session=self.scope, loader=FileSystemLoader(str(self.directory)),
-                     cell=True)
+        loader = FileSystemLoader(str(self.directory), guard=self.trust.use_guard())
+        return check(self._source(source, name), session=self.scope, loader=loader, cell=True)
 
     def compile(self, source: str, name: str | None = None) -> Compiled:
         return compile_checked(self.check(source, name), self.scope)
@@ -157,7 +211,7 @@ class Session:
             operator=self.operator, allow_run=frozenset(self.allow_run), sinks=self.sinks + list(sinks), run_id=run_id,
             journal_dir=self.journal_dir, record=self._recorder, replay=self._player, config=self.config,
             tools=self.tools, trace_sinks=self.trace_sinks, debug=self.debug, providers=self.providers,
-            occurrences=self._occurrences)
+            occurrences=self._occurrences, ceilings=self.ceilings)
         self._commit(compiled.check, outcome)
         self.history.append(outcome)
         del self.history[:-HISTORY]  # a long-lived kernel keeps the recent runs; the journals keep all
@@ -199,7 +253,7 @@ class Session:
             if self.sandbox:
                 from flow_kernel.runtime.executors import SandboxExecutor
 
-                self._executor = SandboxExecutor()
+                self._executor = SandboxExecutor(max_processes=self.ceilings.sandboxes)
             else:
                 from flow_kernel.sandbox.inprocess import InProcessExecutor
 

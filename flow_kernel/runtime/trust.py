@@ -25,7 +25,7 @@ import json
 import os
 import tempfile
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -419,6 +419,18 @@ class Trust:
         if not is_inside(resolved, self.folder):
             self.require(Capability("path", str(resolved)), purpose=purpose)
         return resolved
+
+    def use_guard(self) -> Callable[[str], str | None]:
+        """For `FileSystemLoader(guard=...)`: None for a file `use` may read, else why not."""
+
+        def guard(name: str) -> str | None:
+            try:
+                self.path(name, purpose="`use` of a Flow file")
+            except CapabilityDenied as denied:
+                return str(denied)
+            return None
+
+        return guard
 
     def folder_trusted(self) -> bool:
         return self.store.is_trusted(self.folder)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -67,9 +68,11 @@ def test_use_resolves_against_the_session_directory(tmp_path: Path) -> None:
     assert session(tmp_path).run('use "lib.flow"\ninc(x: 1)').result == 2
 
 
-def test_flow_toml_sets_default_model_operator_and_allow_run(tmp_path: Path) -> None:
+def test_flow_toml_sets_default_model_operator_and_allow_run(tmp_path: Path,
+                                                            trust_folder: Callable[[Path], None]) -> None:
     (tmp_path / "flow.toml").write_text('default_model = "mock"\noperator = "auto-approve"\nallow_run = ["echo"]\n',
                                         encoding="utf-8")
+    trust_folder(tmp_path)  # `flow trust`: a discovered flow.toml applies only in a trusted folder
     s = Session(directory=tmp_path, sandbox=False)
     assert s.operator.policy == "auto-approve" and "echo" in s.allow_run
     outcome = s.run('agent a { model: "default" }\nlet ok = approve "go?"\nlet said = a("hi")\n'

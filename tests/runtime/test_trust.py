@@ -161,3 +161,21 @@ def test_store_file_is_private_and_a_broken_one_trusts_nothing(tmp_path: Path, s
     assert not store.is_trusted(tmp_path)
     with pytest.raises(ValueError, match="not valid"):
         store.trust(tmp_path)
+
+
+def test_session_use_outside_its_folder_is_f2011_with_the_grant(tmp_path: Path) -> None:
+    from flow_kernel import Session
+
+    folder = tmp_path / "nb"
+    folder.mkdir()
+    (tmp_path / "lib.flow").write_text("workflow inc(x: int) -> int { return x + 1 }\n", encoding="utf-8")
+    (folder / "near.flow").write_text("workflow dec(x: int) -> int { return x - 1 }\n", encoding="utf-8")
+    session = Session(directory=folder, sandbox=False, journal_dir=None)
+    assert session.check('use "near.flow"\ndec(x: 1)').ok  # inside: no ceremony
+    result = session.check('use "../lib.flow"\ninc(x: 1)')
+    diagnostic = result.errors[0]
+    assert diagnostic.code == "F2011"
+    assert "outside its folder" in diagnostic.message and f"--allow-path {tmp_path.resolve() / 'lib.flow'}" in diagnostic.message
+    assert "inc" not in result.decls
+    granted = Session(directory=folder, sandbox=False, journal_dir=None, allow=[f"path:{tmp_path / 'lib.flow'}"])
+    assert granted.check('use "../lib.flow"\ninc(x: 1)').ok
