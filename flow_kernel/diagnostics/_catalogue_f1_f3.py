@@ -920,7 +920,8 @@ print who
         """\
 A constraint has a value that cannot work: a negative length or item count, a
 minimum greater than its maximum, a non-positive `multipleOf`, or a `pattern`
-that is not a valid regular expression. Such a schema would reject every value
+that is not a valid regular expression (one that is valid but needs what RE2
+lacks, such as a back-reference, is F3021). Such a schema would reject every value
 or fail at run time. Fix the value.""",
         """\
 type Code = string(pattern: "[A-Z")
@@ -984,7 +985,13 @@ if answer == 3 {
 The body of a `schema { … }` type is not a valid JSON Schema (draft 2020-12), for
 example an unknown `"type"` name or a keyword with a value of the wrong kind, or
 it is not an object of literal values. The schema is sent to providers and used
-for validation, so it is checked at compile time. Fix the schema.""",
+for validation, so it is checked at compile time. A Flow schema is also one
+self-contained document, and nothing in it is ever fetched: a `$ref` or
+`$dynamicRef` must be a local fragment (`#`, a pointer such as `#/$defs/item` to a
+schema that exists in it, or `#name` for one of its `$anchor`s), never an address
+(`http://…`, `file://…`, `other.json`); `$id` is not allowed (it changes what
+references mean), and `$schema`, if given, must be draft 2020-12's, at the root.
+Fix the schema; copy what a remote reference pointed to under `$defs`.""",
         """\
 type Payload = schema { "type": "strng" }
 let p: Payload = "hello"
@@ -1072,6 +1079,31 @@ print reviewer("Accept this draft?", choice: ["accept", "accept"])
         """\
 agent reviewer { model: "scripted", script: ["accept"] }
 print reviewer("Accept this draft?", choice: ["accept", "revise"])
+""",
+    ),
+    (
+        "F3021",
+        "E",
+        "pattern uses what RE2 cannot run (back-reference, lookaround)",
+        """\
+Flow runs every regular expression a program supplies (a `pattern` constraint, a
+raw schema's `pattern` and `patternProperties`, a script's `when("/re/", …)`) on
+RE2, whose matching time is linear in the text, so that no pattern and input can
+stall a check or a run (a backtracking engine takes tens of seconds for
+`^(a+)+$` against 30 characters). JSON Schema patterns are ECMA-262 regexes; Flow
+accepts the part of that syntax RE2 runs: no back-references (`\\1`), no
+lookahead or lookbehind (`(?=…)`, `(?!…)`, `(?<=…)`, `(?<!…)`), no `\\uXXXX`
+escapes (write `\\x{41}`) and repetition counts up to 1000. Rewrite the pattern
+without them, or check the rest with `expect` in the program.""",
+        """\
+type Doubled = string(pattern: "^(a+)\\\\1$")
+let d: Doubled = "aa"
+print d
+""",
+        """\
+type Doubled = string(pattern: "^(aa)+$")
+let d: Doubled = "aa"
+print d
 """,
     ),
 )

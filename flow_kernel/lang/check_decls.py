@@ -19,9 +19,12 @@ from flow_kernel.lang.env import (
 )
 from flow_kernel.lang.graphs import find_cycles
 from flow_kernel.lang.literals import NOT_LITERAL, literal_value
+from flow_kernel.lang.patterns import pattern_problem
+from flow_kernel.lang.schema_rules import schema_problems
 
 if TYPE_CHECKING:
     from flow_kernel.lang.checker import Checker
+    from flow_kernel.source import Span
 
 BUILTIN_TYPES = {"string", "number", "int", "bool", "null", "any", "duration", "external"}
 RUNTIME_CODES = (
@@ -98,11 +101,22 @@ class DeclChecker:
         from jsonschema.exceptions import SchemaError
 
         try:
+            # The meta-schema checks the schema as data: nothing in it is resolved or matched.
             Draft202012Validator.check_schema(value)
         except SchemaError as err:
             path = "/".join(str(p) for p in err.absolute_path)
             where = f" at `{path}`" if path else ""
             self.report("F3016", te.span, f"not a valid JSON Schema{where}: {err.message}")
+            return T.ANY
+        problems = schema_problems(value)
+        for problem in problems:
+            span = _schema_span(te.body, problem.path)
+            where = problem.path[1:]  # as the meta-schema's errors say it: `properties/a/$ref`
+            if problem.pattern is not None and problem.pattern.unsupported:
+                self.report("F3021", span, f"a pattern RE2 cannot run at `{where}`: {problem.pattern.reason}")
+            else:
+                self.report("F3016", span, f"not a valid JSON Schema at `{where}`: {problem.message}")
+        if problems:
             return T.ANY
         return T.AnyType(raw_schema=tuple(value.items()))
 
@@ -129,6 +143,10 @@ class DeclChecker:
             problem = _constraint_problem(key, value)
             if problem:
                 self.report("F3013", arg.value.span, f"invalid value for `{key}`: {problem}")
+                continue
+            unsupported = pattern_problem(value) if key == "pattern" and isinstance(value, str) else None
+            if unsupported is not None:  # valid elsewhere, but it needs what RE2 lacks
+                self.report("F3021", arg.value.span, f"a pattern RE2 cannot run: {unsupported.reason}")
                 continue
             constraints[key] = value
         for low, high in (("minLength", "maxLength"), ("minItems", "maxItems"), ("minimum", "maximum")):
@@ -332,6 +350,9 @@ class DeclChecker:
             problem = _script_entry_problem(item)
             if problem:
                 self.report("F4017", item.span, f"malformed script entry: {problem}")
+            unsupported = _when_pattern_unsupported(item)
+            if unsupported:
+                self.report("F3021", unsupported[0], f"a pattern RE2 cannot run in `when`: {unsupported[1]}")
 
     def declare_team(self: Checker, entry: DeclEntry) -> None:
         node = entry.node
@@ -438,6 +459,26 @@ def _type_names(te: ast.TypeExpr) -> list[ast.TName]:
     return out
 
 
+def _schema_span(body: ast.Expr, pointer: str) -> Span:
+    """The span of what a JSON pointer names in a `schema { … }` literal (`"key": value`
+    for a keyword), for a diagnostic about one part of a big schema."""
+    node = body
+    parts = [p.replace("~1", "/").replace("~0", "~") for p in pointer[1:].split("/")] if pointer else []
+    for i, part in enumerate(parts):
+        if isinstance(node, ast.ObjectLit):
+            entry = next((e for e in node.entries if e.key == part), None)
+            if entry is None:
+                break
+            if i == len(parts) - 1:
+                return entry.key_span.to(entry.value.span)
+            node = entry.value
+        elif isinstance(node, ast.ArrayLit) and part.isdigit() and int(part) < len(node.items):
+            node = node.items[int(part)]
+        else:
+            break
+    return node.span
+
+
 def _constraint_problem(key: str, value: object) -> str | None:
     if value is NOT_LITERAL:
         return "constraint values must be literals"
@@ -447,10 +488,9 @@ def _constraint_problem(key: str, value: object) -> str | None:
     elif key == "pattern":
         if not isinstance(value, str):
             return "expected a regular expression string"
-        try:
-            re.compile(value)
-        except re.error as err:
-            return f"bad regular expression ({err})"
+        err = pattern_problem(value)
+        if err is not None and not err.unsupported:
+            return f"bad regular expression ({err.reason})"
     elif key == "format":
         if not isinstance(value, str):
             return "expected a format name such as \"email\""
@@ -465,6 +505,18 @@ def _constraint_problem(key: str, value: object) -> str | None:
     return None
 
 
+def _when_pattern_unsupported(item: ast.Expr) -> tuple[Span, str] | None:
+    """(span, reason) for `when("/re/", …)` whose regex is valid but needs what RE2 lacks."""
+    if not (isinstance(item, ast.Call) and isinstance(item.callee, ast.Name) and item.callee.name == "when" and item.args):
+        return None
+    first = item.args[0].value
+    pattern = literal_value(first)
+    if not (isinstance(pattern, str) and len(pattern) >= 2 and pattern.startswith("/") and pattern.endswith("/")):
+        return None
+    err = pattern_problem(pattern[1:-1])
+    return (first.span, err.reason) if err is not None and err.unsupported else None
+
+
 def _script_entry_problem(item: ast.Expr) -> str | None:
     if isinstance(item, ast.Call) and isinstance(item.callee, ast.Name):
         fn = item.callee.name
@@ -477,10 +529,9 @@ def _script_entry_problem(item: ast.Expr) -> str | None:
             pattern = literal_value(args[0])
             assert isinstance(pattern, str)
             if len(pattern) >= 2 and pattern.startswith("/") and pattern.endswith("/"):
-                try:
-                    re.compile(pattern[1:-1])
-                except re.error as err:
-                    return f"bad regular expression in `when` ({err})"
+                err = pattern_problem(pattern[1:-1])
+                if err is not None and not err.unsupported:  # an unsupported one is F3021
+                    return f"bad regular expression in `when` ({err.reason})"
             return _script_entry_problem(args[1]) if isinstance(args[1], ast.Call) else _json_problem(args[1])
         if fn == "fail":
             if not 1 <= len(args) <= 2 or literal_value(args[0]) not in RETRYABLE:

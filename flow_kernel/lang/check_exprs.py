@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -14,6 +13,7 @@ from flow_kernel.lang.builtins import BUILTINS
 from flow_kernel.lang.check_decls import _article, closest
 from flow_kernel.lang.env import TaskInfo
 from flow_kernel.lang.literals import NOT_LITERAL, literal_value
+from flow_kernel.lang.patterns import pattern_problem, search
 
 if TYPE_CHECKING:
     from flow_kernel.lang.checker import Checker
@@ -411,7 +411,7 @@ def _violated(value: object, c: dict[str, object]) -> str | None:
         if isinstance(c.get("maxLength"), int) and n > c["maxLength"]:  # type: ignore[operator]
             return f"the string has {n} characters, more than maxLength {c['maxLength']}"
         pattern = c.get("pattern")
-        if isinstance(pattern, str) and re.search(pattern, value) is None:
+        if isinstance(pattern, str) and pattern_problem(pattern) is None and not search(pattern, value):
             return f"the string does not match the pattern `{pattern}`"
     elif isinstance(value, (int, float)) and not isinstance(value, bool):
         checks: tuple[tuple[str, Callable[[float], bool], str], ...] = (

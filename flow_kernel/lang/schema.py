@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Any
 
 from flow_kernel.lang import types as T
 from flow_kernel.lang.env import DeclEntry
+from flow_kernel.lang.schema_rules import has_references, rebase_references
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 JSON = dict[str, Any]
@@ -24,7 +27,7 @@ class SchemaBuilder:
                 self.defs[t.name] = self.build(t.resolved)
             return {"$ref": f"#/$defs/{t.name}"}
         if isinstance(t, T.AnyType):
-            return dict(t.raw_schema) if t.raw_schema is not None else {}
+            return self.raw(dict(t.raw_schema)) if t.raw_schema is not None else {}
         if isinstance(t, T.Prim):
             if t.name == "duration":
                 schema: JSON = {"type": "integer", "minimum": 0}
@@ -51,6 +54,18 @@ class SchemaBuilder:
                 return {"type": "string", "enum": [o.value for o in opts if isinstance(o, T.Literal)]}
             return {"anyOf": [self.build(o) for o in opts]}
         return {}
+
+    def raw(self, schema: JSON) -> JSON:
+        """A raw `schema { … }` where it is used. Its `#/…` references (checked to stay in
+        it, schema_rules.py) mean its own root, which is not the document's root once it is
+        nested: such a schema is placed under `$defs` and its references moved with it."""
+        schema.pop("$schema", None)  # the document's root says the dialect (only 2020-12 passes the check)
+        if not has_references(schema):
+            return schema
+        name = "schema-" + hashlib.sha256(json.dumps(schema, sort_keys=True).encode()).hexdigest()[:12]
+        if name not in self.defs:
+            self.defs[name] = rebase_references(schema, f"/$defs/{name}")
+        return {"$ref": f"#/$defs/{name}"}
 
     def document(self, t: T.Type) -> JSON:
         body = self.build(t)
