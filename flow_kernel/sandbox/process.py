@@ -18,14 +18,16 @@ from pathlib import Path
 from typing import Any
 
 from flow_kernel.errors import FlowError, FlowIsolateError, FlowWorkerCrashedError
+from flow_kernel.sandbox import lifetime
 from flow_kernel.sandbox.install import (
     BOOTSTRAP_DIR,
     JS_DIR,
     RUNNER,
+    SandboxInstallError,
     ensure_pyodide,
     usable_snapshot,
 )
-from flow_kernel.sandbox.node import NodeInfo, find_node, network_namespace
+from flow_kernel.sandbox.node import NodeInfo, NodeNotFound, find_node, network_namespace
 
 MAX_LINE = 16 * 1024 * 1024
 START_TIMEOUT = 60.0
@@ -93,11 +95,16 @@ class SandboxProcess:
     @classmethod
     async def start(cls, *, snapshot: Path | None = None, memory_mb: int = 512, command: list[str] | None = None,
                     timeout: float = START_TIMEOUT) -> SandboxProcess:
-        sandbox = cls(command or sandbox_command(find_node(), snapshot=snapshot, memory_mb=memory_mb))
+        try:
+            command = command or sandbox_command(find_node(), snapshot=snapshot, memory_mb=memory_mb)
+        except (NodeNotFound, SandboxInstallError) as exc:  # a clear `isolate` error, never a traceback
+            raise FlowIsolateError(f"the sandbox did not start: {exc}") from None
+        sandbox = cls(command)
         # An empty environment: no API keys, tokens or paths reach the Node process.
         sandbox.proc = await asyncio.create_subprocess_exec(
             *sandbox.command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE, env={}, limit=MAX_LINE + 1, start_new_session=True)
+            stderr=asyncio.subprocess.PIPE, env={}, limit=MAX_LINE + 1, start_new_session=True,
+            preexec_fn=lifetime.preexec())  # dies with the host, even while busy (sandbox/lifetime.py)
         sandbox._reader = asyncio.ensure_future(sandbox._read())
         sandbox._stderr_reader = asyncio.ensure_future(sandbox._read_stderr())
         try:
