@@ -17,6 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 TYPED = [
     "flow_kernel/source.py",
+    "flow_kernel/markup.py",
     "flow_kernel/diagnostics",
     "flow_kernel/files.py",
     "flow_kernel/cli.py",

@@ -21,12 +21,12 @@ garble the output or shift the carets).
 
 from __future__ import annotations
 
-import html
 import unicodedata
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from flow_kernel.diagnostics.model import Diagnostic, Severity
+from flow_kernel.markup import escape
 from flow_kernel.source import Span
 
 TAB_WIDTH = 4
@@ -215,11 +215,11 @@ def _html_excerpt(span: Span) -> str:
     width = len(str(line))
     text = f"{line} | {shown}".rstrip()
     caret = f"{'':>{width}} | {' ' * caret_col}{'^' * carets}"
-    return f'<pre class="flow-excerpt">{html.escape(text)}\n{html.escape(caret)}</pre>'
+    return f'<pre class="flow-excerpt">{escape(text)}\n{escape(caret)}</pre>'
 
 
 def _html_one(d: Diagnostic, display_name: DisplayName) -> str:
-    esc = html.escape
+    esc = escape
     sev = d.severity.value
     out = [
         f'<div class="flow-diagnostic flow-{sev}" data-code="{esc(d.code)}">',

@@ -28,6 +28,7 @@ from flow_kernel.lang.lexer import CLOSERS, OPENERS, Lexer
 from flow_kernel.lang.schema import input_type, schema_for_decl, type_schema
 from flow_kernel.lang.session import SessionScope
 from flow_kernel.lang.tokens import RESERVED, Kind, Token
+from flow_kernel.markup import markdown_html
 from flow_kernel.source import SourceFile
 
 JSON = dict[str, Any]
@@ -534,7 +535,8 @@ def _complete_magic_argument(code: str, cursor: int, scope: SessionScope, name: 
 
 
 class _Doc:
-    """Plain text and Markdown built side by side."""
+    """Plain text and Markdown built side by side; the Markdown is sent as sanitised HTML
+    (`flow_kernel.markup`): doc comments come from files anyone may have written."""
 
     def __init__(self, signature: str) -> None:
         self.plain: list[str] = [signature]
@@ -567,7 +569,7 @@ class _Doc:
 
     def reply(self) -> JSON:
         return {"found": True, "data": {"text/plain": "\n".join(self.plain),
-                                        "text/markdown": "\n".join(self.md)}, "metadata": {}}
+                                        "text/html": markdown_html("\n".join(self.md))}, "metadata": {}}
 
 
 def _not_found() -> JSON:

@@ -28,11 +28,13 @@ from flow_kernel import __version__
 from flow_kernel.diagnostics import Diagnostic
 from flow_kernel.errors import FlowError
 from flow_kernel.kernel.magics import MAGICS, CellPlan, MagicError, plan_cell
+from flow_kernel.markup import escape
 from flow_kernel.runtime.operator import Operator
 from flow_kernel.runtime.render import render_value
 from flow_kernel.runtime.report import describe_error
 from flow_kernel.runtime.run import RunOutcome, new_run_id
 from flow_kernel.runtime.session import CompileError, Session
+from flow_kernel.views.artifacts import artifact_bundle
 from flow_kernel.views.live import LiveView
 
 LANGUAGE_INFO: dict[str, object] = {
@@ -290,7 +292,8 @@ class FlowKernel(Kernel):
             return self._diagnostics_error(diagnostics, silent)
         if plan.mode == "python":
             assert compiled.python is not None
-            self._display({"text/plain": compiled.python, "text/markdown": f"```python\n{compiled.python}\n```"}, silent)
+            python = compiled.python  # an escaped <pre>, never Markdown (docs/security.md)
+            self._display({"text/plain": python, "text/html": f"<pre>{escape(python)}</pre>"}, silent)
         else:
             text = _render_diagnostics(diagnostics) if diagnostics else "no diagnostics"
             self._display({"text/plain": text.rstrip("\n")}, silent)
@@ -301,12 +304,10 @@ class FlowKernel(Kernel):
         data = event.get("data") or {}
         if kind == "print":
             self._stream("stdout", str(data.get("text")) + "\n", silent, parent)
-        elif kind == "artifact.published":  # shown as the frontend renders it: Markdown, JSON
-            if "text" in data:
-                self._display({"text/markdown": str(data["text"]), "text/plain": str(data["text"])}, silent, parent)
-            else:
-                self._display({"application/json": data.get("json"),
-                               "text/plain": json.dumps(data.get("json"), ensure_ascii=False, indent=2)}, silent, parent)
+        elif kind == "artifact.published":  # Markdown as sanitised HTML (views/artifacts.py), JSON
+            bundle = artifact_bundle(data)
+            if bundle is not None:
+                self._display(bundle, silent, parent)
 
     # -- replies and outputs ----------------------------------------------------------------
     def _ok(self) -> dict[str, Any]:

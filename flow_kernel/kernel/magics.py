@@ -9,7 +9,6 @@ would have been right; nothing of the cell runs then.
 from __future__ import annotations
 
 import dataclasses
-import html
 import json
 import shlex
 from collections.abc import Callable
@@ -19,6 +18,7 @@ from typing import Any
 
 from flow_kernel.lang import types as T
 from flow_kernel.lang.session import SessionBinding
+from flow_kernel.markup import escape
 from flow_kernel.runtime.session import Session
 
 Bundle = dict[str, Any]  # a MIME bundle: {"text/plain": ..., "text/html": ...}
@@ -81,7 +81,7 @@ def plan_cell(text: str, session: Session) -> CellPlan:
 
 
 def text_output(text: str) -> Bundle:
-    return {"text/plain": text, "text/html": f"<pre>{html.escape(text)}</pre>"}
+    return {"text/plain": text, "text/html": f"<pre>{escape(text)}</pre>"}
 
 
 def _words(args: str, name: str) -> list[str]:

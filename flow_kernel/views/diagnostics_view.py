@@ -33,7 +33,6 @@ Outline of the HTML:
 
 from __future__ import annotations
 
-import html
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -49,6 +48,7 @@ from flow_kernel.diagnostics.render import (
     _location,
     render_text,
 )
+from flow_kernel.markup import escape as _e
 from flow_kernel.source import Span
 
 __all__ = ["STYLE", "diagnostics_bundle", "render_html", "summary_line"]
@@ -93,10 +93,6 @@ STYLE = """<style>
 </style>"""
 
 _SEVERITY_ORDER = (Severity.ERROR, Severity.WARNING, Severity.INFO)
-
-
-def _e(text: str) -> str:
-    return html.escape(text, quote=True)
 
 
 _BACKTICKED = re.compile(r"`([^`\n]+)`")

@@ -12,10 +12,11 @@ strings or an `ask`'s choices, which ipywidgets shows as text.
 from __future__ import annotations
 
 import asyncio
-import html
 import json
 from collections.abc import Callable
 from typing import Any
+
+from flow_kernel.markup import escape
 
 
 class Prompts:
@@ -98,7 +99,3 @@ class Prompts:
             prompt.close()
             if self.on_closed is not None:
                 self.on_closed()
-
-
-def escape(value: Any) -> str:
-    return html.escape("" if value is None else str(value))

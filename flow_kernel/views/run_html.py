@@ -8,10 +8,10 @@ where styles are partly stripped.
 from __future__ import annotations
 
 import datetime
-import html
 import json
 from typing import Any
 
+from flow_kernel.markup import escape as _e
 from flow_kernel.runtime.events import is_default_label
 from flow_kernel.views.run_model import Item, Node, RunModel
 
@@ -53,11 +53,11 @@ def _header(model: RunModel, now: datetime.datetime | None, live: bool) -> str:
     title = f" <strong>{_e(model.title)}</strong>" if model.title else ""
     elapsed = _elapsed(model.started, model.ended, now) if live else ""
     budgets = "".join(
-        f'<span class="budget">{_e(name)} {used}' + (f'/{limit} <progress value="{min(used, limit)}" max="{limit}"></progress>'
+        f'<span class="budget">{_e(name)} {_e(used)}' + (f'/{_e(limit)} <progress value="{_e(min(used, limit))}" max="{_e(limit)}"></progress>'
                                                     if limit else "") + "</span>"
         for name, used, limit in model.budgets())
     run = f'<span class="meta">run {_e(model.run_id)}</span>' if model.run_id and live else ""
-    return (f'<header><span class="badge {model.status}">{_e(model.status)}</span>{title}'
+    return (f'<header><span class="badge {_e(model.status)}">{_e(model.status)}</span>{title}'
             f'<span class="meta">{_e(elapsed)}</span>{budgets}{run}</header>')
 
 
@@ -74,10 +74,12 @@ def _node(model: RunModel, node: Node, live: bool) -> str:
         body += _node(model, child, live) if isinstance(child, Node) else _item(model, child)
     if node.progress is not None:
         done, total = node.progress.get("done"), node.progress.get("total")
-        bar = f'<progress value="{done}" max="{total}"></progress> ' if isinstance(done, int | float) and total else ""
+        n_done, n_total = _number(done), _number(total)
+        bar = f'<progress value="{_e(n_done)}" max="{_e(n_total)}"></progress> ' \
+            if n_done is not None and n_total else ""
         count = f"{done}/{total}" if total is not None else str(done if done is not None else "")
         body += f"<li>{bar}{_e(count)} {_e(node.progress.get('message') or '')}</li>"
-    return (f'<li class="state-{node.state}"><span class="mark">{_MARK[node.state]}</span> {title}{extra}'
+    return (f'<li class="state-{_e(node.state)}"><span class="mark">{_mark(node.state)}</span> {title}{extra}'
             f' <span class="meta">{_e(timing)}</span>' + (f"<ul>{body}</ul>" if body else "") + "</li>")
 
 
@@ -89,14 +91,14 @@ def _agent(node: Node, live: bool) -> str:
     meta = [f"{len(attempts)} attempt{'s' if len(attempts) != 1 else ''}"] if attempts else []
     if d.get("latency_ms") is not None and live:
         meta.append(f"{d['latency_ms']} ms")
-    tokens = int(usage.get("input_tokens", 0)) + int(usage.get("output_tokens", 0))
+    tokens = (_number(usage.get("input_tokens")) or 0) + (_number(usage.get("output_tokens")) or 0)
     if tokens:
         meta.append(f"{usage.get('input_tokens', 0)} + {usage.get('output_tokens', 0)} tokens")
     if d.get("provider") and d.get("provider") != d.get("model"):
         meta.append(f"{d.get('provider')}/{d.get('model')}")
     label = d.get("label")
     shown = f" [{_e(label)}]" if label and not is_default_label(label) else ""
-    summary = (f'<summary><span class="mark">{_MARK[node.state]}</span> agent <strong>{_e(node.name)}</strong>{shown}'
+    summary = (f'<summary><span class="mark">{_mark(node.state)}</span> agent <strong>{_e(node.name)}</strong>{shown}'
                f' <span class="meta">{_e(" · ".join(meta))}</span>')
     if node.state == "failed":
         summary += f' <span class="err">{_e(d.get("code"))}: {_e(d.get("message") or "")}</span>'
@@ -115,15 +117,16 @@ def _agent(node: Node, live: bool) -> str:
             f"<li><code>{_e(c.get('tool'))}</code>({_e(_compact(c.get('arguments')))}) → {_e(_compact(c.get('result')))}</li>"
             for c in calls if isinstance(c, dict)) + "</ul></div>"
     opened = " open" if node.state == "failed" else ""
-    return f'<details class="card state-{node.state}"{opened}>{summary}{body}</details>'
+    return f'<details class="card state-{_e(node.state)}"{opened}>{summary}{body}</details>'
 
 
 def _attempt(a: dict[str, Any]) -> str:
-    head = f"{_e(a.get('kind'))} {a.get('attempt')}"
+    head = f"{_e(a.get('kind'))} {_e(a.get('attempt'))}"
     if a.get("ok"):
         return f'<li class="ok">{head}: valid</li>'
     if a.get("invalid"):
-        errors = "".join(f"<li>{_e(e)}</li>" for e in a.get("errors") or [])
+        listed = a.get("errors")
+        errors = "".join(f"<li>{_e(e)}</li>" for e in (listed if isinstance(listed, list) else [listed] if listed else []))
         return f'<li class="err">{head}: invalid output {_e(_compact(a.get("output")))}<ul>{errors}</ul></li>'
     return f'<li class="err">{head}: {_e(a.get("error"))} {_e(a.get("message") or "")}</li>'
 
@@ -161,10 +164,13 @@ def _error(model: RunModel) -> str:
     where = ""
     span = e.get("span")
     if isinstance(span, dict):
-        where = f'<div class="meta">{_e(span.get("file"))}:{span.get("line")}:{span.get("column")}</div>'
+        where = f'<div class="meta">{_e(span.get("file"))}:{_e(span.get("line"))}:{_e(span.get("column"))}</div>'
         if model.error_line is not None:
-            column = int(span.get("column") or 1)
-            width = max(1, int(span.get("end_column") or column + 1) - column) if span.get("end_line") == span.get("line") else 1
+            # Clamped to the line: a forged span must not ask for a billion spaces.
+            limit = len(model.error_line) + 1
+            column = min(limit, max(1, int(_number(span.get("column")) or 1)))
+            end = min(limit, int(_number(span.get("end_column")) or column + 1))
+            width = max(1, end - column) if span.get("end_line") == span.get("line") else 1
             where += f"<pre>{_e(model.error_line)}\n{' ' * (column - 1)}{'^' * width}</pre>"
     stage = f'<div class="meta">in stage “{_e(e.get("stage"))}”</div>' if e.get("stage") else ""
     return (f'<div class="err"><strong>error[{_e(e.get("code"))}]</strong>: {_e(e.get("message"))}</div>'
@@ -205,5 +211,13 @@ def _compact(value: Any) -> str:
     return text if len(text) <= 160 else text[:159] + "…"
 
 
-def _e(value: Any) -> str:
-    return html.escape("" if value is None else str(value))
+def _mark(state: str) -> str:
+    return _MARK.get(state, "●")
+
+
+def _number(value: Any) -> int | float | None:
+    """A count from an event as a number, or None: a forged event may carry any JSON
+    where a number is expected, and the view must neither fail nor echo it into markup."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return value if value == value and abs(value) != float("inf") else None

@@ -45,8 +45,8 @@ class Node:
 
     @property
     def attempts(self) -> list[dict[str, Any]]:
-        value = self.data.get("attempts")
-        return value if isinstance(value, list) else []
+        value = self.data.get("attempts")  # events are data: anything not an object is dropped
+        return [a for a in value if isinstance(a, dict)] if isinstance(value, list) else []
 
 
 @dataclass
@@ -126,7 +126,8 @@ class RunModel:
             else:
                 self.roots.append(node)
             if head == "workflow" and parent is None:
-                self.limits = dict(data.get("limits") or {})
+                limits = data.get("limits")
+                self.limits = dict(limits) if isinstance(limits, dict) else {}
                 self.started = node.started
         node.data.update(data)
         if phase != "started":
@@ -242,6 +243,8 @@ class RunModel:
                     lines.append(f"{pad}    {line}")
             calls = node.data.get("tool_calls")
             for call in calls if isinstance(calls, list) else []:
+                if not isinstance(call, dict):
+                    continue
                 lines.append(f"{pad}    tool {call.get('tool')}({_short(call.get('arguments'), 60)})"
                              f" → {_short(call.get('result'), 80)}")
             return

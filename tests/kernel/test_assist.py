@@ -72,15 +72,16 @@ def kinds(reply: dict[str, Any]) -> dict[str, str]:
 def shown(code: str, scope: SessionScope, cursor: int | None = None, detail_level: int = 0) -> str:
     reply = inspect(code, len(code) if cursor is None else cursor, scope, detail_level)
     assert reply["found"], code
-    assert set(reply["data"]) == {"text/plain", "text/markdown"}
+    assert set(reply["data"]) == {"text/plain", "text/html"}  # sanitised HTML, never raw Markdown
     assert reply["metadata"] == {}
     return str(reply["data"]["text/plain"])
 
 
 def markdown(code: str, scope: SessionScope, cursor: int | None = None) -> str:
+    """The reply's Markdown as the host rendered it (flow_kernel.markup.markdown_html)."""
     reply = inspect(code, len(code) if cursor is None else cursor, scope)
     assert reply["found"], code
-    return str(reply["data"]["text/markdown"])
+    return str(reply["data"]["text/html"])
 
 
 # --- complete: fields ----------------------------------------------------------------------------
@@ -295,9 +296,9 @@ def test_inspect_agent(scope: SessionScope) -> None:
     assert "output: Triage" in text
     assert "Output JSON Schema" in text and '"$ref": "#/$defs/Triage"' in text
     md = markdown(code, scope, code.rindex("classifier") + 3)
-    assert md.startswith("```flow\nagent classifier\n```")
-    assert "- **output**: `Triage`" in md
-    assert "```json" in md and '"enum": [\n' in md
+    assert md.startswith("<pre><code>agent classifier\n</code></pre>")
+    assert "<li><strong>output</strong>: <code>Triage</code></li>" in md
+    assert "<p><strong>Output JSON Schema</strong></p>\n<pre><code>{" in md and '"enum": [\n' in md
 
 
 def test_inspect_workflow_signature_and_schemas(scope: SessionScope) -> None:
@@ -315,7 +316,7 @@ def test_inspect_type_alias(scope: SessionScope) -> None:
     assert text.splitlines()[0] == 'type Severity = "low" | "medium" | "high"'
     assert '"enum": [' in text
     md = markdown(code, scope, code.rindex("Severity"))
-    assert md.startswith('```flow\ntype Severity = "low" | "medium" | "high"\n```')
+    assert md.startswith('<pre><code>type Severity = "low" | "medium" | "high"\n</code></pre>')
 
 
 def test_inspect_tool(scope: SessionScope) -> None:
@@ -351,7 +352,7 @@ def test_inspect_builtins(scope: SessionScope) -> None:
     code = "let xs = map([1, 2], "
     assert shown(code, scope).splitlines()[0] == "map(xs: T[], f: (x: T, i?: int) => U) -> U[]"
     assert "range(a: int, b: int) -> int[]" in shown("range(0, 3)", scope, 2)
-    assert "`sum([])` is 0" in markdown("sum", scope)
+    assert "<code>sum([])</code> is 0" in markdown("sum", scope)
 
 
 def test_every_builtin_has_a_documented_signature() -> None:
