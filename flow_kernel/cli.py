@@ -227,8 +227,10 @@ def build_parser() -> argparse.ArgumentParser:
     schema.set_defaults(handler=cmd_schema)
 
     from flow_kernel.cli_run import add_commands
+    from flow_kernel.cli_trust import add_commands as add_trust_commands
 
     add_commands(commands)
+    add_trust_commands(commands)
 
     bench = commands.add_parser(
         "bench",
@@ -250,6 +252,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from flow_kernel.sandbox.lifetime import make_undumpable
+
+    make_undumpable()  # `run` children cannot read this process's environ (API keys)
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

@@ -4,6 +4,13 @@
 usage error. Human output: `print` on stdout, live progress on stderr when it is a
 terminal, the result on stdout. `--format json`: one object on stdout, `print` on
 stderr.
+
+The flags are the person's grants (runtime/trust.py), with `FLOW_ALLOW` and folders
+trusted by `flow trust`; FILE's content grants itself nothing. A flow.toml found beside or
+above FILE in an untrusted folder is not applied (a warning on stderr says so). What the
+file asks for and nothing granted is refused with how to grant it: `use` of a file outside
+FILE's folder is F2011 (exit 2, nothing runs); `run` of an executable not allowed is a
+`capability-violation` (exit 1).
 """
 
 from __future__ import annotations
@@ -42,6 +49,10 @@ def add_commands(commands: Any) -> None:
     run.add_argument("--allow-run", metavar="EXE", action="append", default=[], help="allow `run` of EXE (repeatable)")
     run.add_argument("--replay", metavar="CASSETTE", help="answer agent calls from a cassette (JSON lines)")
     run.add_argument("--record", metavar="CASSETTE", help="record every agent answer to a cassette")
+    run.add_argument("--allow-path", metavar="PATH", action="append", default=[],
+                     help="let FILE `use` (or answers: read) PATH outside its folder; a folder grants what is below it")
+    run.add_argument("--config", metavar="FLOW_TOML",
+                     help="apply this flow.toml (or pyproject.toml's [tool.flow]) instead of the one found")
     run.add_argument("--format", choices=("text", "json"), default="text")
     run.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                      help="live progress on stderr (default: when stderr is a terminal)")
@@ -73,13 +84,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     from flow_kernel.diagnostics.render import render_text
     from flow_kernel.files import FileSystemLoader
     from flow_kernel.lang.compiler import compile_checked
-    from flow_kernel.runtime.config import ConfigError, find_config
+    from flow_kernel.runtime.config import ConfigError, config_folder, find_config, load_config
     from flow_kernel.runtime.operator import Operator
 
     try:
-        result = _load(FileSystemLoader(), args.file)
+        trust = _trust(args)
+        result = _load(FileSystemLoader(guard=trust.use_guard()), args.file)
         data = _parse_input(args.input)
-        config = find_config(Path(args.file))
+        config = load_config(args.config) if args.config else find_config(config_folder(args.file), trust=trust)
+        if config.ignored is not None:
+            _error(f"warning: {config.ignored_warning()}", command="run")
         policy = args.operator or config.operator
         operator = Operator.parse(policy) if policy else Operator.default()
         if args.replay and args.record:
@@ -88,7 +102,11 @@ def cmd_run(args: argparse.Namespace) -> int:
             from flow_kernel.runtime.cassette import CassettePlayer
 
             CassettePlayer(args.replay)  # a missing or malformed cassette is a usage error, before anything runs
-    except (UsageError, ValueError, ConfigError) as exc:
+        if args.record:
+            from flow_kernel.runtime.cassette import check_recordable
+
+            check_recordable(args.record)  # a link there, or a file that is not a cassette: refused, untouched
+    except (UsageError, ValueError, ConfigError) as exc:  # CapabilityDenied is not reached: flags grant
         _error(str(exc), command="run")
         return EXIT_USAGE
     if not result.ok:
@@ -113,7 +131,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         from flow_kernel.runtime.terminal import TerminalProgress
 
         sinks.append(TerminalProgress(sys.stderr, color=_wants_color(sys.stderr)))
-    outcome = asyncio.run(_run(compiled, args, data, operator, sinks, config))
+    allow_run = frozenset(args.allow_run) | set(config.allow_run) | trust.executables()
+    outcome = asyncio.run(_run(compiled, args, data, operator, sinks, config, allow_run))
     if outcome.error is not None and outcome.error.span:
         outcome.error.span = {**outcome.error.span, "file": display_name(str(outcome.error.span["file"]))}
     if json_mode:
@@ -128,8 +147,24 @@ def cmd_run(args: argparse.Namespace) -> int:
     return EXIT_OK if outcome.error is None else EXIT_FAILED
 
 
+def _trust(args: argparse.Namespace) -> Any:
+    """The grants of this run: the flags (paths as typed, relative to the working
+    directory), `FLOW_ALLOW`, and `flow trust`; FILE's folder needs none."""
+    from flow_kernel.runtime.config import config_folder
+    from flow_kernel.runtime.trust import Capability, Trust, operator_capability
+
+    here = Path.cwd()
+    grants = [Capability.of("run", exe, here) for exe in args.allow_run]
+    grants += [Capability.of("path", raw, here) for raw in [*args.allow_path, args.record, args.replay] if raw]
+    if args.operator and (cap := operator_capability(args.operator, here)) is not None:
+        grants.append(cap)
+    if args.config:
+        grants.append(Capability("config", str(Path(args.config).resolve().parent)))
+    return Trust(config_folder(args.file), grants=grants, document=Path(args.file), asker="This file")
+
+
 async def _run(compiled: Any, args: argparse.Namespace, data: dict[str, Any], operator: Any, sinks: list[Any],
-               config: Any) -> Any:
+               config: Any, allow_run: frozenset[str]) -> Any:
     from flow_kernel.runtime.executors import SandboxExecutor
     from flow_kernel.runtime.run import run_compiled
     from flow_kernel.sandbox.pool import SandboxPool
@@ -137,7 +172,7 @@ async def _run(compiled: Any, args: argparse.Namespace, data: dict[str, Any], op
     executor = SandboxExecutor(SandboxPool(warm=0))  # one run: no spare to keep warm
     try:
         return await run_compiled(compiled, executor, workflow=args.workflow, input=data if args.workflow else None,
-                                  operator=operator, allow_run=frozenset(args.allow_run) | set(config.allow_run),
+                                  operator=operator, allow_run=allow_run,
                                   sinks=sinks, journal_dir=Path(".flow") / "runs", record=args.record,
                                   replay=args.replay, config=config)
     finally:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -104,8 +105,10 @@ def test_doctor() -> None:
         assert name in out.stdout
 
 
-def test_live_progress_on_stderr_and_flow_toml_beside_the_file(tmp_path: Path) -> None:
+def test_live_progress_on_stderr_and_flow_toml_beside_the_file(tmp_path: Path,
+                                                               trust_folder: Callable[[Path], None]) -> None:
     (tmp_path / "flow.toml").write_text('default_model = "mock"\noperator = "auto-approve"\n', encoding="utf-8")
+    trust_folder(tmp_path)  # `flow trust`: only a trusted folder's flow.toml applies
     program = tmp_path / "p.flow"
     program.write_text('agent a { model: "default", output: { n: int } }\nstage "one" {\n'
                        '  let ok = approve "go?"\n  let r = a("hi")\n  print ok\n}\n', encoding="utf-8")
@@ -118,8 +121,9 @@ def test_live_progress_on_stderr_and_flow_toml_beside_the_file(tmp_path: Path) -
     assert any(line.startswith("    ✓ agent a") for line in lines)
 
 
-def test_a_bad_flow_toml_is_a_usage_error(tmp_path: Path) -> None:
+def test_a_bad_flow_toml_is_a_usage_error(tmp_path: Path, trust_folder: Callable[[Path], None]) -> None:
     (tmp_path / "flow.toml").write_text('[providers.openai]\napi_key = "sk-secret"\n', encoding="utf-8")
+    trust_folder(tmp_path)
     program = tmp_path / "p.flow"
     program.write_text("print 1\n", encoding="utf-8")
     out = flow("run", str(program), cwd=tmp_path)

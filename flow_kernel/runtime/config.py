@@ -93,15 +93,18 @@ def find_config(start: Path | str, *, trust: Trust | None = None) -> FlowConfig:
         trust = Trust(folder)
     if not trust.granted(Capability.of("config", str(path.parent), folder)):
         return FlowConfig(ignored=path)
-    if path.name == "flow.toml":
-        return load_config(path)
-    table = _read(path).get("tool", {}).get("flow")
-    return parse_config(table if isinstance(table, dict) else {}, path)
+    return load_config(path)
 
 
 def load_config(path: Path | str) -> FlowConfig:
+    """A `flow.toml`, or the `[tool.flow]` table of a file named `pyproject.toml`."""
     path = Path(path)
-    return parse_config(_read(path), path)
+    table = _read(path)
+    if path.name == "pyproject.toml":
+        table = table.get("tool", {}).get("flow")
+        if not isinstance(table, dict):
+            raise ConfigError(f"{path}: no [tool.flow] table")
+    return parse_config(table, path)
 
 
 def parse_config(table: dict[str, Any], path: Path | None = None) -> FlowConfig:

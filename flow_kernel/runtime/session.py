@@ -79,6 +79,7 @@ class Session:
         through `session.trust`, which also honours `FLOW_ALLOW` and `flow trust`. A
         discovered flow.toml applies only in a trusted folder (`config.ignored` otherwise)."""
         self.directory = Path(directory) if directory is not None else Path.cwd()
+        allow_run = list(allow_run)
         grants = self._grants(allow_run, operator, config, record, replay, allow)
         if trust is None:
             trust = Trust(self.directory, grants=grants)
@@ -98,7 +99,8 @@ class Session:
         # Who answers for `interactive` set by name later (`%operator interactive`): the
         # frontend's callback when the operator given here has one.
         self.interactive_callback = self.operator.callback
-        self.allow_run = set(allow_run) | set(self.config.allow_run)
+        # FLOW_ALLOW="run:git" allows git like allow_run=["git"] (the person set it)
+        self.allow_run = set(allow_run) | set(self.config.allow_run) | self.trust.executables()
         self.sinks: list[EventSink] = list(sinks)
         self.trace_sinks: list[TraceSink] = list(trace_sinks)
         self.tools = ToolRegistry(set(tool_policy) if tool_policy is not None else None)

@@ -80,7 +80,7 @@ class Capability:
             return Capability(kind, str(resolve_path(target, folder)))
         if kind == "operator":
             return operator_capability(target, folder) or Capability(kind, target)
-        if kind == "run" and (not target or "/" in target or target != target.strip()):
+        if kind == "run" and (not target.split() or "/" in target.split()[0]):
             raise ValueError(f"`run:{target}`: name an executable, not a path")
         return Capability(kind, target)
 
@@ -147,7 +147,7 @@ def cli_flag(cap: Capability) -> str | None:
     if cap.kind == "run":
         return f"--allow-run {cap.target}"
     if cap.kind == "tools":
-        return f"--allow-tools {cap.target}"
+        return None  # `flow run` loads no Python tool files
     if cap.kind == "operator":
         return f"--operator {cap.target}"
     if cap.kind == "path":
@@ -305,6 +305,10 @@ class TrustStore:
                 out.add(Capability(kind, target))
         return out
 
+    def documents(self) -> dict[str, list[str]]:
+        """Every notebook with remembered grants: its path -> the `FLOW_ALLOW` words."""
+        return {str(k): [str(w) for w in v] for k, v in self._load()["documents"].items() if isinstance(v, list)}
+
     def remember(self, document: Path | str, cap: Capability) -> None:
         key = str(resolve_path(document, Path.cwd()))
         data = self._load(for_write=True)
@@ -393,6 +397,10 @@ class Trust:
             if cap in remembered or self._covered(cap, remembered):
                 return True
         return self.folder_trusted()
+
+    def executables(self) -> set[str]:
+        """The executables granted to this session (arguments, `FLOW_ALLOW`, prompts)."""
+        return {cap.target for cap in self.grants if cap.kind == "run"}
 
     @staticmethod
     def _covered(cap: Capability, grants: Iterable[Capability]) -> bool:
