@@ -29,6 +29,7 @@ from flow_kernel.errors import (
 from flow_kernel.lang import ast
 from flow_kernel.lang.check import CheckResult
 from flow_kernel.lang.literals import NOT_LITERAL, literal_value
+from flow_kernel.lang.schema import type_schema
 from flow_kernel.runtime.cassette import CassettePlayer, CassetteRecorder
 from flow_kernel.runtime.config import DEFAULT_KEY_ENV, FlowConfig, ProviderSettings
 from flow_kernel.runtime.events import sub_order
@@ -36,7 +37,7 @@ from flow_kernel.runtime.prompts import system_prompt, user_prompt
 from flow_kernel.runtime.provider_base import Provider, ProviderReply, ProviderRequest, ToolSpec
 from flow_kernel.runtime.providers import MockProvider, ScriptedProvider, parse_script
 from flow_kernel.runtime.tools import ToolRegistry, call_tool, narrow
-from flow_kernel.runtime.validation import schema_errors
+from flow_kernel.runtime.validation import schema_errors, schema_validator
 
 Event = dict[str, Any]
 Trace = dict[str, Any]
@@ -142,6 +143,7 @@ class AgentPipeline:
         # An agent's calls repeat the same contract: build its validator and system prompt once.
         self._validators: dict[str, jsonschema.protocols.Validator] = {}
         self._systems: dict[tuple[str, str, bool], str] = {}
+        self._compiled_schemas: dict[str, dict[str, Any]] | None = None  # made on the first call
 
     # -- the pipeline ------------------------------------------------------------------------
     async def call(self, payload: dict[str, Any]) -> Any:
@@ -219,7 +221,7 @@ class AgentPipeline:
         """Provider, tools narrowing and the write policy, the output contract, the prompts."""
         spec = self.agents[name]
         provider, model = self._model(spec)
-        schema: dict[str, Any] = options.get("schema") or {}
+        schema = self._output_schema(name, options.get("schema"))
         if isinstance(options.get("choice"), list):
             schema = {"type": "string", "enum": options["choice"]}
         requested = options.get("tools")
@@ -240,6 +242,19 @@ class AgentPipeline:
                      user_prompt(str(payload.get("prompt")), context), tools)
         call.schema_key = schema_key
         return call
+
+    def _output_schema(self, name: str, sent: Any) -> dict[str, Any]:
+        """The output contract of a call: a schema the host compiled from the checked program,
+        never one from the request. The request's `schema` only picks among the compiled ones
+        (a call site's `output:` may differ from the agent's); anything else, from a bypassed
+        sandbox (a schema with `$ref: "file:///…"`), means the agent's declared output (issue 15)."""
+        if self._compiled_schemas is None:
+            self._compiled_schemas = _compiled_output_schemas(self.check)
+        found = self._compiled_schemas.get(json.dumps(sent, sort_keys=True)) if isinstance(sent, dict) else None
+        if found is not None:
+            return found
+        declared = self.check.decls[name].agent
+        return type_schema(declared.output) if declared is not None else {}
 
     def _model(self, spec: AgentSpec) -> tuple[str, str]:
         model = spec.model
@@ -289,7 +304,7 @@ class AgentPipeline:
         timeout_ms = options.get("timeout", spec.fields.get("timeout"))
         validator = self._validators.get(call.schema_key)
         if validator is None:
-            validator = self._validators[call.schema_key] = jsonschema.Draft202012Validator(call.schema)
+            validator = self._validators[call.schema_key] = schema_validator(call.schema)
         log = call.log
         last_error: FlowError | None = None
         for attempt in range(1, attempts_total + 1):
@@ -416,6 +431,16 @@ class AgentPipeline:
         for sink in self.trace_sinks:
             with contextlib.suppress(Exception):  # trace sinks are best-effort (runtime.md §4)
                 sink(trace)
+
+
+def _compiled_output_schemas(check: CheckResult) -> dict[str, dict[str, Any]]:
+    """Every output schema the program's agent calls may use, as the code generator wrote
+    them (`type_schema` of each call site's output type, and of each agent's declared output),
+    by their JSON text."""
+    types = list(check.call_outputs.values())
+    types += [entry.agent.output for entry in check.decls.values() if entry.agent is not None]
+    schemas = (type_schema(t) for t in types)
+    return {json.dumps(schema, sort_keys=True): schema for schema in schemas}
 
 
 def _number(value: Any) -> bool:

@@ -17,8 +17,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import jsonschema
-
 from flow_kernel.errors import (
     CapabilityViolationError,
     FlowError,
@@ -35,7 +33,7 @@ from flow_kernel.runtime.events import LAST, sub_order
 from flow_kernel.runtime.operator import Operator
 from flow_kernel.runtime.provider_base import Provider
 from flow_kernel.runtime.tools import ToolRegistry
-from flow_kernel.runtime.validation import require_valid
+from flow_kernel.runtime.validation import require_valid, schema_validator
 
 EventSink = Callable[[Event], None]
 HOST_ONLY_EVENTS = ("approval.", "agent.")  # what the host emits; never taken from the sandbox
@@ -163,7 +161,7 @@ class HostServices:
             what, cls = f"the result of `{name}`", OutputValidationError
         validator = self._validators.get((name, cls.code))
         if validator is None:
-            validator = self._validators[(name, cls.code)] = jsonschema.Draft202012Validator(schema)
+            validator = self._validators[(name, cls.code)] = schema_validator(schema)
         require_valid(schema, value, cls, what, validator)
 
     def _event(self, kind: str, payload: dict[str, Any], data: dict[str, Any], span: str | None = None) -> None:

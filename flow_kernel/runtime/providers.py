@@ -11,12 +11,11 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import random
-import re
 from dataclasses import dataclass
 from typing import Any
 
 from flow_kernel.errors import AgentInvocationError, OutputValidationError
-from flow_kernel.lang import ast
+from flow_kernel.lang import ast, patterns
 from flow_kernel.lang.literals import NOT_LITERAL, literal_value
 from flow_kernel.runtime.provider_base import ProviderReply, ProviderRequest
 
@@ -35,7 +34,12 @@ class When:
 
     def matches(self, prompt: str) -> bool:
         if len(self.pattern) >= 2 and self.pattern.startswith("/") and self.pattern.endswith("/"):
-            return re.search(self.pattern[1:-1], prompt) is not None
+            # On RE2, linear in the prompt (a prompt can carry a model's or a tool's text);
+            # the checker refused a regex RE2 cannot run (F3021).
+            try:
+                return patterns.search(self.pattern[1:-1], prompt)
+            except patterns.PatternError:
+                return False
         return self.pattern in prompt
 
 

@@ -10,15 +10,38 @@ from collections.abc import Callable
 from typing import Any
 
 import jsonschema
+import referencing
+import referencing.exceptions
 from jsonschema.exceptions import ValidationError
 
 from flow_kernel.errors import FlowError
+from flow_kernel.runtime.re2_keywords import KEYWORDS
+
+# Draft 2020-12 with the regex keywords on RE2 (linear time, re2_keywords.py).
+_Validator = jsonschema.validators.extend(jsonschema.Draft202012Validator, KEYWORDS)  # type: ignore[no-untyped-call]
+# A registry that retrieves nothing: its default `retrieve` raises, so only references
+# inside the schema itself resolve (and the draft's own meta-schemas, which jsonschema
+# holds in memory). Without `registry=`, jsonschema falls back to its deprecated remote
+# retrieval: any `http://` or `file://` reference was fetched on the host (issue 15).
+_NOTHING_REMOTE: referencing.Registry[Any] = referencing.Registry()
+
+
+def schema_validator(schema: Any) -> jsonschema.protocols.Validator:
+    """The one way the host builds a validator for a schema: fetches nothing, backtracks never."""
+    validator: jsonschema.protocols.Validator = _Validator(schema, registry=_NOTHING_REMOTE)
+    return validator
 
 
 def schema_errors(schema: Any, value: Any, validator: jsonschema.protocols.Validator | None = None) -> list[str]:
     """`"path/to/field: message"` for every way `value` fails `schema`, in path order."""
-    checker = validator or jsonschema.Draft202012Validator(schema)
-    errors = sorted(checker.iter_errors(value), key=lambda e: [str(p) for p in e.absolute_path])
+    checker = validator or schema_validator(schema)
+    try:
+        errors = sorted(checker.iter_errors(value), key=lambda e: [str(p) for p in e.absolute_path])
+    except referencing.exceptions.Unresolvable as err:
+        # The checker refuses a reference that leaves the schema (F3016); one that got past
+        # it is an error here, and its target is named, never fetched.
+        return [f"(root): the schema's reference {str(getattr(err, 'ref', '') or err)!r} is not in the schema, "
+                "and nothing is fetched"]
     return [f"{'/'.join(map(str, e.absolute_path)) or '(root)'}: {describe(e)}" for e in errors]
 
 
@@ -73,6 +96,8 @@ def describe(error: ValidationError) -> str:
         if extra:
             return f"{'fields' if len(extra) > 1 else 'field'} {_names(extra)} {'are' if len(extra) > 1 else 'is'} not allowed"
     format_message = _MESSAGES.get(validator)
+    if validator in ("pattern", "patternProperties") and str(error.message).startswith("the pattern "):
+        return str(error.message)  # a pattern RE2 cannot run (re2_keywords.py), not a mismatch
     if format_message is not None:
         try:
             return format_message(value, wanted)
