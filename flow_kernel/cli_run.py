@@ -106,6 +106,10 @@ def cmd_run(args: argparse.Namespace) -> int:
             from flow_kernel.runtime.cassette import check_recordable
 
             check_recordable(args.record)  # a link there, or a file that is not a cassette: refused, untouched
+        if args.record:
+            from flow_kernel.runtime.cassette import check_recordable
+
+            check_recordable(args.record)  # a link there, or a file that is not a cassette: refused, untouched
     except (UsageError, ValueError, ConfigError) as exc:  # CapabilityDenied is not reached: flags grant
         _error(str(exc), command="run")
         return EXIT_USAGE

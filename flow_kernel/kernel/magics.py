@@ -124,7 +124,10 @@ def _operator(session: Session, args: str, plan: CellPlan) -> None:
 def _record(session: Session, args: str, plan: CellPlan) -> None:
     if not args:
         raise MagicError("%record needs a cassette path (or `off`)")
-    session.record(None if args == "off" else args)
+    try:
+        session.record(None if args == "off" else args)
+    except ValueError as exc:  # a link at the path, or a file that is not a cassette: left as it was
+        raise MagicError(f"%record: {exc}") from None
     plan.outputs.append(text_output("recording off" if args == "off" else f"recording agent answers to {args}"))
 
 
