@@ -12,6 +12,12 @@ In a Jupyter kernel the cell is rewritten (before IPython's own magic handling) 
 top-level `await`, so the run is awaited on the kernel's event loop like a Flow kernel
 cell — widget clicks and interrupts reach it while it runs. Declarations and bindings
 persist across `%%flow` cells, as in the Flow kernel.
+
+`--operator auto-approve` and `answers:PATH` answer for the person, so, as in the Flow
+kernel, they only ask: the person at the frontend gets the capability prompt, and a
+headless run (nbclient, nbval) refuses the cell with how to grant it. (A Python notebook
+runs its own Python on the host anyway: read it before you run it. The prompt keeps a
+cell from answering approvals for you without your saying so.)
 """
 
 from __future__ import annotations
@@ -46,6 +52,19 @@ class FlowRunError(Exception):
         return self.lines
 
 
+class FlowCapabilityError(Exception):
+    """A `%%flow` cell asked for a capability nobody granted (headless) or the person
+    denied: nothing of the cell ran. `.capabilities` are what it asked for."""
+
+    def __init__(self, capabilities: list[Any], lines: list[str]) -> None:
+        super().__init__("\n".join(lines))
+        self.capabilities = capabilities
+        self.lines = lines
+
+    def _render_traceback_(self) -> list[str]:
+        return self.lines
+
+
 class FlowCompileError(Exception):
     """A `%%flow` cell with compile errors: `.diagnostics` holds them; nothing ran."""
 
@@ -68,7 +87,10 @@ class FlowMagics:
         from flow_kernel.runtime.operator import Operator
 
         self.shell = shell
-        self.session = Session(directory=Path.cwd(), operator=Operator("interactive", callback=self._ask))
+        from flow_kernel.kernel.magics import notebook_trust
+
+        self.session = Session(directory=Path.cwd(), operator=Operator("interactive", callback=self._ask),
+                               trust=notebook_trust(Path.cwd()))
         self.session.tools = TOOLS
         self.cells = 0
         # In a Jupyter kernel the loop lives as long as the kernel: keep the sandbox warm.
@@ -126,6 +148,8 @@ class FlowMagics:
             raise ValueError(f"%%flow: bad arguments {line!r}: use [--out NAME] [--operator POLICY]") from None
         if args.out is not None and not args.out.isidentifier():
             raise ValueError(f"%%flow --out: {args.out!r} is not a Python name")
+        if args.operator is not None:
+            await self._grant_operator(args.operator)
         if args.operator == "interactive":  # the person at the run view's prompts
             from flow_kernel.runtime.operator import Operator
 
@@ -164,6 +188,37 @@ class FlowMagics:
         if args.out is not None:
             self.shell.user_ns[args.out] = outcome.result
         return FlowResult(outcome.result) if outcome.result is not None else None
+
+    async def _grant_operator(self, policy: str) -> None:
+        """`--operator` policies that answer for the person must be granted by the person:
+        the capability prompt when one is at the frontend, else a FlowCapabilityError."""
+        from flow_kernel.kernel.magics import operator_needs
+        from flow_kernel.runtime.trust import CapabilityDenied
+
+        trust = self.session.trust
+        missing = [c for c in operator_needs(self.session, policy) if not trust.granted(c)]
+        if not missing:
+            return
+        kernel = getattr(self.shell, "kernel", None)
+        if self.shell.__class__.__name__ != "ZMQInteractiveShell" or not getattr(kernel, "_allow_stdin", False):
+            refusals = [str(CapabilityDenied(c, asker=trust.asker, folder=trust.folder)) for c in missing]
+            raise FlowCapabilityError(missing, [f"CapabilityDenied: {r}" for r in refusals])
+        from IPython.display import display
+
+        from flow_kernel.views import prompts as p
+
+        asks = "; ".join(c.describe() for c in missing)
+        prompts = p.Prompts()
+        display(prompts.mimebundle(), raw=True)
+        try:
+            answer = await prompts.ask(p.capability_request(asks))
+        finally:
+            prompts.close()
+        if answer not in (p.ALLOW_ONCE, p.ALLOW_NOTEBOOK):
+            text = f"you denied: {asks}; nothing of the cell ran"
+            raise FlowCapabilityError(missing, [f"CapabilityDenied: {text}"])
+        for capability in missing:
+            trust.grant(capability, remember=answer == p.ALLOW_NOTEBOOK)
 
     def _import_python_values(self, code: str, name: str) -> None:
         """Names the Flow code uses but the session lacks, taken from the Python namespace

@@ -10,6 +10,12 @@ nothing escapes `do_execute`, so the kernel answers the next request whatever ha
 The whole run is awaited on the kernel's event loop, so comm messages (widget clicks)
 are handled while a cell runs, and an `interrupt_request` (interrupt_mode "message")
 cancels the running cell's task: the run ends `cancelled` and the kernel lives.
+
+Capabilities come from the person (docs/security.md): when a cell's magics ask for one
+that nothing granted, a person at the frontend is asked — "This notebook asks to run the
+executable `sh`": Allow once / Allow for this notebook / Deny — before any magic of the
+cell applies; headless (no stdin: nbclient, nbval) the cell fails with the refusal, which
+says how to grant it (`FLOW_ALLOW`, `flow trust DIR`).
 """
 
 from __future__ import annotations
@@ -27,15 +33,24 @@ from ipykernel.kernelbase import Kernel
 from flow_kernel import __version__
 from flow_kernel.diagnostics import Diagnostic
 from flow_kernel.errors import FlowError
-from flow_kernel.kernel.magics import MAGICS, CellPlan, MagicError, plan_cell
+from flow_kernel.kernel.magics import (
+    MAGICS,
+    CellPlan,
+    MagicError,
+    apply_cell,
+    notebook_trust,
+    parse_cell,
+)
 from flow_kernel.markup import escape
 from flow_kernel.runtime.operator import Operator
 from flow_kernel.runtime.render import render_value
 from flow_kernel.runtime.report import describe_error
 from flow_kernel.runtime.run import RunOutcome, new_run_id
 from flow_kernel.runtime.session import CompileError, Session
+from flow_kernel.runtime.trust import Capability, CapabilityDenied
 from flow_kernel.views.artifacts import artifact_bundle
 from flow_kernel.views.live import LiveView
+from flow_kernel.views.prompts import ALLOW_NOTEBOOK, ALLOW_ONCE, DENY, capability_request
 
 LANGUAGE_INFO: dict[str, object] = {
     "name": "flow",
@@ -59,8 +74,10 @@ class FlowKernel(Kernel):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.flow = Session(directory=Path.cwd(), operator=self._default_operator())
+        self.flow = Session(directory=Path.cwd(), trust=notebook_trust(Path.cwd()))
         self.flow.interactive_callback = self._ask_frontend  # also for a later `%operator interactive`
+        if not self.flow.config.operator:  # a trusted flow.toml's operator stands
+            self.flow.set_operator(Operator("interactive", callback=self._ask_frontend))
         self.sources: dict[str, str] = {}  # cell name -> its text, for error excerpts
         self._cell_task: asyncio.Task[Any] | None = None
         self._cell_parent: dict[str, Any] | None = None
@@ -68,17 +85,8 @@ class FlowKernel(Kernel):
         self.interactive: dict[str, bool] = {}  # run id -> whether a person can answer its prompts
         self.background: dict[str, asyncio.Task[Any]] = {}  # run id -> the task of a %background run
         self._cell_loop: asyncio.AbstractEventLoop | None = None
+        self._config_warned = False  # an untrusted flow.toml is named once, above the first cell's output
         self._wire_comms()
-
-    def _default_operator(self) -> Operator:
-        """`interactive` (answered on stdin while there are widgets to come) unless the
-        configuration says otherwise; headless runs without stdin fail closed."""
-        from flow_kernel.runtime.config import find_config
-
-        configured = find_config(Path.cwd()).operator
-        if configured:
-            return Operator.parse(configured)
-        return Operator("interactive", callback=self._ask_frontend)
 
     def _wire_comms(self) -> None:
         """A plain `Kernel` has no comm manager; ipywidgets needs one (notebook-facts.md)."""
@@ -102,6 +110,9 @@ class FlowKernel(Kernel):
             pass
 
     def start(self) -> None:
+        from flow_kernel.sandbox.lifetime import make_undumpable
+
+        make_undumpable()  # `run` children cannot read this process's environ (API keys)
         super().start()
         self.io_loop.add_callback(self._warm_up)
 
@@ -132,11 +143,23 @@ class FlowKernel(Kernel):
                                traceback.format_exc().splitlines(), silent)
 
     async def _execute(self, code: str, silent: bool) -> dict[str, Any]:
+        self._warn_ignored_config(silent)
         try:
             code, background = await self._kernel_magics(code, silent)
-            plan = plan_cell(code, self.flow)
+            parsed = parse_cell(code)
+            missing = parsed.missing(self.flow)
+            if missing and not self._person_can_answer(silent):
+                return self._refused(missing, silent)
+            if missing and not await self._ask_capabilities(missing, silent):
+                text = "you denied: " + "; ".join(c.describe() for c in missing) + "; nothing of the cell ran"
+                return self._error("CapabilityDenied", text, [f"CapabilityDenied: {text}"], silent)
+            plan = apply_cell(parsed, self.flow)
         except MagicError as exc:
             return self._error("MagicError", str(exc), [f"MagicError: {exc}"], silent)
+        except CapabilityDenied as exc:
+            return self._refused([exc.capability], silent)
+        except asyncio.CancelledError:  # interrupted at the capability prompt
+            return self._error("cancelled", "the cell was interrupted", ["error[cancelled]: the cell was interrupted"], silent)
         for bundle in plan.outputs:
             self._display(bundle, silent)
         if not plan.code.strip():
@@ -183,9 +206,73 @@ class FlowKernel(Kernel):
                                            "data": _result_bundle(outcome.result), "metadata": {}})
         return self._ok()
 
+    # -- capabilities: asked of the person ---------------------------------------------------
+    def _warn_ignored_config(self, silent: bool) -> None:
+        """A flow.toml found but not trusted changes nothing; say so once, above the output."""
+        if self._config_warned or silent:
+            return
+        warning = self.flow.config.ignored_warning()
+        if warning:
+            self._config_warned = True
+            self._stream("stderr", f"warning: {warning}\n", silent)
+
+    def _person_can_answer(self, silent: bool) -> bool:
+        """A person is at the frontend: it allows input (JupyterLab, Notebook, VS Code do;
+        nbclient and nbval do not) — the same test as for the operator's prompts."""
+        return not silent and bool(self._allow_stdin)
+
+    async def _ask_capabilities(self, missing: list[Capability], silent: bool) -> bool:
+        """Ask the person for what the cell's magics need: True when granted (once, or
+        remembered for this notebook), False when denied."""
+        trust = self.flow.trust
+        asks = "; ".join(c.describe() for c in missing)
+        answer = await self._ask_person(capability_request(asks), silent)
+        if answer not in (ALLOW_ONCE, ALLOW_NOTEBOOK):
+            return False
+        for capability in missing:
+            trust.grant(capability, remember=answer == ALLOW_NOTEBOOK)
+        how = "for this notebook" if answer == ALLOW_NOTEBOOK else "once (this kernel)"
+        self._display(_text(f"allowed {how}: {asks}"), silent)
+        return True
+
+    async def _ask_person(self, request: dict[str, Any], silent: bool) -> Any:
+        """A prompt outside any run, with the run view's prompt machinery (views/prompts.py)
+        when the frontend shows widgets, else on stdin. Interruptible like a run."""
+        if self._widgets_on(silent):
+            from flow_kernel.views.prompts import Prompts
+
+            prompts = Prompts()
+            self._display(prompts.mimebundle(), silent)
+            task = asyncio.ensure_future(prompts.ask(request))
+            self._cell_task, self._cell_loop = task, asyncio.get_running_loop()
+            try:
+                return await task
+            finally:
+                self._cell_task = None
+                prompts.close()
+        typed: str = await asyncio.to_thread(
+            self.raw_input, f"{request['question']}. Allow [o]nce, for this [n]otebook, or [d]eny? ")
+        return {"o": ALLOW_ONCE, "once": ALLOW_ONCE, "n": ALLOW_NOTEBOOK, "notebook": ALLOW_NOTEBOOK}.get(
+            typed.strip().lower(), DENY)  # anything else is a no
+
+    def _refused(self, missing: list[Capability], silent: bool) -> dict[str, Any]:
+        """The cell fails: each capability asked for and not granted, with how to grant it."""
+        trust = self.flow.trust
+        refusals = [str(CapabilityDenied(c, asker=trust.asker, folder=trust.folder)) for c in missing]
+        return self._error("CapabilityDenied", refusals[0], [f"CapabilityDenied: {r}" for r in refusals], silent)
+
     # -- the run view --------------------------------------------------------------------------
-    def new_view(self, name: str, run_id: str, silent: bool, parent: dict[str, Any] | None) -> Any:
+    def _widgets_on(self, silent: bool) -> bool:
         if silent or os.environ.get("FLOW_LIVE_VIEW", "on") == "off":  # off: for frontends without widgets
+            return False
+        try:
+            import ipywidgets  # noqa: F401
+        except ImportError:
+            return False
+        return True
+
+    def new_view(self, name: str, run_id: str, silent: bool, parent: dict[str, Any] | None) -> Any:
+        if not self._widgets_on(silent):
             return None
         try:
             from flow_kernel.views.run_view import RunView

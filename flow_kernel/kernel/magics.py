@@ -4,12 +4,25 @@
 session, and says what to do with the rest: run it, only check it, or show its
 generated Python. A bad magic raises `MagicError` with a message that says what
 would have been right; nothing of the cell runs then.
+
+Capabilities come from the person, never from the notebook (docs/security.md): a
+magic that would grant one — `%allow run`, `%tools`, `%operator auto-approve` and
+`answers:`, and `%record`/`%replay`/`%load`/`answers:` of a path outside the
+notebook's folder — only *asks* for it. Planning is two-phase: `parse_cell` reads the
+magic lines and `ParsedCell.needs` says which capabilities they ask for (pure: nothing
+applied, nothing read but the file system's idea of where a path points), the caller
+gets the missing ones from the person (the kernel's prompt) or refuses the cell, and
+only then `apply_cell` applies the magics — each still calling `session.trust.require`,
+so a caller that skipped the first phase is refused too. A `%tools` file always asks,
+even beside the notebook: it is Python that runs on the host (a trusted folder grants
+it, like everything the folder's content asks for).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -20,6 +33,13 @@ from flow_kernel.lang import types as T
 from flow_kernel.lang.session import SessionBinding
 from flow_kernel.markup import escape
 from flow_kernel.runtime.session import Session
+from flow_kernel.runtime.trust import (
+    Capability,
+    Trust,
+    is_inside,
+    operator_capability,
+    resolve_path,
+)
 
 Bundle = dict[str, Any]  # a MIME bundle: {"text/plain": ..., "text/html": ...}
 
@@ -36,29 +56,60 @@ class CellPlan:
     outputs: list[Bundle] = field(default_factory=list)
 
 
+Needs = Callable[[Session, str], list[Capability]]
+
+
+def _no_needs(session: Session, args: str) -> list[Capability]:
+    return []
+
+
 @dataclass(frozen=True)
 class Magic:
     name: str
     usage: str
     help: str
     apply: Callable[[Session, str, CellPlan], None]
+    # The capabilities the magic asks for with these arguments (pure; a MagicError for
+    # arguments that are wrong whatever is granted, so nobody is asked about a typo).
+    needs: Needs = _no_needs
 
 
 MAGICS: dict[str, Magic] = {}
 
 
-def magic(name: str, usage: str, help_text: str) -> Callable[[Callable[[Session, str, CellPlan], None]],
-                                                              Callable[[Session, str, CellPlan], None]]:
+def magic(name: str, usage: str, help_text: str, needs: Needs = _no_needs) -> Callable[
+        [Callable[[Session, str, CellPlan], None]], Callable[[Session, str, CellPlan], None]]:
     def register(fn: Callable[[Session, str, CellPlan], None]) -> Callable[[Session, str, CellPlan], None]:
-        MAGICS[name] = Magic(name, usage, help_text, fn)
+        MAGICS[name] = Magic(name, usage, help_text, fn, needs)
         return fn
     return register
 
 
-def plan_cell(text: str, session: Session) -> CellPlan:
-    """Apply the cell's leading magics to `session`; the rest of the cell is `plan.code`."""
-    plan = CellPlan()
+@dataclass
+class ParsedCell:
+    """A cell's leading magic lines, read but not applied, and the rest of the cell."""
+    magics: list[tuple[Magic, str]]  # each magic with its (stripped) arguments
+    lines: int  # how many lines the magics take
+    rest: str
+
+    def needs(self, session: Session) -> list[Capability]:
+        """Every capability the cell's magics ask for, each once, in order."""
+        wanted: list[Capability] = []
+        for entry, args in self.magics:
+            for capability in entry.needs(session, args):
+                if capability not in wanted:
+                    wanted.append(capability)
+        return wanted
+
+    def missing(self, session: Session) -> list[Capability]:
+        """What the person has not granted (yet) of `needs`."""
+        return [c for c in self.needs(session) if not session.trust.granted(c)]
+
+
+def parse_cell(text: str) -> ParsedCell:
+    """Read the cell's leading magics without applying them (an unknown one is an error)."""
     lines = text.split("\n")
+    magics: list[tuple[Magic, str]] = []
     index = 0
     while index < len(lines):
         line = lines[index].strip()
@@ -69,15 +120,59 @@ def plan_cell(text: str, session: Session) -> CellPlan:
         if entry is None:
             known = ", ".join(f"%{m}" for m in sorted(MAGICS))
             raise MagicError(f"unknown magic `%{name}` (line {index + 1}); the magics are {known} — see %lsmagic")
-        entry.apply(session, args.strip(), plan)
+        magics.append((entry, args.strip()))
         index += 1
-    rest = "\n".join(lines[index:])
-    if plan.code and rest.strip():
+    return ParsedCell(magics, index, "\n".join(lines[index:]))
+
+
+def apply_cell(parsed: ParsedCell, session: Session) -> CellPlan:
+    """Apply the magics to `session`; the rest of the cell is `plan.code`. Every capability
+    they ask for must be granted already (CapabilityDenied, before any magic applies)."""
+    for capability in parsed.needs(session):
+        session.trust.require(capability)
+    plan = CellPlan()
+    for entry, args in parsed.magics:
+        entry.apply(session, args, plan)
+    if plan.code and parsed.rest.strip():
         raise MagicError("`%load` replaces the cell's code: put nothing after it")
     if not plan.code:
         # Keep the line numbers of the Flow code as they are in the cell.
-        plan.code = "\n" * index + rest if rest.strip() else ""
+        plan.code = "\n" * parsed.lines + parsed.rest if parsed.rest.strip() else ""
     return plan
+
+
+def plan_cell(text: str, session: Session) -> CellPlan:
+    """Both phases at once, for callers that cannot ask the person: a capability not
+    granted is refused (CapabilityDenied, with how to grant it) and nothing applies."""
+    return apply_cell(parse_cell(text), session)
+
+
+def notebook_trust(folder: Path) -> Trust:
+    """The grants of a notebook's session (the Flow kernel's, `%%flow`'s): "Allow for this notebook" is kept under
+    the notebook's path when the server says which (JupyterLab and Notebook set
+    JPY_SESSION_NAME), else under its folder (nbclient, jupyter_client)."""
+    document = os.environ.get("JPY_SESSION_NAME") or None
+    return Trust(folder, document=document if document else folder, asker="This notebook")
+
+
+def path_needs(session: Session, raw: str) -> list[Capability]:
+    """A path outside the notebook's folder asks for a `path` capability; inside, nothing.
+    Symlinks are followed to decide (a link out of the folder points outside)."""
+    resolved = resolve_path(raw, session.directory)
+    if is_inside(resolved, resolve_path(session.directory, Path.cwd())):
+        return []
+    return [Capability("path", str(resolved))]
+
+
+def operator_needs(session: Session, policy: str) -> list[Capability]:
+    """Policies that answer for the person ask for an `operator` capability (and an
+    `answers:` file outside the folder for its path too)."""
+    capability = operator_capability(policy, session.directory)
+    if capability is None:
+        return []
+    if policy.startswith("answers:"):
+        return [capability, *path_needs(session, policy[len("answers:"):])]
+    return [capability]
 
 
 def text_output(text: str) -> Bundle:
@@ -105,14 +200,17 @@ def _provider(session: Session, args: str, plan: CellPlan) -> None:
 
 
 @magic("operator", "%operator interactive | auto-approve | auto-deny | answers:PATH | none",
-       "who answers approve, ask and approval-gated tools; no argument shows it")
+       "who answers approve, ask and approval-gated tools; no argument shows it",
+       needs=lambda session, args: operator_needs(session, args))
 def _operator(session: Session, args: str, plan: CellPlan) -> None:
     if not args:
         plan.outputs.append(text_output(f"operator: {session.operator.policy}"))
         return
+    for capability in operator_needs(session, args):
+        session.trust.require(capability)
     policy = args
     if policy.startswith("answers:"):
-        policy = "answers:" + str(session.directory / policy[len("answers:"):])
+        policy = "answers:" + str(resolve_path(policy[len("answers:"):], session.directory))
     try:
         session.set_operator(policy)
     except ValueError as exc:
@@ -120,10 +218,17 @@ def _operator(session: Session, args: str, plan: CellPlan) -> None:
     plan.outputs.append(text_output(f"operator: {args}"))
 
 
-@magic("record", "%record PATH | off", "record every agent answer of the following cells to a cassette")
+def _cassette_needs(session: Session, args: str) -> list[Capability]:
+    return path_needs(session, args) if args and args != "off" else []
+
+
+@magic("record", "%record PATH | off", "record every agent answer of the following cells to a cassette",
+       needs=_cassette_needs)
 def _record(session: Session, args: str, plan: CellPlan) -> None:
     if not args:
         raise MagicError("%record needs a cassette path (or `off`)")
+    for capability in _cassette_needs(session, args):
+        session.trust.require(capability)
     try:
         session.record(None if args == "off" else args)
     except ValueError as exc:  # a link at the path, or a file that is not a cassette: left as it was
@@ -131,10 +236,13 @@ def _record(session: Session, args: str, plan: CellPlan) -> None:
     plan.outputs.append(text_output("recording off" if args == "off" else f"recording agent answers to {args}"))
 
 
-@magic("replay", "%replay PATH | off", "answer agent calls of the following cells from a cassette")
+@magic("replay", "%replay PATH | off", "answer agent calls of the following cells from a cassette",
+       needs=_cassette_needs)
 def _replay(session: Session, args: str, plan: CellPlan) -> None:
     if not args:
         raise MagicError("%replay needs a cassette path (or `off`)")
+    for capability in _cassette_needs(session, args):
+        session.trust.require(capability)
     try:
         session.replay(None if args == "off" else args)
     except ValueError as exc:
@@ -142,36 +250,55 @@ def _replay(session: Session, args: str, plan: CellPlan) -> None:
     plan.outputs.append(text_output("replay off" if args == "off" else f"replaying agent answers from {args}"))
 
 
-@magic("allow", "%allow run EXE…", "let `run` start these executables (no shell); no argument lists them")
-def _allow(session: Session, args: str, plan: CellPlan) -> None:
+def _allow_needs(session: Session, args: str) -> list[Capability]:
     words = _words(args, "allow")
     if not words:
-        plan.outputs.append(text_output("run may start: " + (", ".join(sorted(session.allow_run)) or "nothing")))
-        return
+        return []
     if words[0] != "run" or len(words) < 2:
         raise MagicError("usage: %allow run EXE…")
     for exe in words[1:]:
         if "/" in exe or not exe.strip():
             raise MagicError(f"%allow run: {exe!r} must be an executable name looked up on PATH, not a path")
-        session.allow_run.add(exe)
+    return [Capability("run", exe) for exe in words[1:]]
+
+
+@magic("allow", "%allow run EXE…", "let `run` start these executables (no shell); no argument lists them",
+       needs=_allow_needs)
+def _allow(session: Session, args: str, plan: CellPlan) -> None:
+    wanted = _allow_needs(session, args)
+    if not wanted:
+        plan.outputs.append(text_output("run may start: " + (", ".join(sorted(session.allow_run)) or "nothing")))
+        return
+    for capability in wanted:
+        session.trust.require(capability)
+        session.allow_run.add(capability.target)
     plan.outputs.append(text_output("run may start: " + ", ".join(sorted(session.allow_run))))
 
 
-@magic("tools", "%tools FILE.py", "run a Python file on the host; its @flow_tool functions implement `tool` declarations")
+def _tools_file(session: Session, args: str) -> tuple[str, Path]:
+    words = _words(args, "tools")
+    if len(words) != 1 or not words[0].endswith(".py"):
+        raise MagicError("usage: %tools FILE.py")
+    path = resolve_path(words[0], session.directory)
+    if not path.is_file():
+        raise MagicError(f"%tools: no file {words[0]} beside the notebook")
+    return words[0], path
+
+
+@magic("tools", "%tools FILE.py", "run a Python file on the host; its @flow_tool functions implement `tool` declarations",
+       needs=lambda session, args: [Capability("tools", str(_tools_file(session, args)[1]))])
 def _tools(session: Session, args: str, plan: CellPlan) -> None:
     """Tools are host code, so they come from a Python file the user wrote, run in the
-    kernel's process (never in the sandbox); `@flow_tool` marks which functions count."""
+    kernel's process (never in the sandbox); `@flow_tool` marks which functions count.
+    The file asks for a `tools` capability even beside the notebook: it runs on the host."""
     import runpy
     import traceback
 
     from flow_kernel.runtime.tools import TOOLS, flow_tool
 
-    words = _words(args, "tools")
-    if len(words) != 1 or not words[0].endswith(".py"):
-        raise MagicError("usage: %tools FILE.py")
-    path = session.directory / words[0]
-    if not path.is_file():
-        raise MagicError(f"%tools: no file {words[0]} beside the notebook")
+    name, path = _tools_file(session, args)
+    session.trust.require(Capability("tools", str(path)))
+    words = [name]
     before = dict(TOOLS.functions)
     try:
         runpy.run_path(str(path), init_globals={"flow_tool": flow_tool}, run_name=f"flow_tools_{path.stem}")
@@ -234,11 +361,19 @@ def _python(session: Session, args: str, plan: CellPlan) -> None:
     plan.mode = "python"
 
 
-@magic("load", "%load FILE.flow", "run a Flow file as this cell (its declarations and bindings stay)")
-def _load(session: Session, args: str, plan: CellPlan) -> None:
+def _load_needs(session: Session, args: str) -> list[Capability]:
     words = _words(args, "load")
     if len(words) != 1:
         raise MagicError("usage: %load FILE.flow")
+    return path_needs(session, words[0])
+
+
+@magic("load", "%load FILE.flow", "run a Flow file as this cell (its declarations and bindings stay)",
+       needs=_load_needs)
+def _load(session: Session, args: str, plan: CellPlan) -> None:
+    for capability in _load_needs(session, args):
+        session.trust.require(capability)
+    words = _words(args, "load")
     path = session.directory / words[0]
     try:
         plan.code = path.read_text(encoding="utf-8")

@@ -18,6 +18,16 @@ from typing import Any
 
 from flow_kernel.markup import escape
 
+# The capability prompt's answers (its buttons).
+ALLOW_ONCE, ALLOW_NOTEBOOK, DENY = "Allow once", "Allow for this notebook", "Deny"
+PROMPT_TEXT = "Flow asks the person (prompt)"  # a prompt's constant text/plain (for nbval, like the run view's)
+
+
+def capability_request(asks: str) -> dict[str, Any]:
+    """The prompt for capabilities a notebook asks for; `asks` is what `describe` said."""
+    return {"kind": "ask", "question": f"This notebook asks to {asks}", "choice": [ALLOW_ONCE, ALLOW_NOTEBOOK, DENY],
+            "styles": {ALLOW_ONCE: "warning", ALLOW_NOTEBOOK: "warning", DENY: "danger"}}
+
 
 class Prompts:
     """A VBox (`box`) holding the open prompts; `ask` adds one and waits for its answer."""
@@ -51,6 +61,12 @@ class Prompts:
     def close(self) -> None:
         self.cancel()
         self.box.close()
+
+    def mimebundle(self) -> dict[str, Any]:
+        """The box to display on its own (outside a run view)."""
+        bundle: dict[str, Any] = dict(self.box._repr_mimebundle_())
+        bundle["text/plain"] = PROMPT_TEXT
+        return bundle
 
     async def ask(self, request: dict[str, Any]) -> Any:
         """Show a prompt for `request` and wait for the click (or `answer`): `kind`

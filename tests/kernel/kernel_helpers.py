@@ -14,8 +14,13 @@ from jupyter_client.manager import KernelManager, start_new_kernel
 TIMEOUT = 90
 
 
-def start(cwd: Path, kernel_name: str = "flow", live_view: bool = True) -> tuple[KernelManager, BlockingKernelClient]:
+def start(cwd: Path, kernel_name: str = "flow", live_view: bool = True,
+          allow: str | None = None) -> tuple[KernelManager, BlockingKernelClient]:
+    """`allow`: the capabilities the person grants this kernel, as `FLOW_ALLOW` words
+    (docs/security.md), e.g. "operator:auto-approve run:echo"."""
     env = {**os.environ, "FLOW_LIVE_VIEW": "on" if live_view else "off"}
+    if allow is not None:
+        env["FLOW_ALLOW"] = allow
     return start_new_kernel(kernel_name=kernel_name, cwd=str(cwd), startup_timeout=TIMEOUT, env=env)
 
 

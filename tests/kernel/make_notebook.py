@@ -3,12 +3,16 @@ in the Flow kernel (`python -m tests.kernel.make_notebook`). The test checks it 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import nbformat
 from nbclient import NotebookClient
 
 HERE = Path(__file__).parent / "notebooks"
+# Cell 4's `%operator auto-approve` answers for the person: nbclient and nbval are headless,
+# so the person's grant comes in FLOW_ALLOW (docs/security.md), never from the notebook.
+GRANTS = "operator:auto-approve"
 
 CELLS = [
     "type Ticket = { id: string, title: string }\n"
@@ -32,7 +36,8 @@ def notebook() -> nbformat.NotebookNode:
 
 
 def execute(nb: nbformat.NotebookNode, cwd: Path) -> nbformat.NotebookNode:
-    NotebookClient(nb, timeout=120, kernel_name="flow", resources={"metadata": {"path": str(cwd)}}).execute()
+    NotebookClient(nb, timeout=120, kernel_name="flow", resources={"metadata": {"path": str(cwd)}}).execute(
+        env={**os.environ, "FLOW_ALLOW": GRANTS})
     return nb
 
 

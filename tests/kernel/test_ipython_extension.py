@@ -15,11 +15,34 @@ from tests.kernel.kernel_helpers import execute, start
 
 @pytest.fixture(scope="module")
 def python_kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    km, kc = start(tmp_path_factory.mktemp("ipython"), kernel_name="python3")
+    # `--operator auto-approve` answers for the person: granted to this kernel as a person
+    # would grant a headless run (test_operator_auto_approve_asks_the_person: without it).
+    km, kc = start(tmp_path_factory.mktemp("ipython"), kernel_name="python3", allow="operator:auto-approve")
     assert execute(kc, "%load_ext flow_kernel").status == "ok"
     yield kc
     kc.stop_channels()
     km.shutdown_kernel(now=True)
+
+
+def test_operator_auto_approve_asks_the_person(tmp_path: Path) -> None:
+    """Without a grant, `%%flow --operator auto-approve` is refused headless (with how to
+    grant it), Deny at the capability prompt refuses it, Allow once lets it through."""
+    from tests.kernel.test_kernel_widgets import run_and_click
+
+    km, kc = start(tmp_path, kernel_name="python3")
+    try:
+        assert execute(kc, "%load_ext flow_kernel").status == "ok"
+        cell = '%%flow --operator auto-approve\napprove "ship?"'
+        refused = execute(kc, cell)
+        assert refused.content["ename"] == "FlowCapabilityError", refused.outputs
+        assert refused.error is not None and 'FLOW_ALLOW="operator:auto-approve"' in refused.error["traceback"][0]
+        denied = run_and_click(kc, cell, "Deny")
+        assert denied.content["ename"] == "FlowCapabilityError" and "you denied" in denied.content["evalue"]
+        allowed = run_and_click(kc, cell, "Allow once")
+        assert allowed.status == "ok" and allowed.result == "true", allowed.outputs
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
 
 
 def test_flow_reads_python_values_and_the_result_lands_in_python(python_kernel: Any) -> None:
@@ -68,8 +91,6 @@ def test_non_json_python_values_stay_unknown_to_flow(python_kernel: Any) -> None
     cell = execute(kc, "%%flow\nthing")
     assert cell.content["ename"] == "FlowCompileError" and "undefined name `thing`" in cell.content["evalue"]
 
-
-del Path
 
 
 def test_flow_cells_get_the_run_view_and_its_summary(python_kernel: Any) -> None:

@@ -96,7 +96,12 @@ def test_compile_errors_show_diagnostics_and_run_nothing(kernel: tuple[object, o
 
 def test_magics(kernel: tuple[object, object]) -> None:
     _, kc = kernel
-    assert execute(kc, "%operator auto-approve").status == "ok"
+    from tests.kernel.test_kernel_widgets import run_and_click
+
+    refused = execute(kc, "%operator auto-approve")  # headless: nobody granted it
+    assert refused.content["ename"] == "CapabilityDenied" and 'FLOW_ALLOW="operator:auto-approve"' in refused.content["evalue"]
+    assert execute(kc, "%operator").of("display_data")[-1]["data"]["text/plain"] == "operator: interactive"
+    assert run_and_click(kc, "%operator auto-approve", "Allow once").status == "ok"  # a person at the prompt
     approved = execute(kc, 'approve "ship?"')
     assert approved.result == "true"
     bad = execute(kc, "%operator sometimes")

@@ -3,12 +3,15 @@ cells), and a committed notebook checked by nbval, as the gallery will be."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-from tests.kernel.make_notebook import HERE, execute, notebook
+from tests.kernel.make_notebook import GRANTS, HERE, execute, notebook
+
+GRANTED = {**os.environ, "FLOW_ALLOW": GRANTS}  # the person's grant for the headless run
 
 
 def test_nbclient_runs_cells_that_depend_on_earlier_cells(tmp_path: Path) -> None:
@@ -30,7 +33,7 @@ def test_nbclient_runs_cells_that_depend_on_earlier_cells(tmp_path: Path) -> Non
 def test_nbval_passes_on_the_committed_notebook(tmp_path: Path) -> None:
     shutil.copy(HERE / "cells.ipynb", tmp_path / "cells.ipynb")
     proc = subprocess.run([sys.executable, "-m", "pytest", "--nbval", "-q", "-p", "no:cacheprovider", "cells.ipynb"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300, env=GRANTED)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "5 passed" in proc.stdout
 
@@ -39,5 +42,5 @@ def test_nbval_fails_when_an_output_changes(tmp_path: Path) -> None:
     text = (HERE / "cells.ipynb").read_text(encoding="utf-8").replace("loaded 2 tickets", "loaded 3 tickets")
     (tmp_path / "cells.ipynb").write_text(text, encoding="utf-8")
     proc = subprocess.run([sys.executable, "-m", "pytest", "--nbval", "-q", "-p", "no:cacheprovider", "cells.ipynb"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300, env=GRANTED)
     assert proc.returncode != 0 and "1 failed" in proc.stdout

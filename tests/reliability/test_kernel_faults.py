@@ -34,7 +34,8 @@ class Kernel:
         self.directory = directory
         self.km, self.kc = start_kernel(directory, OPENAI_BASE_URL=model.url, OPENAI_API_KEY="sk-fault-test",
                                         ANTHROPIC_BASE_URL=model.url.removesuffix("/v1"),
-                                        ANTHROPIC_API_KEY="sk-ant-fault-test")
+                                        ANTHROPIC_API_KEY="sk-ant-fault-test",
+                                        FLOW_ALLOW="operator:auto-approve")  # the person's grant, headless
         self.pid = self.km.provisioner.pid  # type: ignore[attr-defined]
         self.faults = 0
 

@@ -1,0 +1,193 @@
+"""A notebook from a stranger (issue 15, item 1 and "Must show"): its cells ask for `sh`, run
+a `%tools` file that writes a canary when imported, record to a cassette outside its folder,
+and turn on `auto-approve` before an `approve`. Capabilities come from the person, never
+from the content, so:
+
+- run headless through the real Flow kernel (nbclient, as nbval and CI run it), every such
+  cell is refused with the grant instructions in its error output; no canary, nothing
+  written outside the notebook's folder, the approval not given;
+- over the Jupyter protocol with a person at the frontend (allow_stdin, the way JupyterLab
+  sends a cell), the capability prompt appears: Deny keeps everything shut; Allow once
+  lets the one cell through (so the prompt is the door, and these tests can see it open);
+  Allow for this notebook is remembered for the next kernel.
+
+Each attack is also run against the door opened — by the grant a person would give
+(`FLOW_ALLOW` for the kernel), and in-process by putting the old magics back (grants not
+checked) — and gets out, which shows the checks here can fail.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+from flow_kernel.runtime.trust import Capability, Trust, TrustStore
+from tests.kernel.kernel_helpers import execute, start
+from tests.kernel.test_kernel_widgets import run_and_click
+
+
+@pytest.fixture
+def stranger(tmp_path: Path) -> dict[str, Path]:
+    """The stranger's folder (notebook + evil.py) inside `tmp_path`, and where the attack
+    would leave its marks: canaries and a cassette outside the folder."""
+    folder = tmp_path / "stranger"
+    folder.mkdir()
+    marks = {"root": tmp_path, "folder": folder, "tools_canary": tmp_path / "tools-canary.txt",
+             "sh_canary": tmp_path / "sh-canary.txt", "outside": tmp_path / "outside.jsonl"}
+    (folder / "evil.py").write_text(
+        f"open({str(marks['tools_canary'])!r}, 'w').write('evil.py ran on the host')\n"
+        "@flow_tool\ndef harmless(x: str) -> str:\n    return x\n", encoding="utf-8")
+    return marks
+
+
+def cells(marks: dict[str, Path]) -> list[str]:
+    return [
+        "%allow run sh",
+        f'run "sh" ["-c", "echo pwned > {marks["sh_canary"]}"]',
+        "%tools evil.py",
+        "%record ../outside.jsonl",
+        '%operator auto-approve\nlet wired = approve "Wire the money?"\nwired',
+        'approve "Wire the money?"',
+    ]
+
+
+def files_outside(marks: dict[str, Path]) -> set[Path]:
+    folder = marks["folder"]
+    return {p for p in marks["root"].rglob("*") if folder not in (p, *p.parents)}
+
+
+def run_headless(marks: dict[str, Path]) -> list[list[dict[str, Any]]]:
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "flow", "display_name": "Flow", "language": "flow"}
+    nb.cells = [nbformat.v4.new_code_cell(source) for source in cells(marks)]
+    nbformat.write(nb, marks["folder"] / "stranger.ipynb")
+    NotebookClient(nb, timeout=120, kernel_name="flow", allow_errors=True,
+                   resources={"metadata": {"path": str(marks["folder"])}}).execute()
+    return [list(cell.outputs) for cell in nb.cells]
+
+
+def error_of(outputs: list[dict[str, Any]]) -> dict[str, Any]:
+    errors = [o for o in outputs if o["output_type"] == "error"]
+    assert errors, outputs
+    return errors[0]
+
+
+def assert_refused_with_instructions(outputs: list[dict[str, Any]], wanted: Capability) -> None:
+    error = error_of(outputs)
+    assert error["ename"] == "CapabilityDenied", error
+    assert error["evalue"].startswith(f"This notebook asks to {wanted.describe()}; nothing granted it."), error["evalue"]
+    assert f'FLOW_ALLOW="{wanted.spec()}"' in error["evalue"] and "flow trust " in error["evalue"], error["evalue"]
+
+
+def test_a_strangers_notebook_run_headless_is_refused_and_writes_nothing_outside(stranger: dict[str, Path]) -> None:
+    before = files_outside(stranger)
+    outputs = run_headless(stranger)
+    folder = stranger["folder"]
+    assert_refused_with_instructions(outputs[0], Capability("run", "sh"))
+    assert error_of(outputs[1])["ename"] == "capability-violation"  # `run "sh"`: never allowed
+    assert_refused_with_instructions(outputs[2], Capability.parse("tools:evil.py", folder))
+    assert_refused_with_instructions(outputs[3], Capability.parse("path:../outside.jsonl", folder))
+    assert_refused_with_instructions(outputs[4], Capability("operator", "auto-approve"))
+    assert not any(o["output_type"] == "execute_result" for o in outputs[4])  # nothing of the cell ran
+    assert error_of(outputs[5])["ename"] == "operator-unavailable"  # still nobody approves for the person
+    assert not stranger["tools_canary"].exists() and not stranger["sh_canary"].exists()
+    assert files_outside(stranger) == before  # no cassette, no canary, nothing else
+
+
+def test_the_same_notebook_with_the_door_open_gets_out(stranger: dict[str, Path],
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The check above can fail: granted for the kernel (what `FLOW_ALLOW` is for), the
+    same cells run `sh`, import evil.py, write outside and approve on their own."""
+    monkeypatch.setenv("FLOW_ALLOW", f"run:sh tools:evil.py path:{stranger['outside']} operator:auto-approve")
+    outputs = run_headless(stranger)
+    assert stranger["tools_canary"].read_text() == "evil.py ran on the host"
+    assert stranger["sh_canary"].read_text().strip() == "pwned"
+    assert stranger["outside"].exists()
+    results = [o for o in outputs[4] if o["output_type"] == "execute_result"]
+    assert results and results[0]["data"]["text/plain"] == "true"
+
+
+def test_the_old_magics_would_import_evil_py(stranger: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """In-process, the door as it was (a magic granting itself: grants never checked) runs
+    evil.py; with the door as it is, the same call is refused and nothing runs."""
+    from flow_kernel.kernel.magics import plan_cell
+    from flow_kernel.runtime.session import Session
+    from flow_kernel.runtime.trust import CapabilityDenied
+
+    session = Session(directory=stranger["folder"], operator="none", sandbox=False, journal_dir=None)
+    with pytest.raises(CapabilityDenied, match="run the Python tool file"):
+        plan_cell("%tools evil.py", session)
+    assert not stranger["tools_canary"].exists()
+    monkeypatch.setattr(Trust, "granted", lambda self, cap: True)  # reopened: the content grants itself
+    plan_cell("%tools evil.py", session)
+    assert stranger["tools_canary"].exists()
+
+
+# -- a person at the frontend: the prompt --------------------------------------------------------
+@pytest.fixture
+def kernel(stranger: dict[str, Path]) -> Iterator[Any]:
+    km, kc = start(stranger["folder"])
+    yield kc
+    kc.stop_channels()
+    km.shutdown_kernel(now=True)
+    TrustStore().forget(stranger["folder"])  # an "Allow for this notebook" of a test
+
+
+def test_deny_at_the_prompt_keeps_everything_shut(stranger: dict[str, Path], kernel: Any) -> None:
+    before = files_outside(stranger)
+    cell = (f'%allow run sh\n%tools evil.py\n%record ../outside.jsonl\n%operator auto-approve\n'
+            f'run "sh" ["-c", "echo pwned > {stranger["sh_canary"]}"]\napprove "Wire the money?"')
+    reply = run_and_click(kernel, cell, "Deny")
+    assert reply.status == "error" and reply.content["ename"] == "CapabilityDenied", reply.outputs
+    assert reply.content["evalue"].startswith("you denied: run the executable `sh`; run the Python tool file")
+    assert "nothing of the cell ran" in reply.content["evalue"]
+    questions = [m["content"]["data"]["state"]["value"] for m in reply.outputs if m["msg_type"] == "comm_open"
+                 and m["content"]["data"]["state"].get("_model_name") == "HTMLModel"]
+    assert any("This notebook asks to run the executable `sh`" in q for q in questions), questions
+    assert not stranger["tools_canary"].exists() and not stranger["sh_canary"].exists()
+    assert files_outside(stranger) == before
+    listing = execute(kernel, "%allow")  # nothing of the denied cell applied
+    assert listing.of("display_data")[-1]["data"]["text/plain"] == "run may start: nothing"
+    assert execute(kernel, "%operator").of("display_data")[-1]["data"]["text/plain"] == "operator: interactive"
+    headless = execute(kernel, "%tools evil.py")  # a denial is not remembered as a grant either
+    assert headless.content["ename"] == "CapabilityDenied" and not stranger["tools_canary"].exists()
+
+
+def test_allow_once_lets_that_cell_through(stranger: dict[str, Path], kernel: Any) -> None:
+    reply = run_and_click(kernel, "%tools evil.py", "Allow once")
+    assert reply.status == "ok", reply.outputs
+    assert stranger["tools_canary"].read_text() == "evil.py ran on the host"
+    texts = [c["data"]["text/plain"] for c in reply.of("display_data")]
+    assert any(t.startswith("allowed once (this kernel): run the Python tool file") for t in texts), texts
+    assert not TrustStore().remembered(stranger["folder"])  # once: nothing kept for later
+
+
+def test_allow_for_this_notebook_is_remembered(stranger: dict[str, Path], kernel: Any) -> None:
+    reply = run_and_click(kernel, "%allow run sh", "Allow for this notebook")
+    assert reply.status == "ok", reply.outputs
+    km, kc = start(stranger["folder"])  # a new kernel on the same notebook, headless
+    try:
+        again = execute(kc, "%allow run sh")
+        assert again.status == "ok", again.outputs
+        still = execute(kc, "%allow run bash")  # only what was allowed
+        assert still.content["ename"] == "CapabilityDenied"
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+
+
+def test_the_prompt_escapes_what_the_notebook_wrote(stranger: dict[str, Path], kernel: Any) -> None:
+    """The request text comes from the notebook: an executable named like markup is shown
+    as text."""
+    reply = run_and_click(kernel, '%allow run "<img src=x onerror=alert(1)>"', "Deny")
+    assert reply.content["ename"] == "CapabilityDenied"
+    html = [m["content"]["data"]["state"]["value"] for m in reply.outputs if m["msg_type"] == "comm_open"
+            and m["content"]["data"]["state"].get("_model_name") == "HTMLModel"]
+    assert any("&lt;img src=x onerror=alert(1)&gt;" in h for h in html), html
+    assert not any("<img" in h for h in html)
+
