@@ -1,6 +1,12 @@
 """The journal of a run: its events as JSON lines in `.flow/runs/<run>.jsonl`
 (runtime.md §7), written and flushed as each event happens, so a failed run, a
-killed sandbox or a killed host loses nothing that was already done."""
+killed sandbox or a killed host loses nothing that was already done.
+
+The journal is never written through a symbolic link: `.flow` and `.flow/runs` are made
+or entered without following one, and the run's file is created new (its id is fresh)
+without following one (`nofollow.py`). A link planted at any of them is `LinkRefused`,
+and the run does not start (run.py): its record would otherwise land in whatever file
+the link points at, or be lost without a word."""
 
 from __future__ import annotations
 
@@ -9,14 +15,22 @@ import os
 from pathlib import Path
 from typing import Any, TextIO
 
+from flow_kernel.runtime.nofollow import create_new_file, open_folder
+
+OWN_FOLDERS = 2  # `.flow/runs`: the folders the runtime makes; above them, the person's folder
+
 
 class Journal:
     """An event sink that appends each event as one line."""
 
     def __init__(self, directory: Path | str, run_id: str) -> None:
         self.path = Path(directory) / f"{run_id}.jsonl"
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._file: TextIO | None = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - open for the run's lifetime
+        folder = open_folder(Path(directory), own=OWN_FOLDERS)
+        try:
+            fd = create_new_file(folder, self.path.name, self.path)
+        finally:
+            os.close(folder)
+        self._file: TextIO | None = open(fd, "a", encoding="utf-8")  # noqa: SIM115 - open for the run's lifetime
 
     def __call__(self, event: dict[str, Any]) -> None:
         if self._file is None:

@@ -54,7 +54,10 @@ def create_new_file(folder: int, name: str, where: Path, mode: int = 0o600) -> i
     id is fresh, so anything there was planted), and a link there is never followed."""
     try:
         return os.open(name, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL | _NOFOLLOW, mode, dir_fd=folder)
-    except FileExistsError:
+    except FileExistsError as exc:
+        refusal = _refusal(exc, where, folder, name)  # a link planted there says so
+        if isinstance(refusal, LinkRefused):
+            raise refusal from None
         raise LinkRefused(f"{where} already exists (a run's file is always new): not written") from None
     except OSError as exc:
         raise _refusal(exc, where, folder, name) from None

@@ -10,7 +10,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from flow_kernel.errors import (
+    CapabilityViolationError,
     FlowError,
+    FlowIsolateError,
     OutputValidationError,
     WorkflowInputValidationError,
 )
@@ -22,6 +24,7 @@ from flow_kernel.runtime.config import FlowConfig
 from flow_kernel.runtime.gc_policy import older_objects_frozen
 from flow_kernel.runtime.host import EventSink, HostServices
 from flow_kernel.runtime.journal import Journal
+from flow_kernel.runtime.nofollow import LinkRefused
 from flow_kernel.runtime.operator import Operator
 from flow_kernel.runtime.provider_base import Provider
 from flow_kernel.runtime.tools import ToolRegistry
@@ -80,7 +83,10 @@ async def run_compiled(compiled: Compiled, executor: Executor, *, workflow: str 
     if compiled.python is None:
         raise ValueError("the module has compile errors; nothing runs")
     run_id = run_id or new_run_id()
-    journal = Journal(journal_dir, run_id) if journal_dir is not None else None
+    try:
+        journal = Journal(journal_dir, run_id) if journal_dir is not None else None
+    except OSError as exc:  # LinkRefused included: a planted link is never written through
+        return RunOutcome(run_id, error=_journal_refused(exc, journal_dir))
     all_sinks: list[EventSink] = ([journal] if journal is not None else []) + list(sinks or [])
     host = HostServices(compiled.check, run_id, operator or Operator("none"), allow_run, all_sinks,
                         recorder=record if isinstance(record, CassetteRecorder | None) else CassetteRecorder(record),
@@ -144,6 +150,16 @@ def _record_failure(host: HostServices, error: FlowError, workflow: str | None) 
                "stage": error.stage, "data": data})
 
 
+
+
+def _journal_refused(exc: OSError, journal_dir: Path | str | None) -> FlowError:
+    """The run's journal cannot be opened (a link planted at `.flow`, `.flow/runs` or the
+    run's file, or the folder is not writable): the run does not start, so that nothing
+    happens that its journal would not record."""
+    cls = CapabilityViolationError if isinstance(exc, LinkRefused) else FlowIsolateError
+    reason = str(exc) if isinstance(exc, LinkRefused) else f"{journal_dir}: {exc.strerror or exc}"
+    return cls(f"the run's journal cannot be written, so the run did not start: {reason}",
+               details={"journal": str(journal_dir)})
 
 
 def _locate(error: FlowError, compiled: Compiled) -> FlowError:
