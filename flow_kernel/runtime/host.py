@@ -10,8 +10,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime
-import os
-import shutil
+import json
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -26,8 +26,10 @@ from flow_kernel.errors import (
 )
 from flow_kernel.lang.check import CheckResult
 from flow_kernel.lang.env import DEFAULT_LIMITS
+from flow_kernel.runtime import processes
 from flow_kernel.runtime.agents import AgentPipeline, Event, FrameBudget, SandboxCall, TraceSink
 from flow_kernel.runtime.cassette import CassettePlayer, CassetteRecorder
+from flow_kernel.runtime.ceilings import Ceilings
 from flow_kernel.runtime.config import FlowConfig
 from flow_kernel.runtime.events import LAST, sub_order
 from flow_kernel.runtime.operator import Operator
@@ -55,10 +57,17 @@ class HostServices:
     debug: bool = False
     providers: dict[str, Provider] = field(default_factory=dict)
     occurrences: dict[tuple[str, str], int] = field(default_factory=dict)
+    ceilings: Ceilings = field(default_factory=Ceilings)
 
     def __post_init__(self) -> None:
         self.events: list[Event] = []
         self.seq = 0
+        self.output_bytes = 0  # bytes of event data so far, against `ceilings.output_bytes`
+        self.failure: FlowError | None = None  # set when the host stops the run (see `fail`)
+        self._stop: asyncio.Future[FlowError] | None = None
+        self.deadline: float | None = None  # time.monotonic() at which the run's duration ends
+        self.run_policy = processes.RunPolicy(self.allow_run)
+        self.children = processes.Children()  # `run` children, killed when the run ends
         self._validators: dict[tuple[str, str], Any] = {}  # (workflow, error code) -> its schema's validator
         self.frames: dict[str, FrameBudget] = {}
         self.agents = AgentPipeline(self.check, self.emit, self.frames, config=self.config, tools=self.tools,
@@ -81,11 +90,39 @@ class HostServices:
         """After the run: drop the pipeline, which holds bound methods of this object. Without
         that cycle the run's objects (its events above all) are freed by reference counting
         when the outcome goes, instead of piling up in the oldest generation until a full
-        collection (which then scans the whole heap, in the middle of some later run)."""
+        collection (which then scans the whole heap, in the middle of some later run).
+        Any `run` child still going (its request outlived the run) is killed with its group."""
+        self.children.kill_all()
         del self.agents
 
+    # -- the host stopping a run -----------------------------------------------------------------
+    def fail(self, error: FlowError) -> None:
+        """Stop the run from the host side (its output budget is spent): the executor kills
+        the sandbox at once and the run fails with `error`."""
+        if self.failure is None:
+            self.failure = error
+            if self._stop is not None and not self._stop.done():
+                self._stop.set_result(error)
+
+    def stop_signal(self) -> asyncio.Future[FlowError]:
+        """A future that the executor races against the run: done when the host stops it."""
+        if self._stop is None:
+            self._stop = asyncio.get_running_loop().create_future()
+            if self.failure is not None:
+                self._stop.set_result(self.failure)
+        return self._stop
+
     # -- events ---------------------------------------------------------------------------
-    def emit(self, event: dict[str, Any]) -> None:
+    def emit(self, event: dict[str, Any], *, last: bool = False) -> None:
+        """Number an event and hand it to the sinks. Past the run's output budget nothing more
+        is kept (memory and journal stay bounded) and the run is stopped; `last` is the run's
+        own end, which is recorded even then."""
+        if self.failure is not None and not last:
+            return
+        self.output_bytes += len(json.dumps(event.get("data"), ensure_ascii=False, default=str))
+        if self.output_bytes > self.ceilings.output_bytes and not last:
+            self.fail(self.ceilings.exceeded("output", self.output_bytes))
+            return
         self.seq += 1
         full = {"type": event["type"], "run": self.run_id, "seq": self.seq,
                 "ts": datetime.datetime.now(datetime.UTC).isoformat(timespec="milliseconds"),
@@ -93,7 +130,7 @@ class HostServices:
                 "data": event.get("data") or {}, "order": event.get("order") or LAST}
         if full["type"] == "workflow.started":
             data = full["data"]
-            limits = self.compiled_limits(str(data.get("name")))
+            limits = self.ceilings.clamp(self.compiled_limits(str(data.get("name"))))
             self.frames[str(data.get("frame"))] = FrameBudget(
                 data.get("parent"), int(limits.get("agent_runs", 0)), name=str(data.get("name")),
                 gate=asyncio.Semaphore(max(1, int(limits.get("concurrency", 1)))))
@@ -219,16 +256,16 @@ class HostServices:
     # -- processes ------------------------------------------------------------------------------
     async def process(self, payload: dict[str, Any]) -> dict[str, Any]:
         exe = str(payload.get("executable"))
-        if exe not in self.allow_run:
-            raise CapabilityViolationError(f"`run`: executable {exe!r} is not allowed (allow it with --allow-run {exe})",
-                                           details={"executable": exe})
-        path = shutil.which(exe)
+        if exe not in self.run_policy.allowed:
+            self.run_policy.check(exe, [])  # raises: not allowed
+        path = processes.which(exe)
         if path is None:
             raise ProcessError(f"`run`: executable {exe!r} not found", details={"stdout": "", "stderr": "", "exit_code": None})
         stdin, arguments, timeout_ms = payload.get("stdin"), payload.get("arguments") or [], payload.get("timeout_ms")
         if not isinstance(arguments, list) or not (stdin is None or isinstance(stdin, str)) \
                 or not (timeout_ms is None or (isinstance(timeout_ms, int | float) and not isinstance(timeout_ms, bool))):
             raise CapabilityViolationError(f"`run`: a malformed request for {exe!r} (arguments, stdin or timeout)")
+        self.run_policy.check(exe, [str(a) for a in arguments])  # pinned arguments
         timeout = float(timeout_ms or 30_000) / 1000
         env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR")}
         proc = await asyncio.create_subprocess_exec(

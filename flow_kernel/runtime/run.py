@@ -5,6 +5,7 @@ back to Flow spans, validate the output."""
 from __future__ import annotations
 
 import secrets
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -20,6 +21,7 @@ from flow_kernel.lang.compiler import Compiled
 from flow_kernel.lang.sourcemap import span_to_json
 from flow_kernel.runtime.agents import TraceSink
 from flow_kernel.runtime.cassette import CassettePlayer, CassetteRecorder
+from flow_kernel.runtime.ceilings import Ceilings, name_the_ceiling
 from flow_kernel.runtime.config import FlowConfig
 from flow_kernel.runtime.gc_policy import older_objects_frozen
 from flow_kernel.runtime.host import EventSink, HostServices
@@ -70,7 +72,8 @@ async def run_compiled(compiled: Compiled, executor: Executor, *, workflow: str 
                        replay: Path | str | CassettePlayer | None = None, config: FlowConfig | None = None,
                        tools: ToolRegistry | None = None, trace_sinks: list[TraceSink] | None = None,
                        debug: bool = False, providers: dict[str, Provider] | None = None,
-                       occurrences: dict[tuple[str, str], int] | None = None) -> RunOutcome:
+                       occurrences: dict[tuple[str, str], int] | None = None,
+                       ceilings: Ceilings | None = None) -> RunOutcome:
     """Run a compiled module: its top level, or `workflow` with `input`. Never raises a FlowError:
     failures are in the outcome, with the events up to the failure (and, with `journal_dir`,
     in `<journal_dir>/<run>.jsonl` as they happen).
@@ -79,7 +82,8 @@ async def run_compiled(compiled: Compiled, executor: Executor, *, workflow: str 
     Python tools; `trace_sinks` get one trace per agent call (with the compiled prompt and
     raw output when `debug`); `providers` replaces providers by name (tests, embedding).
     A session passes one cassette object and one `occurrences` count for all its runs, so
-    that the calls of a notebook's cells have distinct cassette keys."""
+    that the calls of a notebook's cells have distinct cassette keys. `ceilings` (default:
+    `Ceilings.from_env()`) bound every limit the program asks for and its output."""
     if compiled.python is None:
         raise ValueError("the module has compile errors; nothing runs")
     run_id = run_id or new_run_id()
@@ -93,7 +97,8 @@ async def run_compiled(compiled: Compiled, executor: Executor, *, workflow: str 
                         player=replay if isinstance(replay, CassettePlayer | None) else CassettePlayer(replay),
                         config=config or FlowConfig(), tools=tools or ToolRegistry(), trace_sinks=list(trace_sinks or []),
                         debug=debug, providers=dict(providers or {}),
-                        occurrences=occurrences if occurrences is not None else {})
+                        occurrences=occurrences if occurrences is not None else {},
+                        ceilings=ceilings if ceilings is not None else Ceilings.from_env())
     outcome = RunOutcome(run_id, events=host.events, journal=journal.path if journal is not None else None,
                          traces=host.traces)
     try:
@@ -108,6 +113,7 @@ async def run_compiled(compiled: Compiled, executor: Executor, *, workflow: str 
 async def _run(compiled: Compiled, executor: Executor, host: HostServices, outcome: RunOutcome,
                workflow: str | None, input: dict[str, Any] | None, session_values: dict[str, Any] | None) -> RunOutcome:
     run_id = outcome.run_id
+    started = time.monotonic()
     try:
         limits = compiled.entry_limits or {}
         if workflow is not None:
@@ -117,11 +123,17 @@ async def _run(compiled: Compiled, executor: Executor, host: HostServices, outco
             require_valid(schemas["input"], input or {}, WorkflowInputValidationError, f"the input of `{workflow}`")
             ctx = compiled.check.workflows.get(workflow)
             limits = ctx.limits if ctx is not None else limits
+        # The host's ceilings, on this side of the trust boundary: the deadline the host
+        # enforces is the clamped one, and the sandbox gets them to clamp its step caps.
+        limits = host.ceilings.clamp(limits)
+        host.deadline = started + limits["duration"] / 1000 if limits.get("duration") else None
         payload = {"run": run_id, "module": compiled.python, "filename": "<flow>",
                    "args": {"workflow": workflow, "input": input or {}, "session": session_values or {}},
-                   "deadline_ms": limits.get("duration")}
+                   "deadline_ms": limits.get("duration"), "ceilings": host.ceilings.for_limits()}
         assert compiled.python is not None
         reply = await executor.run(compiled.python, payload, host)
+        if host.failure is not None:  # the host stopped it (an executor that could not be interrupted)
+            raise host.failure
         outcome.result = reply.get("result")
         outcome.bindings = reply.get("bindings") or {}
         outcome.steps = int(reply.get("steps") or 0)
@@ -129,6 +141,9 @@ async def _run(compiled: Compiled, executor: Executor, host: HostServices, outco
             assert schemas is not None
             require_valid(schemas["output"], outcome.result, OutputValidationError, f"the result of `{workflow}`")
     except FlowError as exc:
+        if host.failure is not None and exc is not host.failure:  # what the sandbox said as it was stopped
+            exc = host.failure
+        exc = name_the_ceiling(exc, host.ceilings, _asked_limits(compiled), (time.monotonic() - started) * 1000)
         outcome.error = _locate(exc, compiled)
         outcome.bindings = exc.dto.get("bindings") or {} if isinstance(exc.dto.get("bindings"), dict) else {}
         outcome.steps = int(exc.dto.get("steps") or 0)
@@ -147,7 +162,14 @@ def _record_failure(host: HostServices, error: FlowError, workflow: str | None) 
         ended[-1]["data"].setdefault("message", error.message)
         return
     host.emit({"type": "workflow.failed", "span": {"id": top["span"]["id"] if top else None, "parent": None},
-               "stage": error.stage, "data": data})
+               "stage": error.stage, "data": data}, last=True)
+
+
+def _asked_limits(compiled: Compiled) -> dict[str, dict[str, int]]:
+    """The limits each workflow's source asks for (before the ceilings), by name."""
+    asked = {name: dict(ctx.limits) for name, ctx in compiled.check.workflows.items()}
+    asked["<cell>"] = dict(compiled.entry_limits or {})
+    return asked
 
 
 
