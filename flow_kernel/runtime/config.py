@@ -4,7 +4,7 @@
 ```toml
 default_model = "openai/gpt-4o-mini"   # what `model: "default"` means
 operator = "auto-deny"                 # the operator policy when none is given
-allow_run = ["git", "wc"]              # executables `run` may start
+allow_run = ["wc", {git = ["status", "log *"]}]  # executables `run` may start (git: these arguments only)
 
 [providers.openai]                     # any OpenAI-compatible endpoint
 base_url = "http://localhost:11434/v1"
@@ -31,6 +31,8 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from flow_kernel.runtime.processes import entries_from_config
 
 if TYPE_CHECKING:
     from flow_kernel.runtime.trust import Trust
@@ -117,9 +119,10 @@ def parse_config(table: dict[str, Any], path: Path | None = None) -> FlowConfig:
     if default_model is not None and "/" not in default_model and default_model not in ("mock", "scripted"):
         raise ConfigError(f"{where}: `default_model` must be \"provider/model\", \"mock\" or \"scripted\", "
                           f"not {default_model!r}")
-    allow = table.get("allow_run", [])
-    if not isinstance(allow, list) or not all(isinstance(a, str) for a in allow):
-        raise ConfigError(f"{where}: `allow_run` must be a list of executable names")
+    try:  # names, or names with pinned argument patterns (runtime/processes.py)
+        allow = entries_from_config(table.get("allow_run", []), where)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
     providers: dict[str, ProviderSettings] = {}
     raw_providers = table.get("providers", {})
     if not isinstance(raw_providers, dict):

@@ -15,8 +15,8 @@ DEADLINE_SLACK_MS = 250  # the sandbox's own watchdog fires at the deadline; the
 
 
 class SandboxExecutor:
-    def __init__(self, pool: SandboxPool | None = None) -> None:
-        self.pool = pool or SandboxPool()
+    def __init__(self, pool: SandboxPool | None = None, *, max_processes: int | None = None) -> None:
+        self.pool = pool or SandboxPool(max_processes=max_processes)
         self._owns_pool = pool is None
 
     async def run(self, module: str, payload: dict[str, Any], host: HostServices) -> dict[str, Any]:
@@ -25,7 +25,8 @@ class SandboxExecutor:
 
         deadline = payload.get("deadline_ms")
         return await self.pool.run(module, payload, handler=host.handle, on_notify=host.on_notify,
-                                   deadline_ms=deadline + DEADLINE_SLACK_MS if deadline else None, bind=bind)
+                                   deadline_ms=deadline + DEADLINE_SLACK_MS if deadline else None, bind=bind,
+                                   abort=host.stop_signal())
 
     async def close(self) -> None:
         if self._owns_pool:

@@ -267,22 +267,9 @@ class HostServices:
             raise CapabilityViolationError(f"`run`: a malformed request for {exe!r} (arguments, stdin or timeout)")
         self.run_policy.check(exe, [str(a) for a in arguments])  # pinned arguments
         timeout = float(timeout_ms or 30_000) / 1000
-        env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR")}
-        proc = await asyncio.create_subprocess_exec(
-            path, *[str(a) for a in arguments], env=env,
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-        try:
-            out, err = await asyncio.wait_for(proc.communicate(stdin.encode() if isinstance(stdin, str) else None), timeout)
-        except TimeoutError:
-            proc.kill()
-            await proc.wait()
-            raise ProcessError(f"`run`: {exe} timed out after {timeout:g}s",
-                               details={"stdout": "", "stderr": "", "exit_code": None}) from None
-        result = {"stdout": out.decode(errors="replace"), "stderr": err.decode(errors="replace"),
-                  "exit_code": proc.returncode}
-        if proc.returncode != 0:
-            raise ProcessError(f"`run`: {exe} exited with code {proc.returncode}", details=result)
-        return result
+        if self.deadline is not None:  # a child never outlives the run's deadline
+            timeout = max(0.001, min(timeout, self.deadline - time.monotonic()))
+        return await self.children.run(path, [str(a) for a in arguments], stdin, timeout, exe)
 
 
 def _schema_dict(schema: object) -> dict[str, Any]:

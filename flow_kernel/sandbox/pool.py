@@ -14,7 +14,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from flow_kernel.errors import FlowCancelledError, FlowError, WorkflowTimeoutError
+from flow_kernel.errors import (
+    FlowCancelledError,
+    FlowError,
+    LimitExceededError,
+    WorkflowTimeoutError,
+)
 from flow_kernel.sandbox.install import ensure_snapshot
 from flow_kernel.sandbox.node import find_node
 from flow_kernel.sandbox.process import Handler, Notify, SandboxProcess
@@ -24,8 +29,14 @@ RECYCLE_GROWTH = 64 * 1024 * 1024
 
 
 class SandboxPool:
-    def __init__(self, *, memory_mb: int = 512, use_snapshot: bool = True, warm: int = 1) -> None:
+    def __init__(self, *, memory_mb: int = 512, use_snapshot: bool = True, warm: int = 1,
+                 max_processes: int | None = None) -> None:
+        """`max_processes` caps the sandboxes of this pool (the host ceiling `sandboxes`): a run
+        that would need one more is refused with `limit-exceeded`, and no spare is started
+        past it. None: no cap (a pool for one run)."""
         self.memory_mb = memory_mb
+        self.max_processes = max_processes
+        self._reserved = 0  # runs between the cap check and holding their process
         self.use_snapshot = use_snapshot
         self.warm = warm
         self.snapshot: Path | None = None
@@ -43,8 +54,13 @@ class SandboxPool:
         self.started += 1
         return process
 
+    def _live(self) -> int:
+        return len(self.running) + len(self.idle) + len(self._starting) + self._reserved
+
     def _refill(self) -> None:
         if self._closed or len(self.idle) + len(self._starting) >= self.warm:
+            return
+        if self.max_processes is not None and self._live() >= self.max_processes:
             return
         self._start()
 
@@ -64,6 +80,16 @@ class SandboxPool:
                 self.idle.append(process)
 
         task.add_done_callback(done)
+
+    def _refuse_past_the_cap(self) -> None:
+        # Refused, not queued: a queued run would wait behind a background run for as long as
+        # that one runs, with nothing to say so; the refusal says what to do at once.
+        if self.max_processes is not None and len(self.running) + self._reserved >= self.max_processes:
+            raise LimitExceededError(
+                f"{len(self.running) + self._reserved} runs already have a sandbox each, the host ceiling on sandboxes "
+                f"({self.max_processes}); wait for one to end (%wait RUN) or the person running the kernel can "
+                "raise it with the environment variable FLOW_MAX_SANDBOXES",
+                details={"limit": "sandboxes", "value": self.max_processes, "ceiling": "FLOW_MAX_SANDBOXES"})
 
     async def acquire(self) -> SandboxProcess:
         while self.idle:
@@ -113,9 +139,17 @@ class SandboxPool:
 
     async def run(self, module: str, payload: dict[str, Any], *, handler: Handler, on_notify: Notify,
                   deadline_ms: int | None = None,
-                  bind: Callable[[SandboxProcess], None] | None = None) -> dict[str, Any]:
-        """Run a module; `bind` receives the process (for host → sandbox calls during the run)."""
-        process = await self.acquire()
+                  bind: Callable[[SandboxProcess], None] | None = None,
+                  abort: asyncio.Future[FlowError] | None = None) -> dict[str, Any]:
+        """Run a module; `bind` receives the process (for host → sandbox calls during the run).
+        When `abort` is done first (the host stopped the run), the process is killed at once,
+        with no grace (it may be flooding the host), and its error is raised."""
+        self._refuse_past_the_cap()
+        self._reserved += 1
+        try:
+            process = await self.acquire()
+        finally:
+            self._reserved -= 1
         self.running.add(process)
         process.handler, process.on_notify = handler, on_notify
         if bind is not None:
@@ -125,12 +159,19 @@ class SandboxPool:
         request = asyncio.ensure_future(process.request("run", {**payload, "module": module}))
         try:
             timeout = deadline_ms / 1000 if deadline_ms else None
-            try:
-                reply: dict[str, Any] = await asyncio.wait_for(asyncio.shield(request), timeout)
-            except TimeoutError:
+            await asyncio.wait({request} if abort is None else {request, abort}, timeout=timeout,
+                               return_when=asyncio.FIRST_COMPLETED)
+            if not request.done() and abort is not None and abort.done():
+                recycle = True
+                await process.kill()
+                with contextlib.suppress(BaseException):
+                    await request
+                raise abort.result()
+            if not request.done():
                 recycle = True
                 own = await self._stop(process, request, run_id, "workflow-timeout")
                 raise own or WorkflowTimeoutError("the run ran past its `duration`") from None
+            reply: dict[str, Any] = request.result()
             # Growth is measured from the fresh heap the sandbox reported when ready, so a
             # first run that grew it a lot is recycled too (wasm memory never shrinks).
             memory = int(reply.get("memory") or 0)

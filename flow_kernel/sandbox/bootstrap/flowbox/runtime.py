@@ -123,6 +123,10 @@ class Runtime:
         self.session_values = (payload.get("args") or {}).get("session") or {}
         self.expectations = {}
         self.cancel_reason = None  # set by `cancel`: "cancelled" or "workflow-timeout"
+        # The host's ceilings (runtime/ceilings.py): every frame's limits are at most these.
+        # The host enforces the deadline and agent budgets itself; steps only the sandbox counts.
+        ceilings = payload.get("ceilings")
+        self.ceilings = {k: v for k, v in ceilings.items() if _values.is_number(v)} if isinstance(ceilings, dict) else {}
 
     # -- entry and workflows --------------------------------------------------------------
     async def start(self, args, cell, limits, workflows):
@@ -150,6 +154,8 @@ class Runtime:
         return result
 
     async def _frame(self, name, fn, values, limits):
+        if self.ceilings:
+            limits = {k: min(v, self.ceilings[k]) if k in self.ceilings else v for k, v in limits.items()}
         parent = _frame.get(None)
         now = time.monotonic()
         own_cap = self.steps + limits["steps"]

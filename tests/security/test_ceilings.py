@@ -1,0 +1,276 @@
+"""Host ceilings the content cannot raise (issue 15, item 5; docs/security.md, "Host
+ceilings, processes and `run`").
+
+A program that asks for a billion steps, 500 hours, a million agent runs or a thousand
+concurrent calls gets the person's ceiling, and the error names it; a flood of 8 MB logs
+stops at the output budget with the journal and the host's memory bounded; a session
+refuses a run past its sandbox cap. Each test also reopens its door (the ceiling turned
+off inside the test) and sees the same program get past where the ceiling stopped it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from flow_kernel.runtime.ceilings import CeilingError, Ceilings
+from flow_kernel.runtime.provider_base import ProviderReply, ProviderRequest
+from flow_kernel.runtime.run import RunOutcome
+from flow_kernel.runtime.session import Session
+
+SPIN = '''
+workflow spin() -> int {
+  limits { steps: 1000000000, duration: 500h }
+  var i = 0
+  while true { i = i + 1 }
+  return i
+}
+'''
+
+
+def run(session: Session, source: str, workflow: str | None = None) -> tuple[RunOutcome, float]:
+    async def go() -> tuple[RunOutcome, float]:
+        async with session:
+            if workflow is not None:
+                await session.run_async(source)  # declare it
+            started = time.perf_counter()
+            outcome = await session.run_async("1" if workflow else source, workflow=workflow,
+                                              input={} if workflow else None)
+            return outcome, time.perf_counter() - started
+    return asyncio.run(go())
+
+
+def no_ceilings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The door reopened: the program's own limits, whatever they are, as before."""
+    monkeypatch.setattr(Ceilings, "clamp", lambda self, limits: dict(limits))
+    monkeypatch.setattr(Ceilings, "for_limits", lambda self: {})
+
+
+# -- settings ---------------------------------------------------------------------------------
+def test_ceilings_come_from_the_environment_and_bad_values_are_refused() -> None:
+    c = Ceilings.from_env({"FLOW_MAX_STEPS": "5_000", "FLOW_MAX_DURATION": "90m", "FLOW_MAX_OUTPUT": "8MB",
+                           "FLOW_MAX_SANDBOXES": "2", "FLOW_MAX_AGENT_RUNS": "7", "FLOW_MAX_CONCURRENCY": "3"})
+    assert (c.steps, c.duration_ms, c.output_bytes, c.sandboxes, c.agent_runs, c.concurrency) == \
+        (5000, 90 * 60_000, 8 * 1024 * 1024, 2, 7, 3)
+    assert Ceilings.from_env({}) == Ceilings()
+    for bad in ({"FLOW_MAX_STEPS": "-1"}, {"FLOW_MAX_DURATION": "soon"}, {"FLOW_MAX_OUTPUT": "0"}):
+        with pytest.raises(CeilingError, match=next(iter(bad))):
+            Ceilings.from_env(bad)
+
+
+def test_a_flow_toml_cannot_set_a_ceiling(tmp_path: Path) -> None:
+    from flow_kernel.runtime.config import ConfigError, parse_config
+
+    with pytest.raises(ConfigError, match="unknown key `ceilings`"):
+        parse_config({"ceilings": {"steps": 10**12}}, tmp_path / "flow.toml")
+
+
+# -- steps, duration ----------------------------------------------------------------------------
+def test_a_billion_steps_get_the_step_ceiling() -> None:
+    outcome, seconds = run(Session(journal_dir=None, ceilings=Ceilings(steps=200_000)), SPIN, "spin")
+    print(f"\nsteps: stopped after {outcome.steps:,} steps in {seconds:.2f}s "
+          f"(~{outcome.steps / seconds / 1e6:.1f} M steps/s in the sandbox)")
+    assert outcome.error is not None and outcome.error.code == "limit-exceeded", outcome.error
+    assert "host ceiling on `steps` (200,000)" in outcome.error.message and "FLOW_MAX_STEPS" in outcome.error.message
+    assert "1,000,000,000" in outcome.error.message
+    assert outcome.steps <= 200_001
+
+
+def test_reopened_the_step_ceiling_lets_the_program_choose(monkeypatch: pytest.MonkeyPatch) -> None:
+    no_ceilings(monkeypatch)
+    source = SPIN.replace("1000000000", "600000")
+    outcome, _ = run(Session(journal_dir=None, ceilings=Ceilings(steps=200_000)), source, "spin")
+    assert outcome.error is not None and outcome.error.code == "limit-exceeded"
+    assert outcome.steps > 200_001 and "host ceiling" not in outcome.error.message  # the door was open
+
+
+def test_500_hours_get_the_duration_ceiling_enforced_by_the_host() -> None:
+    outcome, seconds = run(Session(journal_dir=None, ceilings=Ceilings(duration_ms=1500)), SPIN, "spin")
+    print(f"\nduration: a program asking for 500h stopped after {seconds:.2f}s (ceiling 1.5s)")
+    assert outcome.error is not None and outcome.error.code == "limit-exceeded", outcome.error
+    assert "host ceiling on `duration` (1500ms)" in outcome.error.message and "500h" in outcome.error.message
+    assert "FLOW_MAX_DURATION" in outcome.error.message
+    assert seconds < 15
+
+
+def test_reopened_the_duration_ceiling_lets_the_run_go_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    no_ceilings(monkeypatch)
+    source = SPIN.replace("1000000000", "8000000")  # ends by its own steps, seconds after the ceiling
+    outcome, seconds = run(Session(journal_dir=None, ceilings=Ceilings(duration_ms=1500)), source, "spin")
+    assert outcome.error is not None and outcome.error.code == "limit-exceeded"
+    assert seconds > 1.5 * 1.5 and "host ceiling" not in outcome.error.message
+
+
+# -- agent_runs, concurrency ----------------------------------------------------------------------
+class Slow:
+    """A provider that takes a moment per call and counts how many run at once."""
+
+    def __init__(self) -> None:
+        self.now = self.most = self.calls = 0
+
+    async def attempt(self, request: ProviderRequest) -> ProviderReply:
+        self.calls += 1
+        self.now += 1
+        self.most = max(self.most, self.now)
+        await asyncio.sleep(0.05)
+        self.now -= 1
+        return ProviderReply("ok")
+
+
+AGENTS = '''
+agent bot { model: "slow/m", output: string }
+workflow many() -> string[] {
+  limits { agent_runs: 1000000, concurrency: 1000, duration: 500h }
+  return parallelMap(range(24), i => bot("go ${i}"))
+}
+'''
+
+
+def test_a_million_agent_runs_get_the_agent_runs_ceiling() -> None:
+    slow = Slow()
+    outcome, _ = run(Session(journal_dir=None, providers={"slow": slow}, ceilings=Ceilings(agent_runs=5)),
+                     AGENTS, "many")
+    print(f"\nagent_runs: {slow.calls} provider calls before the ceiling of 5 stopped the run")
+    assert outcome.error is not None and outcome.error.code == "limit-exceeded", outcome.error
+    assert "host ceiling on `agent_runs` (5)" in outcome.error.message and "FLOW_MAX_AGENT_RUNS" in outcome.error.message
+    assert slow.calls <= 5
+
+
+def test_reopened_the_agent_runs_ceiling_spends_what_the_program_asks(monkeypatch: pytest.MonkeyPatch) -> None:
+    no_ceilings(monkeypatch)
+    slow = Slow()
+    outcome, _ = run(Session(journal_dir=None, providers={"slow": slow}, ceilings=Ceilings(agent_runs=5)),
+                     AGENTS, "many")
+    assert outcome.error is None and slow.calls == 24
+
+
+def test_a_thousand_concurrent_calls_get_the_concurrency_ceiling() -> None:
+    slow = Slow()
+    outcome, _ = run(Session(journal_dir=None, providers={"slow": slow}, ceilings=Ceilings(concurrency=3)),
+                     AGENTS, "many")
+    print(f"\nconcurrency: at most {slow.most} calls at once under a ceiling of 3 (the program asks for 1000)")
+    assert outcome.error is None and slow.calls == 24
+    assert slow.most <= 3
+
+
+def test_reopened_the_concurrency_ceiling_runs_more_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    no_ceilings(monkeypatch)
+    slow = Slow()
+    outcome, _ = run(Session(journal_dir=None, providers={"slow": slow}, ceilings=Ceilings(concurrency=3)),
+                     AGENTS, "many")
+    assert outcome.error is None and slow.most > 3
+
+
+# -- the output budget ------------------------------------------------------------------------------
+def flood(logs: int, megabytes: int) -> str:
+    doublings = (megabytes * 1024 * 1024).bit_length() - 1
+    return (f'var s = "x"\nfor i in range({doublings}) {{ s = s + s }}\n'
+            f'for i in range({logs}) {{ log s }}\n"done"')
+
+
+def rss() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+class Peak:
+    """The host's resident memory, sampled while a run goes on."""
+
+    def __init__(self) -> None:
+        self.base = rss()
+        self.most = self.base
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def _sample(self) -> None:
+        while not self._stop.wait(0.02):
+            self.most = max(self.most, rss())
+
+    def __enter__(self) -> Peak:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+@pytest.fixture
+def journal_dir(tmp_path: Path) -> Iterator[Path]:
+    yield tmp_path / "runs"
+
+
+def test_a_flood_of_8_MB_logs_stops_at_the_output_budget(journal_dir: Path) -> None:
+    session = Session(directory=journal_dir.parent, journal_dir="runs")
+    with Peak() as peak:
+        outcome, seconds = run(session, flood(80, 8))
+    journal = max(journal_dir.glob("*.jsonl"), key=lambda p: p.stat().st_mtime)
+    size = journal.stat().st_size
+    print(f"\nflood: 80 logs of 8 MB asked; stopped after {seconds:.1f}s with {outcome.error and outcome.error.code}; "
+          f"journal {size / 2**20:.1f} MiB; host RSS {peak.base / 2**20:.0f} -> peak {peak.most / 2**20:.0f} MiB "
+          f"(+{(peak.most - peak.base) / 2**20:.0f} MiB)")
+    assert outcome.error is not None and outcome.error.code == "limit-exceeded", outcome.error
+    assert "FLOW_MAX_OUTPUT" in outcome.error.message and "64 MiB" in outcome.error.message
+    assert size < 64 * 2**20 + 2**20  # the budget and the run's last lines
+    assert sum(1 for e in outcome.events if e["type"] == "log") <= 8
+    assert outcome.events[-1]["type"] == "workflow.failed"
+    assert peak.most - peak.base < 640 * 2**20  # generous: the run kept ~64 MiB of events (the flood was 640 MiB)
+
+
+def test_reopened_the_output_budget_lets_the_flood_through(journal_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import types
+
+    from flow_kernel.runtime import host
+
+    monkeypatch.setattr(host, "json", types.SimpleNamespace(dumps=lambda *a, **k: ""))  # nothing is counted
+    session = Session(directory=journal_dir.parent, journal_dir="runs", ceilings=Ceilings(output_bytes=8 * 2**20))
+    outcome, _ = run(session, flood(6, 4))
+    journal = next(journal_dir.glob("*.jsonl"))
+    assert outcome.error is None and journal.stat().st_size > 16 * 2**20  # 24 MiB past an 8 MiB budget
+
+
+# -- sandboxes per session ----------------------------------------------------------------------------
+def test_runs_past_the_sandbox_cap_are_refused_clearly() -> None:
+    source = 'agent slow { model: "scripted", script: [slow(2s, "late")] }\nslow("x")'
+
+    async def go() -> list[RunOutcome]:
+        async with Session(journal_dir=None, ceilings=Ceilings(sandboxes=2)) as session:
+            session.compile(source)
+            runs = [asyncio.ensure_future(session.run_async(source)) for _ in range(3)]
+            outcomes = await asyncio.gather(*runs)
+            pool = session._executor.pool  # type: ignore[union-attr]
+            assert pool.started <= 2, pool.started
+            return outcomes
+
+    outcomes = asyncio.run(go())
+    refused = [o for o in outcomes if o.error is not None]
+    print(f"\nsandboxes: 3 runs at once under a cap of 2: {len(refused)} refused: "
+          f"{refused[0].error.message if refused and refused[0].error else ''}")
+    assert len(refused) == 1 and refused[0].error is not None and refused[0].error.code == "limit-exceeded"
+    assert "FLOW_MAX_SANDBOXES" in refused[0].error.message
+    assert sum(o.result == "late" for o in outcomes) == 2
+
+
+def test_reopened_the_sandbox_cap_starts_a_process_per_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    from flow_kernel.sandbox.pool import SandboxPool
+
+    monkeypatch.setattr(SandboxPool, "_refuse_past_the_cap", lambda self: None)
+    monkeypatch.setattr(SandboxPool, "_live", lambda self: 0)
+    source = 'agent slow { model: "scripted", script: [slow(2s, "late")] }\nslow("x")'
+
+    async def go() -> int:
+        async with Session(journal_dir=None, ceilings=Ceilings(sandboxes=2)) as session:
+            session.compile(source)
+            outcomes = await asyncio.gather(*[session.run_async(source) for _ in range(3)])
+            assert all(o.result == "late" for o in outcomes)
+            return int(session._executor.pool.started)  # type: ignore[union-attr]
+
+    assert asyncio.run(go()) > 2
