@@ -72,6 +72,20 @@ def _load(loader: FileSystemLoader, path: str) -> CheckResult:
         raise UsageError(f"{display_name(e.path)}: {e.reason}") from None
 
 
+def guarded_loader(path: str, allow_paths: Sequence[str] = ()) -> FileSystemLoader:
+    """A loader for FILE's `use`s: files outside FILE's folder need a grant (runtime/trust.py:
+    `--allow-path`, `FLOW_ALLOW`, `flow trust`), else F2011 says how to grant them."""
+    from pathlib import Path
+
+    from flow_kernel.files import FileSystemLoader
+    from flow_kernel.runtime.config import config_folder
+    from flow_kernel.runtime.trust import Capability, Trust
+
+    grants = [Capability.of("path", raw, Path.cwd()) for raw in allow_paths]
+    trust = Trust(config_folder(path), grants=grants, asker="This file")
+    return FileSystemLoader(guard=trust.use_guard())
+
+
 def _summary(diagnostics: Sequence[Diagnostic], files: int) -> str:
     counts: dict[str, int] = {}
     for d in diagnostics:
@@ -89,16 +103,14 @@ def _summary(diagnostics: Sequence[Diagnostic], files: int) -> str:
 
 def cmd_check(args: argparse.Namespace) -> int:
     from flow_kernel.diagnostics.render import render_json, render_text
-    from flow_kernel.files import FileSystemLoader
 
-    loader = FileSystemLoader()
     diagnostics: list[Diagnostic] = []
     seen: set[tuple[str, int, int, str, str]] = set()
     usage_errors = 0
     checked = 0
     for path in args.files:
         try:
-            result = _load(loader, path)
+            result = _load(guarded_loader(path, args.allow_path), path)
         except UsageError as e:
             _error(str(e), command="check")
             usage_errors += 1
@@ -149,10 +161,9 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 def cmd_schema(args: argparse.Namespace) -> int:
     from flow_kernel.diagnostics.render import render_text
-    from flow_kernel.files import FileSystemLoader
 
     try:
-        result = _load(FileSystemLoader(), args.file)
+        result = _load(guarded_loader(args.file, args.allow_path), args.file)
     except UsageError as e:
         _error(str(e), command="schema")
         return EXIT_USAGE
@@ -208,6 +219,8 @@ def build_parser() -> argparse.ArgumentParser:
         default="text",
         help="text (default) or the JSON form of the diagnostics",
     )
+    check.add_argument("--allow-path", metavar="PATH", action="append", default=[],
+                       help="let a file `use` PATH outside its folder (a folder grants what is below it)")
     check.set_defaults(handler=cmd_check)
 
     explain = commands.add_parser(
@@ -224,6 +237,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     schema.add_argument("file", metavar="FILE", help="a .flow file")
     schema.add_argument("name", metavar="NAME", help="a type alias or workflow in FILE")
+    schema.add_argument("--allow-path", metavar="PATH", action="append", default=[],
+                        help="let FILE `use` PATH outside its folder")
     schema.set_defaults(handler=cmd_schema)
 
     from flow_kernel.cli_run import add_commands

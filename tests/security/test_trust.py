@@ -239,3 +239,20 @@ def test_a_strangers_file_run_headless_is_refused_with_the_instructions(tmp_path
     # reopened door: the loader without the trust guard reads the outside file
     monkeypatch.setattr(trust_module.Trust, "use_guard", lambda self: (lambda name: None))
     assert flow_in_process("run", "p.flow", cwd=folder, monkeypatch=monkeypatch) == 0
+
+
+def test_flow_check_does_not_read_a_file_outside_the_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """`use "/etc/..."` in a stranger's file would put that file's lines in the diagnostics."""
+    folder = tmp_path / "stranger"
+    folder.mkdir()
+    (tmp_path / "private.flow").write_text("type Token = ghp_secret_token_value\n", encoding="utf-8")
+    (folder / "p.flow").write_text('use "../private.flow"\nprint 1\n', encoding="utf-8")
+    out = flow("check", "p.flow", cwd=folder)
+    assert out.returncode == 1 and "F2011" in out.stdout and "ghp_secret_token_value" not in out.stdout
+    granted = flow("check", "p.flow", "--allow-path", str(tmp_path / "private.flow"), cwd=folder)
+    assert "ghp_secret_token_value" in granted.stdout  # the person's grant: its error line is shown
+    # reopened door: no guard on the loader
+    monkeypatch.setattr(Trust, "use_guard", lambda self: (lambda name: None))
+    flow_in_process("check", "p.flow", cwd=folder, monkeypatch=monkeypatch)
+    assert "ghp_secret_token_value" in capsys.readouterr().out
