@@ -5,6 +5,10 @@ it names and saved with its outputs, so the committed notebooks read well on Git
 
     python notebooks/make.py          # all notebooks
     python notebooks/make.py 03       # the notebook(s) whose name starts with 03
+
+Lessons 6, 7 and 10 use capabilities only the person grants (`%tools`, `%allow run`,
+`auto-approve`, `answers:`), so the folder must be trusted first: `flow trust notebooks`
+(scripts/gallery does it; docs/kernel.md).
 """
 
 from __future__ import annotations
@@ -60,6 +64,12 @@ def make(name: str) -> Path:
 
 
 def main(argv: list[str]) -> int:
+    from flow_kernel.runtime.trust import TrustStore
+
+    if not TrustStore().is_trusted(HERE):
+        print(f"{HERE} is not trusted: its lessons use %tools, %allow run and auto-approve, which only you "
+              "grant. Run `flow trust notebooks` first (docs/kernel.md).", file=sys.stderr)
+        return 2
     wanted = [n for n in NOTEBOOKS if not argv or any(n.startswith(a) for a in argv)]
     if not wanted:
         print(f"no notebook matches {' '.join(argv)}; they are: {', '.join(NOTEBOOKS)}", file=sys.stderr)

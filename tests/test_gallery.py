@@ -73,6 +73,12 @@ def test_nbval_passes_on_every_notebook(tmp_path: Path) -> None:
     # lessons they are built from.
     shutil.copytree(GALLERY, tmp_path / "notebooks",
                     ignore=shutil.ignore_patterns("lessons", "make.py", ".flow", "__pycache__", ".ipynb_checkpoints"))
+    # Lessons 6-8 and 10 use what only the person grants (%tools, %allow run, auto-approve,
+    # answers:): the person trusts the gallery's folder, as scripts/gallery does and
+    # docs/kernel.md says — here in the tests' own FLOW_CONFIG_HOME (tests/conftest.py).
+    trusted = subprocess.run([sys.executable, "-m", "flow_kernel.cli", "trust", "notebooks"],
+                             cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert trusted.returncode == 0, trusted.stdout + trusted.stderr
     report = tmp_path / "report.xml"
     proc = subprocess.run([sys.executable, "-m", "pytest", "--nbval", "-q", "-p", "no:cacheprovider",
                            f"--junitxml={report}", "notebooks/"],

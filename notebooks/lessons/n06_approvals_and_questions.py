@@ -79,6 +79,9 @@ CELLS = [
     behalf. `auto-approve` says yes to every `approve`; `auto-deny` says no. The run
     view records who decided — a policy, not a person — so the record stays honest.
     `details` travel with the question: a person would see them next to the buttons.
+    A policy that says yes for you (`auto-approve`, `answers:`) is yours to grant: in a
+    folder you have not trusted (`flow trust DIR`), `%operator auto-approve` asks you
+    first, with Allow once / Allow for this notebook / Deny (lesson 7 says more).
     """),
     code("""
     %operator auto-approve

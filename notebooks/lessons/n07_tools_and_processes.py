@@ -63,6 +63,13 @@ CELLS = [
     notebook: plain Python functions marked with `@flow_tool` (from `flow_kernel`),
     each named like its declaration. `%tools` runs that file in the kernel's own
     Python — on the host, not in the sandbox — and registers the marked functions.
+
+    Running Python on the host is a capability, and capabilities come from you, never
+    from the notebook: `%tools`, `%allow run` and `%operator auto-approve` only *ask*.
+    In a notebook someone sent you, a prompt appears — "This notebook asks to run the
+    Python tool file …" — with Allow once, Allow for this notebook and Deny; run
+    headless, the cell fails and says how to grant it. This gallery's folder is trusted
+    by `scripts/gallery` (`flow trust notebooks`), so its cells get what they ask for.
     """),
     code("""
     %tools shop_tools.py

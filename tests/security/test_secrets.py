@@ -14,7 +14,7 @@ import asyncio
 import json
 import shutil
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -55,9 +55,11 @@ def files_text(root: Path) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
-def test_no_key_leaves_the_host_in_a_gallery_notebook(path: Path, tmp_path: Path, marked_env: None) -> None:
+def test_no_key_leaves_the_host_in_a_gallery_notebook(path: Path, tmp_path: Path, marked_env: None,
+                                                      trust_folder: Callable[[Path], None]) -> None:
     work = tmp_path / "notebooks"
     shutil.copytree(GALLERY, work, ignore=shutil.ignore_patterns("lessons", ".flow", "__pycache__", ".ipynb_checkpoints"))
+    trust_folder(work)  # as scripts/gallery does: the lessons' %tools, %allow run, auto-approve run
     copy = work / path.name
     nb = nbformat.read(copy, as_version=4)
     kernel_name = nb.metadata["kernelspec"]["name"]
