@@ -18,6 +18,8 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
+from flow_kernel.terminal_text import json_for_terminal, terminal_safe
+
 if TYPE_CHECKING:
     from flow_kernel.diagnostics.model import Diagnostic
     from flow_kernel.files import FileSystemLoader
@@ -34,7 +36,7 @@ class UsageError(Exception):
 
 def _error(message: str, *, command: str | None = None) -> None:
     prog = f"flow {command}" if command else "flow"
-    print(f"{prog}: error: {message}", file=sys.stderr)
+    print(terminal_safe(f"{prog}: error: {message}"), file=sys.stderr)  # names and messages hold anything
 
 
 def _wants_color(stream: TextIO) -> bool:
@@ -125,7 +127,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     if args.format == "json":
         doc = render_json(diagnostics, display_name=display_name)
-        sys.stdout.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+        sys.stdout.write(json_for_terminal(json.dumps(doc, indent=2, ensure_ascii=False)) + "\n")
     else:
         text = render_text(diagnostics, color=_wants_color(sys.stdout), display_name=display_name)
         if text:
@@ -185,7 +187,7 @@ def cmd_schema(args: argparse.Namespace) -> int:
             message += "; it declares " + ", ".join(f"`{n}`" for n in known)
         _error(message, command="schema")
         return EXIT_FAILED
-    sys.stdout.write(json.dumps(schema, indent=2, ensure_ascii=False) + "\n")
+    sys.stdout.write(json_for_terminal(json.dumps(schema, indent=2, ensure_ascii=False)) + "\n")
     return EXIT_OK
 
 

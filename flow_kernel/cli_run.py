@@ -33,8 +33,11 @@ from flow_kernel.cli import (
     _wants_color,
     display_name,
 )
+from flow_kernel.terminal_text import json_for_terminal, terminal_safe
 
 EXIT_COMPILE = 2
+# Everything written to the terminal goes through terminal_text (issue 15): `print` output,
+# results, error messages and JSON carry model and program text, never terminal commands.
 
 
 def add_commands(commands: Any) -> None:
@@ -106,10 +109,6 @@ def cmd_run(args: argparse.Namespace) -> int:
             from flow_kernel.runtime.cassette import check_recordable
 
             check_recordable(args.record)  # a link there, or a file that is not a cassette: refused, untouched
-        if args.record:
-            from flow_kernel.runtime.cassette import check_recordable
-
-            check_recordable(args.record)  # a link there, or a file that is not a cassette: refused, untouched
     except (UsageError, ValueError, ConfigError) as exc:  # CapabilityDenied is not reached: flags grant
         _error(str(exc), command="run")
         return EXIT_USAGE
@@ -140,14 +139,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     if outcome.error is not None and outcome.error.span:
         outcome.error.span = {**outcome.error.span, "file": display_name(str(outcome.error.span["file"]))}
     if json_mode:
-        sys.stdout.write(json.dumps(outcome.to_json(), ensure_ascii=False) + "\n")
+        sys.stdout.write(json_for_terminal(json.dumps(outcome.to_json(), ensure_ascii=False)) + "\n")
     elif outcome.error is None:
         if outcome.result is not None:
             from flow_kernel.runtime.render import render_value
 
-            sys.stdout.write(render_value(outcome.result) + "\n")
+            sys.stdout.write(terminal_safe(render_value(outcome.result)) + "\n")
     else:
-        sys.stderr.write(_describe_error(outcome.error, outcome.events) + "\n")
+        sys.stderr.write(terminal_safe(_describe_error(outcome.error, outcome.events)) + "\n")
     return EXIT_OK if outcome.error is None else EXIT_FAILED
 
 
@@ -192,7 +191,7 @@ class _PrintSink:
     def __call__(self, event: dict[str, Any]) -> None:
         if event["type"] == "print":
             stream = sys.stderr if self.json_mode else sys.stdout
-            stream.write(str(event["data"].get("text")) + "\n")
+            stream.write(terminal_safe(str(event["data"].get("text"))) + "\n")
             stream.flush()
 
 
@@ -217,7 +216,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     for name, ok, detail in report:
         mark = "ok " if ok else ("-- " if ok is None else "!! ")
         bad = bad or ok is False
-        sys.stdout.write(f"{mark}{name.ljust(width)}  {detail}\n")
+        sys.stdout.write(terminal_safe(f"{mark}{name.ljust(width)}  {detail}") + "\n")
     return EXIT_FAILED if bad else EXIT_OK
 
 

@@ -28,6 +28,7 @@ from typing import Any
 from flow_kernel.diagnostics.model import Diagnostic, Severity
 from flow_kernel.markup import escape
 from flow_kernel.source import Span
+from flow_kernel.terminal_text import terminal_safe, visible_char
 
 TAB_WIDTH = 4
 
@@ -54,13 +55,8 @@ def _same(name: str) -> str:
 
 
 def _visible(ch: str) -> str:
-    """A stand-in for characters that would move the cursor or vanish."""
-    code = ord(ch)
-    if code < 0x20:
-        return chr(0x2400 + code)  # ␀ … ␟
-    if code == 0x7F:
-        return "\u2421"  # ␡
-    return ch
+    """A stand-in for characters that would move the cursor or vanish (terminal_text.py)."""
+    return visible_char(ch)
 
 
 def _char_width(ch: str) -> int:
@@ -82,7 +78,7 @@ def _display_line(text: str) -> tuple[str, list[int]]:
             shown.append(" " * width)
         else:
             ch = _visible(ch)
-            width = _char_width(ch)
+            width = sum(_char_width(c) for c in ch)  # a stand-in such as `\x9b` is several columns
             shown.append(ch)
         col += width
     columns.append(col)
@@ -111,6 +107,10 @@ def _excerpt(span: Span) -> tuple[int, str, int, int]:
 def _location(span: Span, display_name: DisplayName) -> str:
     p = span.start_pos
     return f"{display_name(span.source.name)}:{p.line}:{p.column}"
+
+
+def _safe_location(span: Span, display_name: DisplayName) -> str:
+    return terminal_safe(_location(span, display_name))  # a file name may hold anything
 
 
 def render_text(
@@ -150,19 +150,19 @@ def _render_one(d: Diagnostic, *, color: bool, context: bool, display_name: Disp
         return [text_line, caret_line]
 
     header = (
-        f"{paint(_BOLD, _location(d.span, display_name))} "
-        f"{paint(sev_color, f'[{d.code}] {d.severity.value}')}: {d.message}"
+        f"{paint(_BOLD, _safe_location(d.span, display_name))} "
+        f"{paint(sev_color, f'[{d.code}] {d.severity.value}')}: {terminal_safe(d.message)}"
     )
     lines = [header]
     if context:
         lines += excerpt(d.span, sev_color)
     for rel in d.related:
         lines.append(
-            f"  = {paint(_NOTE_COLOR, 'note')}: {_location(rel.span, display_name)}: {rel.message}"
+            f"  = {paint(_NOTE_COLOR, 'note')}: {_safe_location(rel.span, display_name)}: {terminal_safe(rel.message)}"
         )
         if context:
             lines += excerpt(rel.span, _NOTE_COLOR)
-    lines += [f"  = {paint(_HINT_COLOR, 'hint')}: {hint}" for hint in d.hints]
+    lines += [f"  = {paint(_HINT_COLOR, 'hint')}: {terminal_safe(hint)}" for hint in d.hints]
     return "\n".join(lines)
 
 

@@ -9,6 +9,7 @@ import json
 from typing import Any, TextIO
 
 from flow_kernel.runtime.events import is_default_label
+from flow_kernel.terminal_text import terminal_safe
 
 _MARK = {"completed": "✓", "failed": "✗", "started": "▸"}
 _PLAIN = {"completed": "ok", "failed": "FAIL", "started": ">"}
@@ -29,7 +30,11 @@ class TerminalProgress:
 
     def line(self, event: dict[str, Any]) -> str | None:
         kind: str = event.get("type", "")
-        data: dict[str, Any] = event.get("data") or {}
+        # Event data is model replies, tool results and program text: shown, never obeyed by
+        # the terminal (the colours below are the only escapes this view writes).
+        data: dict[str, Any] = _safe(event.get("data") or {})
+        if not isinstance(data, dict):
+            return None
         span = event.get("span") or {}
         head, _, phase = kind.partition(".")
         if head in ("workflow", "pipeline", "stage", "agent") and phase in self.marks:
@@ -86,6 +91,17 @@ class TerminalProgress:
 
     def _paint(self, text: str, code: str) -> str:
         return f"\x1b[{code}m{text}\x1b[0m" if self.color else text
+
+
+def _safe(value: Any) -> Any:
+    """`value` with every string in it made terminal-safe, keys included."""
+    if isinstance(value, str):
+        return terminal_safe(value)
+    if isinstance(value, list):
+        return [_safe(v) for v in value]
+    if isinstance(value, dict):
+        return {terminal_safe(str(k)): _safe(v) for k, v in value.items()}
+    return value
 
 
 def _bar(done: float, total: float, width: int = 20) -> str:
