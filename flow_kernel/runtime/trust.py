@@ -25,7 +25,7 @@ import json
 import os
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -251,23 +251,25 @@ class TrustStore:
         found = applied_config_file(resolved)
         entry = TrustEntry(resolved, config_fingerprint(resolved), found[0] if found else None,
                            time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
-        data = self._load(for_write=True)
-        folders = [f for f in data["folders"] if f.get("path") != str(resolved)]
-        folders.append({"path": str(entry.folder), "fingerprint": entry.fingerprint,
-                        "config": str(entry.config) if entry.config else None, "trusted_at": entry.trusted_at})
-        data["folders"] = folders
-        self._save(data)
+        with self._locked():
+            data = self._load(for_write=True)
+            folders = [f for f in data["folders"] if f.get("path") != str(resolved)]
+            folders.append({"path": str(entry.folder), "fingerprint": entry.fingerprint,
+                            "config": str(entry.config) if entry.config else None, "trusted_at": entry.trusted_at})
+            data["folders"] = folders
+            self._save(data)
         return entry
 
     def revoke(self, folder: Path | str) -> bool:
         """Forget `folder`; False when it was not trusted."""
         resolved = str(resolve_path(folder, Path.cwd()))
-        data = self._load(for_write=True)
-        kept = [f for f in data["folders"] if f.get("path") != resolved]
-        if len(kept) == len(data["folders"]):
-            return False
-        data["folders"] = kept
-        self._save(data)
+        with self._locked():
+            data = self._load(for_write=True)
+            kept = [f for f in data["folders"] if f.get("path") != resolved]
+            if len(kept) == len(data["folders"]):
+                return False
+            data["folders"] = kept
+            self._save(data)
         return True
 
     def entries(self) -> list[TrustEntry]:
@@ -311,19 +313,21 @@ class TrustStore:
 
     def remember(self, document: Path | str, cap: Capability) -> None:
         key = str(resolve_path(document, Path.cwd()))
-        data = self._load(for_write=True)
-        words = set(data["documents"].get(key, []))
-        words.add(cap.spec())
-        data["documents"][key] = sorted(words)
-        self._save(data)
+        with self._locked():
+            data = self._load(for_write=True)
+            words = set(data["documents"].get(key, []))
+            words.add(cap.spec())
+            data["documents"][key] = sorted(words)
+            self._save(data)
 
     def forget(self, document: Path | str) -> bool:
         """Drop every remembered grant of `document`; False when there were none."""
         key = str(resolve_path(document, Path.cwd()))
-        data = self._load(for_write=True)
-        if data["documents"].pop(key, None) is None:
-            return False
-        self._save(data)
+        with self._locked():
+            data = self._load(for_write=True)
+            if data["documents"].pop(key, None) is None:
+                return False
+            self._save(data)
         return True
 
     # -- file ---------------------------------------------------------------------------------------
@@ -349,6 +353,23 @@ class TrustStore:
         data.setdefault("folders", [])
         data.setdefault("documents", {})
         return data
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """One writer at a time (a kernel and `flow trust` may write at once): an advisory
+        lock on a file beside the store around each read-modify-write."""
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - not POSIX: last writer wins
+            yield
+            return
+        with open(self.path.parent / ".trust.lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
 
     def _save(self, data: dict[str, Any]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)

@@ -179,3 +179,18 @@ def test_session_use_outside_its_folder_is_f2011_with_the_grant(tmp_path: Path) 
     assert "inc" not in result.decls
     granted = Session(directory=folder, sandbox=False, journal_dir=None, allow=[f"path:{tmp_path / 'lib.flow'}"])
     assert granted.check('use "../lib.flow"\ninc(x: 1)').ok
+
+
+def test_concurrent_writers_lose_nothing(tmp_path: Path, store: TrustStore) -> None:
+    import threading
+
+    def remember(n: int) -> None:
+        for i in range(10):
+            TrustStore(store.path).remember(tmp_path / "nb.ipynb", Capability("run", f"exe{n}-{i}"))
+
+    threads = [threading.Thread(target=remember, args=(n,)) for n in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(store.remembered(tmp_path / "nb.ipynb")) == 60
