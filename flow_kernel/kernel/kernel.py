@@ -226,7 +226,7 @@ class FlowKernel(Kernel):
         remembered for this notebook), False when denied."""
         trust = self.flow.trust
         asks = "; ".join(c.describe() for c in missing)
-        answer = await self._ask_person(capability_request(asks), silent)
+        answer = await self._ask_person(capability_request([c.describe() for c in missing]), silent)
         if answer not in (ALLOW_ONCE, ALLOW_NOTEBOOK):
             return False
         for capability in missing:
@@ -251,7 +251,8 @@ class FlowKernel(Kernel):
                 self._cell_task = None
                 prompts.close()
         typed: str = await asyncio.to_thread(
-            self.raw_input, f"{request['question']}. Allow [o]nce, for this [n]otebook, or [d]eny? ")
+            self.raw_input, request["question"] + "".join(f"\n- {item}" for item in request.get("items", []))
+            + "\nAllow [o]nce, for this [n]otebook, or [d]eny? ")
         return {"o": ALLOW_ONCE, "once": ALLOW_ONCE, "n": ALLOW_NOTEBOOK, "notebook": ALLOW_NOTEBOOK}.get(
             typed.strip().lower(), DENY)  # anything else is a no
 
@@ -477,16 +478,15 @@ class FlowKernel(Kernel):
         return {"status": "ok", "restart": restart}
 
     async def do_complete(self, code: str, cursor_pos: int) -> dict[str, Any]:
-        # Off the loop and within a budget (assist_budget.py): a slow check holds back nothing.
-        from flow_kernel.kernel.assist_budget import complete_within
+        from flow_kernel.kernel.assist import complete
 
-        return {"status": "ok", **await complete_within(code, cursor_pos, self.flow.scope, tuple(MAGICS))}
+        return {"status": "ok", **complete(code, cursor_pos, self.flow.scope, tuple(MAGICS))}
 
     async def do_inspect(self, code: str, cursor_pos: int, detail_level: int = 0,
                          omit_sections: Any = ()) -> dict[str, Any]:
-        from flow_kernel.kernel.assist_budget import inspect_within
+        from flow_kernel.kernel.assist import inspect
 
-        return {"status": "ok", **await inspect_within(code, cursor_pos, self.flow.scope, detail_level)}
+        return {"status": "ok", **inspect(code, cursor_pos, self.flow.scope, detail_level)}
 
     async def do_is_complete(self, code: str) -> dict[str, Any]:
         from flow_kernel.kernel.assist import is_complete
