@@ -478,15 +478,16 @@ class FlowKernel(Kernel):
         return {"status": "ok", "restart": restart}
 
     async def do_complete(self, code: str, cursor_pos: int) -> dict[str, Any]:
-        from flow_kernel.kernel.assist import complete
+        # Off the loop and within a budget (assist_budget.py): a slow check holds back nothing.
+        from flow_kernel.kernel.assist_budget import complete_within
 
-        return {"status": "ok", **complete(code, cursor_pos, self.flow.scope, tuple(MAGICS))}
+        return {"status": "ok", **await complete_within(code, cursor_pos, self.flow.scope, tuple(MAGICS))}
 
     async def do_inspect(self, code: str, cursor_pos: int, detail_level: int = 0,
                          omit_sections: Any = ()) -> dict[str, Any]:
-        from flow_kernel.kernel.assist import inspect
+        from flow_kernel.kernel.assist_budget import inspect_within
 
-        return {"status": "ok", **inspect(code, cursor_pos, self.flow.scope, detail_level)}
+        return {"status": "ok", **await inspect_within(code, cursor_pos, self.flow.scope, detail_level)}
 
     async def do_is_complete(self, code: str) -> dict[str, Any]:
         from flow_kernel.kernel.assist import is_complete
