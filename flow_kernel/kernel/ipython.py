@@ -211,7 +211,7 @@ class FlowMagics:
         prompts = p.Prompts()
         display(prompts.mimebundle(), raw=True)
         try:
-            answer = await prompts.ask(p.capability_request(asks))
+            answer = await prompts.ask(p.capability_request([c.describe() for c in missing]))
         finally:
             prompts.close()
         if answer not in (p.ALLOW_ONCE, p.ALLOW_NOTEBOOK):

@@ -23,10 +23,14 @@ ALLOW_ONCE, ALLOW_NOTEBOOK, DENY = "Allow once", "Allow for this notebook", "Den
 PROMPT_TEXT = "Flow asks the person (prompt)"  # a prompt's constant text/plain (for nbval, like the run view's)
 
 
-def capability_request(asks: str) -> dict[str, Any]:
-    """The prompt for capabilities a notebook asks for; `asks` is what `describe` said."""
-    return {"kind": "ask", "question": f"This notebook asks to {asks}", "choice": [ALLOW_ONCE, ALLOW_NOTEBOOK, DENY],
-            "styles": {ALLOW_ONCE: "warning", ALLOW_NOTEBOOK: "warning", DENY: "danger"}}
+def capability_request(asks: list[str]) -> dict[str, Any]:
+    """The prompt for capabilities a notebook asks for; `asks` are what `describe` said,
+    one line each when there are several."""
+    request: dict[str, Any] = {"kind": "ask", "choice": [ALLOW_ONCE, ALLOW_NOTEBOOK, DENY],
+                               "styles": {ALLOW_ONCE: "warning", ALLOW_NOTEBOOK: "warning", DENY: "danger"}}
+    if len(asks) == 1:
+        return {**request, "question": f"This notebook asks to {asks[0]}"}
+    return {**request, "question": "This notebook asks to:", "items": asks}
 
 
 class Prompts:
@@ -77,6 +81,8 @@ class Prompts:
         self._pending.append(future)
         kind = request.get("kind")
         parts: list[Any] = [w.HTML(f"<strong>{escape(request.get('question'))}</strong>")]
+        if request.get("items"):
+            parts.append(w.HTML("<ul>" + "".join(f"<li>{escape(item)}</li>" for item in request["items"]) + "</ul>"))
         if request.get("details") is not None:
             parts.append(w.HTML(f"<pre>{escape(json.dumps(request['details'], ensure_ascii=False, indent=2))}</pre>"))
 
@@ -98,7 +104,8 @@ class Prompts:
         elif request.get("choice"):
             styles = request.get("styles") or {}
             for option in request["choice"]:
-                button = w.Button(description=str(option), button_style=str(styles.get(option, "")))
+                button = w.Button(description=str(option), button_style=str(styles.get(option, "")),
+                                  layout=w.Layout(width="auto"))  # the whole label
                 button.on_click(lambda _b, option=option: resolve(option))
                 controls.append(button)
         else:

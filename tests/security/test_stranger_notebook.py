@@ -148,7 +148,12 @@ def test_deny_at_the_prompt_keeps_everything_shut(stranger: dict[str, Path], ker
     assert "nothing of the cell ran" in reply.content["evalue"]
     questions = [m["content"]["data"]["state"]["value"] for m in reply.outputs if m["msg_type"] == "comm_open"
                  and m["content"]["data"]["state"].get("_model_name") == "HTMLModel"]
-    assert any("This notebook asks to run the executable `sh`" in q for q in questions), questions
+    assert "<strong>This notebook asks to:</strong>" in questions, questions
+    asked = next(q for q in questions if q.startswith("<ul>"))
+    assert asked == "<ul>" + "".join(f"<li>{c.describe()}</li>" for c in (
+        Capability("run", "sh"), Capability.parse("tools:evil.py", stranger["folder"]),
+        Capability.parse("path:../outside.jsonl", stranger["folder"]), Capability("operator", "auto-approve"))
+    ) + "</ul>", asked
     assert not stranger["tools_canary"].exists() and not stranger["sh_canary"].exists()
     assert files_outside(stranger) == before
     listing = execute(kernel, "%allow")  # nothing of the denied cell applied
@@ -191,3 +196,28 @@ def test_the_prompt_escapes_what_the_notebook_wrote(stranger: dict[str, Path], k
     assert any("&lt;img src=x onerror=alert(1)&gt;" in h for h in html), html
     assert not any("<img" in h for h in html)
 
+
+
+def test_a_frontend_without_widgets_is_asked_on_stdin(stranger: dict[str, Path]) -> None:
+    """No widgets (FLOW_LIVE_VIEW=off) but a person at stdin: the same question as text;
+    anything but o/n is a no."""
+    import time
+
+    from tests.kernel.kernel_helpers import collect
+
+    km, kc = start(stranger["folder"], live_view=False)
+    try:
+        for typed, ok in (("yes please", False), ("o", True)):
+            started = time.perf_counter()
+            msg_id = kc.execute("%tools evil.py", allow_stdin=True)
+            request = kc.get_stdin_msg(timeout=60)
+            assert request["msg_type"] == "input_request"
+            prompt = request["content"]["prompt"]
+            assert prompt.startswith("This notebook asks to run the Python tool file") and "[d]eny" in prompt
+            kc.input(typed)
+            reply = collect(kc, msg_id, started)
+            assert (reply.status == "ok") == ok, reply.outputs
+            assert stranger["tools_canary"].exists() == ok
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
