@@ -89,7 +89,7 @@ def doctor_report() -> list[tuple[str, bool | None, str]]:
         rows.append(("kernel", None, "jupyter_client is not installed"))
     remote = [_provider_row(name, package) for name, package in (("openai", "openai"), ("anthropic", "anthropic"))]
     rows.append(("providers", True, "scripted, mock; " + "; ".join(remote)))
-    from flow_kernel.runtime.config import ConfigError, find_config
+    from flow_kernel.runtime.config import find_config
 
     try:
         config = find_config(Path.cwd())
@@ -98,6 +98,6 @@ def doctor_report() -> list[tuple[str, bool | None, str]]:
         else:
             rows.append(("config", True if config.path else None, f"{config.path} (default model: {config.default_model or 'not set'})"
                          if config.path else "no flow.toml or [tool.flow] here (model \"default\" is not configured)"))
-    except ConfigError as exc:
+    except ValueError as exc:  # ConfigError, or a malformed FLOW_ALLOW
         rows.append(("config", False, str(exc)))
     return rows
