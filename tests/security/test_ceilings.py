@@ -11,6 +11,7 @@ off inside the test) and sees the same program get past where the ceiling stoppe
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -274,3 +275,148 @@ def test_reopened_the_sandbox_cap_starts_a_process_per_run(monkeypatch: pytest.M
             return int(session._executor.pool.started)  # type: ignore[union-attr]
 
     assert asyncio.run(go()) > 2
+
+
+# -- through the real kernel: a trivial cell answers during a flood; nothing outlives a killed kernel ------
+def kernel_tree(pid: int) -> list[int]:
+    import psutil
+
+    return [p.pid for p in psutil.Process(pid).children(recursive=True)]
+
+
+def alive(pids: list[int]) -> list[int]:
+    import psutil
+
+    out = []
+    for pid in pids:
+        try:
+            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                out.append(pid)
+        except psutil.NoSuchProcess:
+            pass
+    return out
+
+
+@pytest.fixture
+def kernel(tmp_path: Path) -> Iterator[Any]:
+    from tests.reliability.fault_helpers import start_kernel
+
+    km, kc = start_kernel(tmp_path, FLOW_ALLOW="run:sh")
+    yield km, kc
+    kc.stop_channels()
+    km.shutdown_kernel(now=True)
+
+
+def test_a_trivial_cell_answers_within_a_second_while_a_flood_runs_in_the_background(kernel: Any) -> None:
+    from tests.kernel.kernel_helpers import execute
+
+    _km, kc = kernel
+    assert execute(kc, "1 + 1").result == "2"
+    reply = execute(kc, "%background\n" + flood(80, 8))
+    assert reply.status == "ok", reply.content
+    run_id = next(w for w in str(reply.outputs).split() if w.startswith("r") and len(w) == 13)
+    time.sleep(2)  # the spare sandbox the background run took is replaced (a cold start is not the flood's doing)
+    latencies = []
+    for i in range(5):
+        started = time.perf_counter()
+        answer = execute(kc, f"{i} + 40")
+        latencies.append(time.perf_counter() - started)
+        assert answer.result == str(i + 40)
+        time.sleep(0.2)
+    waited = execute(kc, f"%wait {run_id}")
+    status = next((o["content"]["data"]["text/plain"] for o in waited.outputs if o["msg_type"] == "display_data"), "")
+    print(f"\nkernel: trivial cells answered in {', '.join(f'{t * 1000:.0f}' for t in latencies)} ms "
+          f"during a background flood of 80 x 8 MB logs; then {status}")
+    assert "failed: limit-exceeded" in status
+    assert max(latencies) < 5  # generous: measured well under 1 s
+
+
+def test_sandboxes_and_run_children_die_with_a_killed_kernel(kernel: Any) -> None:
+    import signal as signals
+
+    from tests.kernel.kernel_helpers import execute
+
+    km, kc = kernel
+    token = str(uuid4_int())[:7]
+    cell = f'%background\nlet r = run "sh" ["-c", "trap \\"\\" TERM; sleep 9{token} & wait"] timeout 300s\nr'
+    assert execute(kc, cell).status == "ok"
+    assert execute(kc, BUSY).status == "ok"  # a second sandbox, busy: it reads no EOF from a dead kernel
+    pid = km.provisioner.pid
+    deadline = time.time() + 30
+    while time.time() < deadline and not any(f"9{token}" in " ".join(_cmdline(p)) for p in kernel_tree(pid)):
+        time.sleep(0.2)
+    children = kernel_tree(pid)
+    assert any(f"9{token}" in " ".join(_cmdline(p)) for p in children), "the run child did not start"
+    assert any("node" in " ".join(_cmdline(p)) for p in children), "no sandbox"
+    os.kill(pid, signals.SIGKILL)
+    started = time.perf_counter()
+    while alive(children) and time.perf_counter() - started < 10:
+        time.sleep(0.1)
+    print(f"\norphans: {len(children)} processes under the kernel (sandboxes, unshare, sh, sleep); "
+          f"{len(alive(children))} left {time.perf_counter() - started:.1f}s after SIGKILL")
+    assert alive(children) == []
+
+
+def _cmdline(pid: int) -> list[str]:
+    import psutil
+
+    try:
+        return list(psutil.Process(pid).cmdline())
+    except psutil.Error:
+        return []
+
+
+def uuid4_int() -> int:
+    import uuid
+
+    return uuid.uuid4().int
+
+
+BUSY = "%background\nlimits { steps: 1000000000 }\nwhile true { }"
+
+ORPHAN_HOST = """
+import asyncio, sys, time
+from flow_kernel.runtime.session import Session
+from flow_kernel.sandbox import lifetime
+if sys.argv[1] == "reopened":
+    lifetime.preexec = lambda: None  # no parent-death signal, as before
+async def main():
+    session = Session(journal_dir=None)
+    run = asyncio.ensure_future(session.run_async("limits { steps: 1000000000 }\\nwhile true { }"))
+    while not session.sandbox_pids():
+        await asyncio.sleep(0.05)
+    await asyncio.sleep(1)  # the sandbox is in its busy loop: it reads no EOF
+    print(" ".join(map(str, session.sandbox_pids())), flush=True)
+    await run
+asyncio.run(main())
+"""
+
+
+@pytest.mark.parametrize("mode", ["hardened", "reopened"])
+def test_a_sandbox_dies_with_its_host(mode: str) -> None:
+    """A host killed while its sandbox is busy: the sandbox reads no EOF from its stdin, so only
+    the parent-death signal ends it; reopened (no signal), it runs on without its host."""
+    import signal as signals
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    host = subprocess.Popen([sys.executable, "-c", ORPHAN_HOST, mode], stdout=subprocess.PIPE, text=True, cwd=root)
+    try:
+        assert host.stdout is not None
+        pids = [int(p) for p in host.stdout.readline().split()]
+        assert pids, "no sandbox started"
+        os.kill(host.pid, signals.SIGKILL)
+        host.wait()
+        started = time.perf_counter()
+        while alive(pids) and time.perf_counter() - started < 5:
+            time.sleep(0.1)
+        left = alive(pids)
+        if mode == "hardened":
+            assert left == [], left
+        else:
+            assert left == pids  # the door reopened: the sandbox lives on without its host
+    finally:
+        for pid in alive(pids if "pids" in dir() else []):
+            os.kill(pid, signals.SIGKILL)
+        host.kill()
