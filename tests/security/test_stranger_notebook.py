@@ -221,3 +221,28 @@ def test_a_frontend_without_widgets_is_asked_on_stdin(stranger: dict[str, Path])
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
+
+
+def test_an_interrupt_at_the_prompt_cancels_the_cell(stranger: dict[str, Path], kernel: Any) -> None:
+    """A person who walks away from the prompt can interrupt it: the cell is cancelled,
+    nothing of it applied, and the kernel answers the next cell."""
+    import time
+
+    from tests.kernel.kernel_helpers import collect
+
+    started = time.perf_counter()
+    msg_id = kernel.execute("%tools evil.py", allow_stdin=True)
+    deadline = time.time() + 60
+    while time.time() < deadline:  # the prompt's buttons are there: the cell waits for a click
+        msg = kernel.get_iopub_msg(timeout=60)
+        state = msg["content"].get("data", {}).get("state", {}) if msg["msg_type"] == "comm_open" else {}
+        if state.get("_model_name") == "ButtonModel" and state.get("description") == "Deny":
+            break
+    else:
+        raise AssertionError("no prompt")
+    interrupt = kernel.session.msg("interrupt_request", {})
+    kernel.control_channel.send(interrupt)
+    reply = collect(kernel, msg_id, started)
+    assert reply.status == "error" and reply.content["ename"] == "cancelled", reply.outputs
+    assert not stranger["tools_canary"].exists()
+    assert execute(kernel, "1 + 1").result == "2"
