@@ -41,7 +41,20 @@ def sub_order(payload: dict[str, Any]) -> list[Any]:
 
 def _key(event: Event) -> list[Any]:
     order = event.get("order")
-    return order if isinstance(order, list) else [*LAST, [event.get("seq", 0)]]
+    return _comparable(order) if isinstance(order, list) else _comparable([*LAST, [event.get("seq", 0)]])
+
+
+def _comparable(order: list[Any]) -> list[list[tuple[int, Any]]]:
+    """An order key that always compares: numbers before strings before anything else
+    (as text). Keys from the sandbox are lists of lists of numbers and branch names, whose
+    order this keeps; a forged key of mixed types sorts somewhere instead of raising
+    `TypeError` and taking the run view and `%events` down with it."""
+    def part(item: Any) -> tuple[int, Any]:
+        if isinstance(item, int | float) and not isinstance(item, bool):
+            return (0, item)
+        return (1, item) if isinstance(item, str) else (2, repr(item))
+
+    return [[part(x) for x in step] if isinstance(step, list) else [part(step)] for step in order]
 
 
 def canonical(events: list[Event]) -> list[Event]:

@@ -107,15 +107,17 @@ def _leaves(value: Any, replace: Callable[[Any], Any]) -> Any:
 
 def forged(payload: str, shape: str) -> list[dict[str, Any]]:
     """The run's events with every data leaf (and, for "all", every envelope field but the
-    type) replaced: "text" puts the payload where any value was — strings where numbers,
+    type, the order key too) replaced: "text" puts the payload where any value was — strings where numbers,
     booleans and lists are expected; "object" puts an object holding it (its key too)."""
     replace: Callable[[Any], Any] = (lambda _v: payload) if shape != "object" else (lambda _v: {payload: [payload]})
     events = []
-    for event in run_events():
+    for i, event in enumerate(run_events()):
         event = copy.deepcopy(event)
         event["data"] = _leaves(event["data"], replace)
         if shape == "all":
             event["run"], event["ts"], event["stage"] = payload, payload, payload
+            # order keys of mixed types (the canonical sort must not raise on them)
+            event["order"] = [[[payload], [i]], [[i]], payload, [[{payload: i}]]][i % 4]
             event["span"] = {"id": f"{payload}{event['span']['id']}", "parent": event["span"]["parent"] and
                              f"{payload}{event['span']['parent']}"}
         events.append(event)
