@@ -148,9 +148,9 @@ def plan_cell(text: str, session: Session) -> CellPlan:
 
 
 def notebook_trust(folder: Path) -> Trust:
-    """The grants of a notebook's session (the Flow kernel's, `%%flow`'s): "Allow for this notebook" is kept under
-    the notebook's path when the server says which (JupyterLab and Notebook set
-    JPY_SESSION_NAME), else under its folder (nbclient, jupyter_client)."""
+    """The grants of a notebook's session (the Flow kernel's, `%%flow`'s). "Allow for this
+    notebook" is kept under the notebook's path when the server says which (JupyterLab and
+    Notebook set JPY_SESSION_NAME), else under its folder (nbclient, jupyter_client)."""
     document = os.environ.get("JPY_SESSION_NAME") or None
     return Trust(folder, document=document if document else folder, asker="This notebook")
 
@@ -159,7 +159,7 @@ def path_needs(session: Session, raw: str) -> list[Capability]:
     """A path outside the notebook's folder asks for a `path` capability; inside, nothing.
     Symlinks are followed to decide (a link out of the folder points outside)."""
     resolved = resolve_path(raw, session.directory)
-    if is_inside(resolved, resolve_path(session.directory, Path.cwd())):
+    if is_inside(resolved, session.trust.folder):
         return []
     return [Capability("path", str(resolved))]
 
