@@ -59,14 +59,25 @@ class FlowError(Exception):
         details = dto.get("details")
         span = dto.get("span")
         stage = dto.get("stage")
-        error = cls(message, stage=stage if isinstance(stage, str) else None,
-                    span=span if isinstance(span, dict) else None,
+        error = cls(message, stage=stage if isinstance(stage, str) else None, span=_flow_span(span),
                     details=details if isinstance(details, dict) else None)
         error.dto = dto
         return error
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.code!r}, {self.message!r})"
+
+
+def _flow_span(span: Any) -> dict[str, Any] | None:
+    """A span from the other side of the bridge if it is a Flow location (a file name and
+    whole-number positions), else None: the error report, the run view and the kernel
+    compute carets and source lines from it, and a forged one must not break them."""
+    if not isinstance(span, dict) or not isinstance(span.get("file"), str):
+        return None
+    numbers = [span.get(k) for k in ("line", "column", "end_line", "end_column")]
+    if not all(isinstance(n, int) and not isinstance(n, bool) and 0 <= n < 2**31 for n in numbers):
+        return None
+    return dict(span)
 
 
 class WorkflowInputValidationError(FlowError):

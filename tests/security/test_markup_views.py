@@ -218,3 +218,18 @@ def test_the_reopened_prompt_door(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(prompts_module, "escape", lambda value: "" if value is None else str(value))
     html, _ = _prompt_html({"kind": "approve", "question": PAYLOADS[0], "details": None})
     assert live_markup(html[0], POLICY)
+
+
+def test_a_forged_error_span_is_no_span() -> None:
+    """An error's span from the sandbox feeds carets and source lines (the view, `flow run`,
+    the kernel): anything but a Flow location is dropped, not trusted."""
+    from flow_kernel.errors import FlowError
+    from flow_kernel.runtime.report import describe_error
+
+    good = {"file": "<cell 1>", "line": 2, "column": 3, "end_line": 2, "end_column": 5}
+    assert FlowError.from_dto({"code": "assertion", "message": "m", "span": good}).span == good
+    for span in ({**good, "line": PAYLOADS[0]}, {**good, "column": 10**12}, {"file": PAYLOADS[0]},
+                 {**good, "file": {"x": 1}}, {**good, "end_column": True}, PAYLOADS[0]):
+        error = FlowError.from_dto({"code": "assertion", "message": PAYLOADS[0], "span": span})
+        assert error.span is None, span
+        assert describe_error(error, lambda file, line: "x")  # the report is written, nothing raised
