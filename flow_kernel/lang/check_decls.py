@@ -97,12 +97,16 @@ class DeclChecker:
         if value is NOT_LITERAL or not isinstance(value, dict):
             self.report("F3016", te.span, "`schema { … }` must hold a JSON object of literal values")
             return T.ANY
-        from jsonschema import Draft202012Validator
+        from jsonschema import Draft202012Validator, FormatChecker
         from jsonschema.exceptions import SchemaError
 
+        # The meta-schema's "regex" format would judge patterns by Python's `re`; Flow's
+        # patterns are RE2's (`schema_problems` below), so that format is left to it.
+        formats = FormatChecker(())
+        formats.checkers = {k: v for k, v in Draft202012Validator.FORMAT_CHECKER.checkers.items() if k != "regex"}
         try:
             # The meta-schema checks the schema as data: nothing in it is resolved or matched.
-            Draft202012Validator.check_schema(value)
+            Draft202012Validator.check_schema(value, format_checker=formats)
         except SchemaError as err:
             path = "/".join(str(p) for p in err.absolute_path)
             where = f" at `{path}`" if path else ""
