@@ -171,6 +171,9 @@ def ensure_snapshot(node: NodeInfo) -> Path | None:
     when it is missing or does not match (a mismatching file is deleted, never loaded);
     None if that fails (sandboxes then start cold; the reason is kept in `snapshot_failures`)."""
     try:
+        # The runtime files are hashed here, in the pool's worker thread, rather than on
+        # the event loop when the first sandbox command is made (which then only stats them).
+        ensure_pyodide()
         path = snapshot_path(node)
     except (OSError, SandboxInstallError):
         return None  # the sandbox's own start then says what is missing
