@@ -256,3 +256,10 @@ def test_flow_check_does_not_read_a_file_outside_the_folder(tmp_path: Path, monk
     monkeypatch.setattr(Trust, "use_guard", lambda self: (lambda name: None))
     flow_in_process("check", "p.flow", cwd=folder, monkeypatch=monkeypatch)
     assert "ghp_secret_token_value" in capsys.readouterr().out
+
+
+def test_an_explicit_config_flag_is_the_persons_grant(stranger: Path) -> None:
+    """`flow run --config FILE` applies FILE without `flow trust`: the person named it."""
+    out = flow("run", "approve.flow", "--config", "flow.toml", cwd=stranger)
+    assert out.returncode == 0 and out.stdout == "approved: true\n" and "not trusted" not in out.stderr
+    assert flow("run", "approve.flow", "--config", "missing.toml", cwd=stranger).returncode == 2
