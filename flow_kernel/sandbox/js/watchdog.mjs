@@ -20,6 +20,9 @@ const control = new Int32Array(workerData.buffer);
 const { INTERRUPT, STATE, ASKING, FIRING, FIRED } = workerData.layout;
 const SIGINT = 2;
 const ANSWER_MS = 50;
+// Node's setTimeout takes at most 2^31-1 ms (~24.8 days); a longer delay becomes 1 ms. A
+// longer deadline waits in steps of at most this, to the deadline's own monotonic time.
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 let timer = null;
 
@@ -33,8 +36,15 @@ function fire(generation) {
   Atomics.store(control, STATE, FIRED);
 }
 
+function schedule(generation, due) {
+  const remaining = due - performance.now();
+  timer = remaining > MAX_TIMER_MS
+    ? setTimeout(schedule, MAX_TIMER_MS, generation, due)
+    : setTimeout(fire, Math.max(0, remaining), generation);
+}
+
 parentPort.on("message", (message) => {
   if (timer !== null) clearTimeout(timer);
   timer = null;
-  if (message.arm !== undefined) timer = setTimeout(fire, Math.max(0, message.ms), message.arm);
+  if (message.arm !== undefined) schedule(message.arm, performance.now() + Math.max(0, message.ms));
 });

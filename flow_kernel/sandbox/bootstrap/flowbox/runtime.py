@@ -24,6 +24,9 @@ from .errors import FlowError, evaluation
 
 ABI = 1
 STEP_CLOCK_EVERY = 64  # check a nested workflow's deadline every this many steps
+# JS timers (Pyodide's event loop runs on Node's setTimeout) take at most 2^31-1 ms; a
+# longer delay overflows to 1 ms, so a `duration` over ~24.8 days would time out at once.
+MAX_TIMER_S = (2**31 - 1) / 1000
 PUBLISH_NAME = re.compile(r"^[A-Za-z0-9._-]+(?:/[A-Za-z0-9._-]+)*$")
 
 _frame = contextvars.ContextVar("flow_frame")
@@ -36,7 +39,8 @@ _active = {}  # run id -> (Runtime, asyncio task)
 class Frame:
     """One running workflow (the implicit top-level one included)."""
 
-    __slots__ = ("cap", "cap_limit", "cap_name", "concurrency", "deadline", "id", "name", "tasks", "timer", "waiting")
+    __slots__ = ("cap", "cap_limit", "cap_name", "clamped", "concurrency", "deadline", "id", "name", "tasks", "timer",
+                 "waiting")
 
     def __init__(self, name, fid, cap, cap_name, cap_limit, deadline, concurrency):
         self.name = name
@@ -51,13 +55,21 @@ class Frame:
         # timer per request (`wait_for`) costs a JS setTimeout each in Pyodide's loop.
         self.waiting = set()
         self.timer = None
+        self.clamped = False
 
     def watch(self, future, remaining):
         self.waiting.add(future)
         if self.timer is None:
-            self.timer = asyncio.get_running_loop().call_later(remaining, self._expire)
+            self._arm(remaining)
+
+    def _arm(self, remaining):
+        self.clamped = remaining > MAX_TIMER_S
+        self.timer = asyncio.get_running_loop().call_later(min(remaining, MAX_TIMER_S), self._expire)
 
     def _expire(self):
+        if self.clamped:  # a long deadline's first stretch: arm again for the rest
+            self._arm(self.deadline - time.monotonic())
+            return
         for future in list(self.waiting):
             if not future.done():
                 future.set_exception(_timeout(self))
