@@ -1,5 +1,5 @@
-"""Hatch build hook (pyproject.toml `[tool.hatch.build.targets.wheel.hooks.custom]`): the
-wheel carries the pinned Pyodide runtime, so that `pip install flow-kernel` is the whole
+"""Hatch build hook (pyproject.toml `[tool.hatch.build.targets.wheel.hooks.custom]`, and the
+sdist's): the wheel carries the pinned Pyodide runtime, so that `pip install flow-kernel` is the whole
 install and nothing is fetched at run time.
 
 It adds exactly the files listed in flow_kernel/sandbox/js/pyodide-files.json (what the
@@ -25,7 +25,9 @@ class PyodideRuntimeHook(BuildHookInterface):  # type: ignore[type-arg]
     PLUGIN_NAME = "custom"
 
     def initialize(self, version: str, build_data: dict[str, Any]) -> None:
-        if self.target_name != "wheel" or version == "editable":
+        # The sdist carries them too (node_modules is otherwise left out by .gitignore), so
+        # that a wheel built from it has them; an editable install uses the checkout's.
+        if self.target_name not in ("wheel", "sdist") or version == "editable":
             return
         js = Path(self.root) / JS
         files = json.loads((js / "pyodide-files.json").read_text())["files"]

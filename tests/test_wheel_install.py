@@ -23,6 +23,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import tarfile
 import time
 import zipfile
 from pathlib import Path
@@ -144,6 +145,21 @@ def test_the_wheel_carries_exactly_the_checked_runtime_files(wheel: Path) -> Non
     assert not [n for n in names if n.endswith((".d.ts", ".map", ".html"))]
     size = sum(len(d) for d in carried.values())
     print(f"runtime files in the wheel: {len(carried)}, {size / 1e6:.1f} MB; wheel {wheel.stat().st_size / 1e6:.1f} MB")
+
+
+def test_a_wheel_built_from_the_sdist_carries_them_too(tmp_path: Path) -> None:
+    subprocess.run([sys.executable, "-c", f"from hatchling.build import build_sdist; build_sdist({str(tmp_path)!r})"],
+                   cwd=ROOT, check=True, capture_output=True, timeout=300)
+    (sdist,) = tmp_path.glob("flow_kernel-*.tar.gz")
+    with tarfile.open(sdist) as archive:
+        archive.extractall(tmp_path / "src", filter="data")
+    (source,) = (tmp_path / "src").iterdir()
+    proc = build_wheel(source, tmp_path / "dist")
+    assert proc.returncode == 0, proc.stderr
+    (built,) = (tmp_path / "dist").glob("*.whl")
+    with zipfile.ZipFile(built) as archive:
+        carried = {n.removeprefix(f"{JS}/node_modules/") for n in archive.namelist() if n.startswith(f"{JS}/node_modules/")}
+    assert carried == set(MANIFEST["files"])
 
 
 def test_the_build_refuses_a_changed_or_missing_runtime_file(tmp_path: Path) -> None:
