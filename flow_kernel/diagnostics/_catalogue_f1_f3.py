@@ -509,7 +509,9 @@ print root
         """\
 A `use "path.flow"` names a file that does not exist. Paths are relative to the
 importing file (or to the notebook's directory). Check the spelling and the
-location of the file, or create it.""",
+location of the file, or create it. A file outside the notebook's (or the
+program's) folder is not read until the person grants it; the message then says
+how (`--allow-path`, `FLOW_ALLOW="path:…"`, `flow trust`, or the notebook's prompt).""",
         """\
 use "greeting.flow"
 print "greetings loaded"
@@ -991,7 +993,9 @@ self-contained document, and nothing in it is ever fetched: a `$ref` or
 schema that exists in it, or `#name` for one of its `$anchor`s), never an address
 (`http://…`, `file://…`, `other.json`); `$id` is not allowed (it changes what
 references mean), and `$schema`, if given, must be draft 2020-12's, at the root.
-Fix the schema; copy what a remote reference pointed to under `$defs`.""",
+A reference may not lead back to itself without going into the value (through
+`allOf`, `anyOf`, `not`… only): validating would never end. Fix the schema; copy
+what a remote reference pointed to under `$defs`.""",
         """\
 type Payload = schema { "type": "strng" }
 let p: Payload = "hello"

@@ -99,7 +99,70 @@ def schema_problems(schema: dict[str, Any]) -> list[SchemaProblem]:
         if isinstance(node.get("patternProperties"), dict):
             for key in node["patternProperties"]:
                 problems.extend(_pattern(f"{path}/patternProperties/{_escape(str(key))}", str(key)))
+    if not problems:
+        loop = _reference_loop(schema, anchors)
+        if loop is not None:
+            problems.append(SchemaProblem(loop, "this reference leads back to where it is without going into the "
+                                                "value: validating would never end"))
     return problems
+
+
+# Keywords that apply a subschema to the same value (not to a part of it): a cycle through
+# only these and references is endless recursion when a value is validated.
+_SAME_VALUE_LISTS = ("allOf", "anyOf", "oneOf")
+_SAME_VALUE_ONE = ("not", "if", "then", "else")
+
+
+def _reference_loop(schema: dict[str, Any], anchors: set[str]) -> str | None:
+    """The path of a `$ref`/`$dynamicRef` on a cycle of same-value steps, or None."""
+    nodes = dict(_nodes(schema))
+    anchored = {node[key]: path for path, node in nodes.items() for key in ("$anchor", "$dynamicAnchor")
+                if isinstance(node.get(key), str)}
+    edges: dict[str, list[tuple[str, str]]] = {}  # path -> [(the keyword's path, the next schema's path)]
+    for path, node in nodes.items():
+        out: list[tuple[str, str]] = []
+        for key in ("$ref", "$dynamicRef"):
+            target = node.get(key)
+            if isinstance(target, str) and target.startswith("#"):
+                fragment = unquote(target[1:])
+                goal = fragment if fragment == "" or fragment.startswith("/") else anchored.get(fragment)
+                if goal is not None:
+                    out.append((f"{path}/{key}", goal))
+        for key in _SAME_VALUE_LISTS:
+            if isinstance(node.get(key), list):
+                out.extend((f"{path}/{key}", f"{path}/{key}/{i}") for i in range(len(node[key])))
+        for key in _SAME_VALUE_ONE:
+            if isinstance(node.get(key), dict):
+                out.append((f"{path}/{key}", f"{path}/{key}"))
+        if isinstance(node.get("dependentSchemas"), dict):
+            out.extend((f"{path}/dependentSchemas", f"{path}/dependentSchemas/{_escape(str(k))}")
+                       for k in node["dependentSchemas"])
+        edges[path] = out
+    state: dict[str, int] = {}  # 1: on the current walk, 2: done
+    for start in nodes:
+        if start in state:
+            continue
+        stack: list[tuple[str, int]] = [(start, 0)]
+        state[start] = 1
+        while stack:
+            path, i = stack[-1]
+            if i == len(edges.get(path, [])):
+                state[path] = 2
+                stack.pop()
+                continue
+            stack[-1] = (path, i + 1)
+            goal = edges[path][i][1]
+            if goal not in nodes:
+                continue
+            if state.get(goal) == 1:  # back on the walk: the edges taken since `goal` are a cycle
+                on_cycle = stack[[p for p, _ in stack].index(goal):]
+                taken = [edges[p][j - 1][0] for p, j in on_cycle]
+                # (a cycle needs a reference: every other step goes deeper into the document)
+                return next(k for k in taken if k.rsplit("/", 1)[-1] in ("$ref", "$dynamicRef"))
+            if goal not in state:
+                state[goal] = 1
+                stack.append((goal, 0))
+    return None
 
 
 def _reference_problem(schema: dict[str, Any], target: str, anchors: set[str]) -> str | None:
