@@ -993,7 +993,9 @@ self-contained document, and nothing in it is ever fetched: a `$ref` or
 schema that exists in it, or `#name` for one of its `$anchor`s), never an address
 (`http://…`, `file://…`, `other.json`); `$id` is not allowed (it changes what
 references mean), and `$schema`, if given, must be draft 2020-12's, at the root.
-Fix the schema; copy what a remote reference pointed to under `$defs`.""",
+A reference may not lead back to itself without going into the value (through
+`allOf`, `anyOf`, `not`… only): validating would never end. Fix the schema; copy
+what a remote reference pointed to under `$defs`.""",
         """\
 type Payload = schema { "type": "strng" }
 let p: Payload = "hello"
