@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from flow_kernel.errors import FlowIsolateError
+from flow_kernel.runtime.executors import doctor_report
 from flow_kernel.sandbox import install
 from flow_kernel.sandbox.install import SandboxInstallError
 from flow_kernel.sandbox.node import find_node
@@ -85,6 +86,9 @@ def test_a_missing_runtime_file_is_a_clear_error_never_a_download(runtime: Path)
     (runtime / "pyodide" / "python_stdlib.zip").unlink()
     with pytest.raises(SandboxInstallError, match=r"python_stdlib\.zip is missing.*reinstall flow-kernel.*scripts/setup"):
         install.ensure_pyodide()
+    # `flow doctor` says the same.
+    (row,) = [r for r in doctor_report() if r[0] == "pyodide"]
+    assert row[1] is False and "python_stdlib.zip is missing" in row[2]
 
 
 def test_a_same_size_change_after_a_good_check_is_caught(runtime: Path) -> None:
