@@ -32,8 +32,9 @@ class PatternError(ValueError):
 
 # RE2's words for what it refuses -> what a person should read
 _REASONS = (
-    ("invalid escape sequence: \\", "back-references (`\\1`) and escapes such as `\\u0041` or `\\Z` are not "
-                                    "supported (write `\\x{41}` for a code point, `\\z` for the end)"),
+    ("invalid escape sequence: \\u", "`\\u` escapes are not supported (write `\\x{41}` for a code point)"),
+    ("invalid escape sequence: \\Z", "`\\Z` is not supported (write `\\z` for the end of the text)"),
+    ("invalid escape sequence: \\", "back-references (`\\1`) and this escape are not supported"),
     ("invalid perl operator: (?=", "lookahead `(?=…)` is not supported"),
     ("invalid perl operator: (?!", "negative lookahead `(?!…)` is not supported"),
     ("invalid perl operator: (?<=", "lookbehind `(?<=…)` is not supported"),
