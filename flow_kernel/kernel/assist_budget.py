@@ -14,6 +14,7 @@ Since patterns run on RE2, no regex makes the checker slow; the budget bounds th
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -32,7 +33,7 @@ _WORKERS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="flow-assist")
 
 def _snapshot(scope: SessionScope) -> SessionScope:
     # A cell that runs meanwhile commits to the live scope; the thread reads its own copy.
-    return SessionScope(dict(scope.decls), dict(scope.bindings))
+    return dataclasses.replace(scope, decls=dict(scope.decls), bindings=dict(scope.bindings))
 
 
 def _cursor(code: str, cursor_pos: Any) -> int:
