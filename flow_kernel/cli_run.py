@@ -49,7 +49,9 @@ def add_commands(commands: Any) -> None:
     run.add_argument("workflow", metavar="WORKFLOW", nargs="?")
     run.add_argument("--input", metavar="JSON|@FILE", help="the workflow's input object")
     run.add_argument("--operator", metavar="POLICY", help="interactive, auto-approve, auto-deny, answers:PATH or none")
-    run.add_argument("--allow-run", metavar="EXE", action="append", default=[], help="allow `run` of EXE (repeatable)")
+    run.add_argument("--allow-run", metavar="EXE", action="append", default=[],
+                     help="allow `run` of EXE; 'EXE PATTERN…' pins its arguments, e.g. 'git status', 'git log *' "
+                     "(repeatable)")
     run.add_argument("--replay", metavar="CASSETTE", help="answer agent calls from a cassette (JSON lines)")
     run.add_argument("--record", metavar="CASSETTE", help="record every agent answer to a cassette")
     run.add_argument("--allow-path", metavar="PATH", action="append", default=[],
@@ -91,6 +93,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     from flow_kernel.runtime.operator import Operator
 
     try:
+        from flow_kernel.runtime.ceilings import Ceilings
+        from flow_kernel.runtime.processes import RunPolicy
+
+        RunPolicy(args.allow_run)  # a malformed entry is a usage error, before anything runs
+        Ceilings.from_env()  # so is a bad FLOW_MAX_* value
         trust = _trust(args)
         result = _load(FileSystemLoader(guard=trust.use_guard()), args.file)
         data = _parse_input(args.input)

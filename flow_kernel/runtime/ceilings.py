@@ -12,7 +12,7 @@ The defaults fit a laptop (docs/security.md, "Host ceilings"):
 
 | ceiling      | default  | variable              | why this size                                       |
 |--------------|----------|-----------------------|-----------------------------------------------------|
-| steps        | 100 M    | FLOW_MAX_STEPS        | ~1-2 min of sandbox CPU at the measured step rate     |
+| steps        | 100 M    | FLOW_MAX_STEPS        | ~50 s of a busy loop at the measured ~2 M steps/s     |
 | duration     | 24 h     | FLOW_MAX_DURATION     | a day-long workflow; well under Node's 2^31 ms timer  |
 | agent_runs   | 10 000   | FLOW_MAX_AGENT_RUNS   | a big evaluation batch; bounds spending by a loop     |
 | concurrency  | 64       | FLOW_MAX_CONCURRENCY  | provider rate limits stop far earlier                 |

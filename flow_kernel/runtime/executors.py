@@ -78,6 +78,11 @@ def doctor_report() -> list[tuple[str, bool | None, str]]:
     ns = network_namespace()
     rows.append(("network", True if ns else None, f"sandboxes run without network ({' '.join(ns)})" if ns else
                  "no network namespace on this OS: the sandbox relies on stubbed net/tls modules only"))
+    from flow_kernel.runtime.processes import isolation_prefix
+
+    child = isolation_prefix()
+    rows.append(("run", True if child else None, f"`run` children are isolated ({' '.join(child[1:])})" if child else
+                 "no namespaces on this OS: `run` children get a minimal environment and their process group only"))
     try:
         from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
 
