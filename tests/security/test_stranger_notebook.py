@@ -246,3 +246,30 @@ def test_an_interrupt_at_the_prompt_cancels_the_cell(stranger: dict[str, Path], 
     assert reply.status == "error" and reply.content["ename"] == "cancelled", reply.outputs
     assert not stranger["tools_canary"].exists()
     assert execute(kernel, "1 + 1").result == "2"
+
+
+def test_a_strangers_flow_toml_is_named_once_and_changes_nothing(stranger: dict[str, Path]) -> None:
+    """A flow.toml beside the stranger's notebook (auto-approve, sh allowed): the kernel
+    names it once, above the first cell's output, and none of it applies; granted
+    (`FLOW_ALLOW=config:.`, the door opened) it applies and nothing is said."""
+    (stranger["folder"] / "flow.toml").write_text('operator = "auto-approve"\nallow_run = ["sh"]\n', encoding="utf-8")
+    for allow, applies in ((None, False), ("config:.", True)):
+        km, kc = start(stranger["folder"], allow=allow)
+        try:
+            first, second = execute(kc, "1 + 1"), execute(kc, "2 + 2")
+            warnings = [c["text"] for c in first.of("stream") if c["name"] == "stderr"]
+            if applies:
+                assert warnings == [] and first.outputs[0]["msg_type"] == "execute_result"
+            else:
+                assert first.outputs[0]["msg_type"] == "stream", first.outputs  # above the output
+                assert warnings == [f"warning: {(stranger['folder'] / 'flow.toml').resolve()} is not trusted, so none of it "
+                                    "applies (providers' endpoints and key variables, operator, allow_run): run "
+                                    f"`flow trust {stranger['folder'].resolve()}` to apply it\n"]
+            assert not second.of("stream")  # once
+            approved = execute(kc, 'approve "Wire the money?"')
+            assert (approved.result == "true") == applies, approved.outputs
+            listing = execute(kc, "%allow").of("display_data")[-1]["data"]["text/plain"]
+            assert listing == ("run may start: sh" if applies else "run may start: nothing")
+        finally:
+            kc.stop_channels()
+            km.shutdown_kernel(now=True)
