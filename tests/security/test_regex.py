@@ -166,6 +166,15 @@ def cell(n: int) -> str:
     return f'type Slow = string(pattern: "{ATTACK}")\nlet attack: Slow = "{attack(n)}"\nprint att'
 
 
+def backtracking_length(target: float) -> int:
+    """The length at which one `re` match of the attack takes about `target` seconds on this
+    machine (each character doubles it), measured with 18 characters; at most 28."""
+    n, took = 18, seconds(lambda: re.search(ATTACK, attack(18)))[0]
+    while took < target and n < 28:
+        n, took = n + 1, took * 2
+    return n
+
+
 def _kernel(cwd: Path, reopened: bool) -> tuple[Any, Any]:
     env = {**os.environ, "FLOW_LIVE_VIEW": "off"}
     if reopened:
@@ -210,11 +219,12 @@ def test_a_trivial_cell_answers_while_completion_and_inspection_check_the_attack
 def test_on_the_reopened_door_the_trivial_cell_waits(tmp_path: Path) -> None:
     km, kc = _kernel(tmp_path, reopened=True)
     try:
-        figures = _measure(kc, cell(25))  # ~1.6 s per check on `re`, and completion checks more than once
+        n = backtracking_length(3.5)  # per check; the bound is 1.5 s
+        figures = _measure(kc, cell(n))
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
-    print("on `re`, with 25 characters, the trivial cell answered in "
+    print(f"on `re`, with {n} characters, the trivial cell answered in "
           + ", ".join(f"{k} {v:.2f} s" for k, v in figures.items()))
     assert min(figures.values()) > BOUND_S
 
