@@ -78,17 +78,20 @@ def is_dumpable() -> bool | None:
 
 @functools.cache
 def child_namespace() -> list[str] | None:
-    """`unshare` with a new user (mapped to the caller), network, PID and mount namespace,
+    """`unshare` with a new user (the caller's uid mapped to itself), network, PID and mount namespace,
     a fresh /proc, and the child killed when `unshare` dies — if the OS allows it."""
     unshare = shutil.which("unshare")
     if unshare is None:
         return None
-    prefix = [unshare, "--map-root-user", "--net", "--pid", "--fork", "--kill-child", "--mount-proc"]
-    try:
-        if subprocess.run([*prefix, "true"], capture_output=True, timeout=10).returncode == 0:
-            return prefix
-    except (OSError, subprocess.SubprocessError):
-        pass
+    # --map-current-user (util-linux 2.38+) keeps the child's own uid inside; older ones
+    # only know --map-root-user. Either way its capabilities hold in its namespace only.
+    for user in ("--map-current-user", "--map-root-user"):
+        prefix = [unshare, user, "--net", "--pid", "--fork", "--kill-child", "--mount-proc"]
+        try:
+            if subprocess.run([*prefix, "true"], capture_output=True, timeout=10).returncode == 0:
+                return prefix
+        except (OSError, subprocess.SubprocessError):
+            continue
     return None
 
 

@@ -108,6 +108,23 @@ def test_reopened_the_duration_ceiling_lets_the_run_go_on(monkeypatch: pytest.Mo
     assert seconds > 1.5 * 1.5 and "host ceiling" not in outcome.error.message
 
 
+def test_a_duration_up_to_the_host_maximum_works() -> None:
+    """1000 h is past Node's 2^31 ms timer; the ceiling (24 h) is what the run gets, and it runs."""
+    source = 'workflow long() -> int {\n  limits { duration: 1000h }\n  return 42\n}\n'
+    outcome, _ = run(Session(journal_dir=None), source, "long")
+    assert outcome.error is None and outcome.result == 42, outcome.error
+    started = next(e for e in outcome.events if e["type"] == "workflow.started")
+    assert started["data"]["limits"]["duration"] == Ceilings().duration_ms
+
+
+def test_reopened_the_duration_is_not_clamped(monkeypatch: pytest.MonkeyPatch) -> None:
+    no_ceilings(monkeypatch)
+    source = 'workflow long() -> int {\n  limits { duration: 1000h }\n  return 42\n}\n'
+    outcome, _ = run(Session(journal_dir=None), source, "long")
+    started = next(e for e in outcome.events if e["type"] == "workflow.started")
+    assert started["data"]["limits"]["duration"] == 1000 * 3_600_000
+
+
 # -- agent_runs, concurrency ----------------------------------------------------------------------
 class Slow:
     """A provider that takes a moment per call and counts how many run at once."""

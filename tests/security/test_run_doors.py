@@ -310,3 +310,52 @@ def test_reopened_a_child_outlives_a_cancel(monkeypatch: pytest.MonkeyPatch) -> 
         assert not gone_within(token, 1.5)
     finally:
         kill(token)
+
+
+# -- non-dumpable, where it is what holds: an unprivileged host, no namespace -------------------------
+UNPRIVILEGED_HOST = """
+import os, sys
+from flow_kernel.runtime import processes
+from flow_kernel.sandbox import lifetime
+processes.isolation_prefix = lambda: []  # no namespace: non-dumpable alone has to hold
+if sys.argv[1] != "reopened":
+    lifetime.make_undumpable()
+from flow_kernel.runtime.session import Session
+outcome = Session(journal_dir=None, allow_run=["cat"]).run('let a = run "cat" ["/proc/%d/environ"]\\na.stdout' % os.getpid())
+print("LEAK" if outcome.result and "sk-canary-4711" in outcome.result else "refused")
+"""
+
+
+def unprivileged_host(mode: str) -> str:
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="flow-unprivileged-") as folder:  # under /tmp: the user can reach it
+        home = Path(folder)
+        home.chmod(0o777)
+        return _as_nobody(mode, home)
+
+
+def _as_nobody(mode: str, home: Path) -> str:
+    import shutil
+
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "FLOW_TEST_API_KEY": "sk-canary-4711",
+           "FLOW_CONFIG_HOME": str(home)}
+    command = [shutil.which("setpriv") or "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+               sys.executable, "-c", UNPRIVILEGED_HOST, mode]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=ROOT, timeout=180)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout.strip().splitlines()[-1]
+
+
+needs_root_to_drop = pytest.mark.skipif(os.getuid() != 0 or sys.platform != "linux",
+                                        reason="starts the host as an unprivileged user (setpriv), which needs root")
+
+
+@needs_root_to_drop
+def test_an_unprivileged_non_dumpable_host_keeps_its_keys_without_a_namespace() -> None:
+    assert unprivileged_host("hardened") == "refused"
+
+
+@needs_root_to_drop
+def test_reopened_a_dumpable_unprivileged_host_leaks_its_keys() -> None:
+    assert unprivileged_host("reopened") == "LEAK"
