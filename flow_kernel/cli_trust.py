@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from flow_kernel.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, _error
+from flow_kernel.terminal_text import terminal_safe  # folder and notebook names may hold anything
 
 
 def add_commands(commands: Any) -> None:
@@ -65,9 +66,9 @@ def _trust(store: Any, folder: Path) -> int:
             raise ValueError(f"not trusted: {exc}") from None
         summary = f"configuration {found[0]}:\n" + "\n".join(f"  {line}" for line in _describe(config))
     entry = store.trust(folder)
-    sys.stdout.write(f"trusted {entry.folder}\n{summary}\n"
-                     "Notebooks and Flow files in it now get the capabilities they ask for. Any edit of that "
-                     f"configuration revokes this; `flow trust --revoke {entry.folder}` does too.\n")
+    sys.stdout.write(terminal_safe(f"trusted {entry.folder}\n{summary}\n"
+                                   "Notebooks and Flow files in it now get the capabilities they ask for. Any edit of "
+                                   f"that configuration revokes this; `flow trust --revoke {entry.folder}` does too.\n"))
     return EXIT_OK
 
 
@@ -94,9 +95,9 @@ def _list(store: Any) -> int:
     for entry in entries:
         state = "trusted" if entry.current() else "changed since trusted: not applied (run `flow trust` again)"
         config = entry.config if entry.config is not None else "no configuration"
-        sys.stdout.write(f"{entry.folder}  {state}  [{config}; {entry.trusted_at}]\n")
+        sys.stdout.write(terminal_safe(f"{entry.folder}  {state}  [{config}; {entry.trusted_at}]") + "\n")
     for document, words in sorted(documents.items()):
-        sys.stdout.write(f"{document}  allowed for this notebook: {' '.join(words)}\n")
+        sys.stdout.write(terminal_safe(f"{document}  allowed for this notebook: {' '.join(words)}") + "\n")
     return EXIT_OK
 
 
@@ -107,7 +108,7 @@ def _revoke(store: Any, path: Path) -> int:
         _error(f"{path.resolve()} was not trusted", command="trust")
         return EXIT_FAILED
     what = "trust in" if revoked else "the remembered grants of"
-    sys.stdout.write(f"revoked {what} {path.resolve()}\n")
+    sys.stdout.write(terminal_safe(f"revoked {what} {path.resolve()}") + "\n")
     return EXIT_OK
 
 

@@ -125,3 +125,18 @@ def test_the_reopened_door_reaches_the_terminal(tmp_path: Path, monkeypatch: pyt
     assert cli.main(["run", "prog.flow", "--progress"]) == 0
     assert "\x1b]0;pwned\x07" in stdout.getvalue() and "\x9b31m" in stdout.getvalue()
     assert "\x1b[2J" in stderr.getvalue()
+
+
+def test_flow_trust_names_a_folder_without_obeying_it(tmp_path: Path) -> None:
+    folder = tmp_path / "project \x1b]0;pwned\x07\x1b[2J\u009b31m"
+    folder.mkdir()
+    trusted = subprocess.run([sys.executable, "-m", "flow_kernel.cli", "trust", str(folder)],
+                             capture_output=True, cwd=tmp_path, timeout=120)
+    listed = subprocess.run([sys.executable, "-m", "flow_kernel.cli", "trust", "--list"],
+                            capture_output=True, cwd=tmp_path, timeout=120)
+    revoked = subprocess.run([sys.executable, "-m", "flow_kernel.cli", "trust", "--revoke", str(folder)],
+                             capture_output=True, cwd=tmp_path, timeout=120)
+    assert trusted.returncode == 0 and revoked.returncode == 0, (trusted.stderr, revoked.stderr)
+    assert "project ␛]0;pwned␇␛[2J\\x9b31m" in listed.stdout.decode()
+    for out in (trusted, listed, revoked):
+        assert obeyed(out.stdout) == [] and obeyed(out.stderr) == [], out
