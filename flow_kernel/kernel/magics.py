@@ -414,7 +414,8 @@ def _runs(session: Session, args: str, plan: CellPlan) -> None:
 
     rows = []
     journal_dir = session.journal_dir
-    files = sorted(journal_dir.glob("*.jsonl"), key=lambda p: p.stat().st_mtime) if journal_dir and journal_dir.is_dir() else []
+    files = sorted((p for p in journal_dir.glob("*.jsonl") if not p.is_symlink()),  # a link is no journal
+                   key=lambda p: p.stat().st_mtime) if journal_dir and journal_dir.is_dir() else []
     for path in files:
         events = read_journal(path)
         rows.append(f"{path.stem:<15} {_ending(events):<28} {len(events):>5} events")
@@ -443,7 +444,7 @@ def _events(session: Session, args: str, plan: CellPlan) -> None:
     events: list[dict[str, Any]] | None = next((o.events for o in session.history if o.run_id == run), None)
     if events is None and session.journal_dir is not None:
         path = session.journal_dir / f"{Path(run).name}.jsonl"
-        if path.is_file():
+        if path.is_file() and not path.is_symlink():  # a link is no journal: read_journal refuses it
             events = read_journal(path)
     if events is None:
         raise MagicError(f"%events: no run `{run}` (see %runs)")

@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 from typing import Any, TextIO
 
-from flow_kernel.runtime.nofollow import create_new_file, open_folder
+from flow_kernel.runtime.nofollow import LinkRefused, create_new_file, open_folder
 
 OWN_FOLDERS = 2  # `.flow/runs`: the folders the runtime makes; above them, the person's folder
 
@@ -47,9 +47,19 @@ class Journal:
 
 
 def read_journal(path: Path | str) -> list[dict[str, Any]]:
-    """The events of a journal; a torn last line (the writer was killed mid-line) is skipped."""
+    """The events of a journal; a torn last line (the writer was killed mid-line) is skipped.
+    A link is not read (`LinkRefused`): no journal is one, so it was planted, maybe to show
+    another file's lines in a notebook's `%events`."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        if Path(path).is_symlink():
+            raise LinkRefused(f"{path} is a symbolic link, not a journal: not read") from None
+        raise
+    with open(fd, encoding="utf-8") as journal:
+        text = journal.read()
     events: list[dict[str, Any]] = []
-    for line in Path(path).read_text(encoding="utf-8").splitlines():
+    for line in text.splitlines():
         try:
             events.append(json.loads(line))
         except ValueError:

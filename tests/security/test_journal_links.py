@@ -110,3 +110,39 @@ def test_the_reopened_door_writes_through_the_link(tmp_path: Path, outside: Path
     journal({"type": "log", "data": {"text": "written outside"}})
     journal.close()
     assert "written outside" in (outside / "runs" / "rleak.jsonl").read_text(encoding="utf-8")
+
+
+def test_a_planted_link_is_not_read_as_a_journal(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    from flow_kernel.runtime.journal import read_journal
+    from flow_kernel.runtime.nofollow import LinkRefused
+
+    secret = tmp_path_factory.mktemp("elsewhere") / "secret.json"
+    secret.write_text('{"api_key": "sk-not-for-the-notebook"}\n', encoding="utf-8")
+    runs = tmp_path / ".flow" / "runs"
+    runs.mkdir(parents=True)
+    (runs / "rplanted.jsonl").symlink_to(secret)
+    with pytest.raises(LinkRefused, match="not a journal"):
+        read_journal(runs / "rplanted.jsonl")
+    session = Session(directory=tmp_path)  # %runs and %events, through the kernel's magic machinery
+    shown = [str(out) for cell in ("%runs", "%events rplanted") for out in _magic_outputs(session, cell)]
+    assert "sk-not-for-the-notebook" not in " ".join(shown) and shown, shown
+
+
+def _magic_outputs(session: Session, cell: str) -> list[object]:
+    from flow_kernel.kernel.magics import MagicError, apply_cell, parse_cell
+
+    try:
+        return list(apply_cell(parse_cell(cell), session).outputs)
+    except MagicError as exc:
+        return [str(exc)]
+
+
+def test_the_reopened_reader_reads_the_planted_file(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    import json
+
+    secret = tmp_path_factory.mktemp("elsewhere") / "secret.json"
+    secret.write_text('{"api_key": "sk-not-for-the-notebook"}\n', encoding="utf-8")
+    (tmp_path / "rplanted.jsonl").symlink_to(secret)
+    # the old reader: the path as it resolves
+    old = [json.loads(line) for line in (tmp_path / "rplanted.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert old == [{"api_key": "sk-not-for-the-notebook"}]
