@@ -117,7 +117,8 @@ class DeclChecker:
             span = _schema_span(te.body, problem.path)
             where = problem.path[1:]  # as the meta-schema's errors say it: `properties/a/$ref`
             if problem.pattern is not None and problem.pattern.unsupported:
-                self.report("F3021", span, f"a pattern RE2 cannot run at `{where}`: {problem.pattern.reason}")
+                self.report("F3016", span, f"a pattern Flow cannot run at `{where}` (patterns run on RE2): "
+                                           f"{problem.pattern.reason}")
             else:
                 self.report("F3016", span, f"not a valid JSON Schema at `{where}`: {problem.message}")
         if problems:
@@ -150,7 +151,9 @@ class DeclChecker:
                 continue
             unsupported = pattern_problem(value) if key == "pattern" and isinstance(value, str) else None
             if unsupported is not None:  # valid elsewhere, but it needs what RE2 lacks
-                self.report("F3021", arg.value.span, f"a pattern RE2 cannot run: {unsupported.reason}")
+                self.report("F3013", arg.value.span,
+                            f"invalid value for `pattern`: Flow runs patterns on RE2, which cannot run this one: "
+                            f"{unsupported.reason}")
                 continue
             constraints[key] = value
         for low, high in (("minLength", "maxLength"), ("minItems", "maxItems"), ("minimum", "maximum")):
@@ -356,7 +359,8 @@ class DeclChecker:
                 self.report("F4017", item.span, f"malformed script entry: {problem}")
             unsupported = _when_pattern_unsupported(item)
             if unsupported:
-                self.report("F3021", unsupported[0], f"a pattern RE2 cannot run in `when`: {unsupported[1]}")
+                self.report("F4017", unsupported[0], f"malformed script entry: a pattern RE2 cannot run in `when` "
+                                                     f"(patterns run on RE2): {unsupported[1]}")
 
     def declare_team(self: Checker, entry: DeclEntry) -> None:
         node = entry.node
@@ -534,7 +538,7 @@ def _script_entry_problem(item: ast.Expr) -> str | None:
             assert isinstance(pattern, str)
             if len(pattern) >= 2 and pattern.startswith("/") and pattern.endswith("/"):
                 err = pattern_problem(pattern[1:-1])
-                if err is not None and not err.unsupported:  # an unsupported one is F3021
+                if err is not None and not err.unsupported:  # an unsupported one is reported at its pattern
                     return f"bad regular expression in `when` ({err.reason})"
             return _script_entry_problem(args[1]) if isinstance(args[1], ast.Call) else _json_problem(args[1])
         if fn == "fail":

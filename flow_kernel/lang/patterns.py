@@ -5,7 +5,7 @@ characters takes tens of seconds, on the kernel's loop, in `flow check` and in o
 validation alike (issue 15).
 
 RE2 has no back-references and no lookaround; a pattern that needs them is refused when
-the program is checked (F3021), so nothing at run time meets one. Compiling is pure (no
+the program is checked (F3013 for a constraint, F3016 in a raw schema, F4017 in `when`), so nothing at run time meets one. Compiling is pure (no
 I/O), so the checker may use this module."""
 
 from __future__ import annotations

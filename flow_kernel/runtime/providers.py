@@ -35,7 +35,7 @@ class When:
     def matches(self, prompt: str) -> bool:
         if len(self.pattern) >= 2 and self.pattern.startswith("/") and self.pattern.endswith("/"):
             # On RE2, linear in the prompt (a prompt can carry a model's or a tool's text);
-            # the checker refused a regex RE2 cannot run (F3021).
+            # the checker refused a regex RE2 cannot run (F3013, F3016, F4017).
             try:
                 return patterns.search(self.pattern[1:-1], prompt)
             except patterns.PatternError:

@@ -29,7 +29,7 @@ def _matches(pattern: str, text: str) -> bool:
 
 
 def _unusable(pattern: str) -> ValidationError | None:
-    # The checker refuses such a pattern (F3021), so only a schema that skipped the
+    # The checker refuses such a pattern (F3013, F3016), so only a schema that skipped the
     # checker gets here: an error, never a fall back to a backtracking engine.
     err = pattern_problem(pattern)
     return ValidationError(f"the pattern {pattern!r} cannot be used: {err.reason}") if err is not None else None

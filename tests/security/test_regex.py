@@ -6,7 +6,7 @@ run's `duration`) and the kernel's loop (an interrupt did nothing) for tens of s
 completion and inspection run the same checker; `when("/re/")` too.
 
 What shuts it: they all run on RE2 (flow_kernel/lang/patterns.py, the one seam:
-`compile_pattern`), whose time is linear in the text; a pattern RE2 cannot run is F3021;
+`compile_pattern`), whose time is linear in the text; a pattern RE2 cannot run is refused (F3013/F3016/F4017);
 completion and inspection run off the kernel's loop within a budget (assist_budget.py).
 
 Each attack below is made with 30 characters and finishes at once. Each reopened door puts
