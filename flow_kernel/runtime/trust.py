@@ -413,11 +413,15 @@ class Trust:
     def granted(self, cap: Capability) -> bool:
         if cap in self.grants or self._covered(cap, self.grants):
             return True
-        if self.document is not None:
-            remembered = self.store.remembered(self.document)
-            if cap in remembered or self._covered(cap, remembered):
-                return True
+        remembered = self.store.remembered(self._remembered_under())
+        if cap in remembered or self._covered(cap, remembered):
+            return True
         return self.folder_trusted()
+
+    def _remembered_under(self) -> Path:
+        """Where "Allow for this notebook" grants are kept: the notebook, or the folder when
+        the session does not know its notebook (written and read under the same key)."""
+        return self.document if self.document is not None else self.folder
 
     def executables(self) -> set[str]:
         """The executables granted to this session (arguments, `FLOW_ALLOW`, prompts)."""
@@ -440,7 +444,7 @@ class Trust:
         notebook (kept in the store under `document`, or the folder when there is none)."""
         self.grants.add(cap)
         if remember:
-            self.store.remember(self.document if self.document is not None else self.folder, cap)
+            self.store.remember(self._remembered_under(), cap)
 
     def path(self, raw: str | Path, *, purpose: str) -> Path:
         """`raw` resolved against the folder; one outside it needs a `path` grant."""

@@ -79,6 +79,14 @@ def test_allow_for_this_notebook_is_remembered_by_notebook(tmp_path: Path, store
     assert not Trust(tmp_path, store=store, environ={}, document=notebook).granted(Capability("run", "sh"))
 
 
+def test_remembered_without_a_notebook_is_read_back_under_the_folder(tmp_path: Path, store: TrustStore) -> None:
+    # A session that does not know its notebook keeps "for this notebook" under its folder,
+    # and must find it there again (it was written and never read).
+    Trust(tmp_path, store=store, environ={}).grant(Capability("run", "wc"), remember=True)
+    assert Trust(tmp_path, store=store, environ={}).granted(Capability("run", "wc"))
+    assert not Trust(tmp_path / "sub", store=store, environ={}).granted(Capability("run", "wc"))
+
+
 def test_environment_variable(tmp_path: Path, store: TrustStore) -> None:
     (tmp_path / "data").mkdir()
     env = {"FLOW_ALLOW": "run:git, tools:shop_tools.py operator:auto-approve path:data operator:answers:a.json"}
