@@ -3,7 +3,7 @@ sdist's): the wheel carries the pinned Pyodide runtime, so that `pip install flo
 install and nothing is fetched at run time.
 
 It adds exactly the files listed in flow_kernel/sandbox/js/pyodide-files.json (what the
-sandbox loads: about 13.7 MB), from flow_kernel/sandbox/js/node_modules, where `npm ci`
+sandbox loads: about 13.5 MB), from flow_kernel/sandbox/js/node_modules, where `npm ci`
 put them after checking the tarballs against package-lock.json's integrity; and it fails
 the build when a file is missing or its sha256 is not the recorded one. An editable
 install reads them from the checkout instead, so it adds nothing.

@@ -169,16 +169,16 @@ def test_the_build_refuses_a_changed_or_missing_runtime_file(tmp_path: Path) -> 
         shutil.copy2(ROOT / name, source / name)
     shutil.copytree(ROOT / "flow_kernel", source / "flow_kernel", ignore=shutil.ignore_patterns("__pycache__"))
     modules = source / JS / "node_modules"
-    with (modules / "ws" / "lib" / "limiter.js").open("a") as handle:
+    with (modules / "pyodide" / "pyodide.mjs").open("a") as handle:
         handle.write("\nprocess.stderr.write('changed');\n")
     (modules / "pyodide" / "python_stdlib.zip").unlink()
     proc = build_wheel(source, tmp_path / "out")
     assert proc.returncode != 0
-    assert f"{modules / 'ws' / 'lib' / 'limiter.js'}: sha256" in proc.stderr
+    assert f"{modules / 'pyodide' / 'pyodide.mjs'}: sha256" in proc.stderr
     assert f"{modules / 'pyodide' / 'python_stdlib.zip'}: No such file" in proc.stderr
     assert not list((tmp_path / "out").glob("*.whl")) if (tmp_path / "out").exists() else True
     # The same tree with the published files builds: the refusal is the hook's doing.
-    shutil.copy2(ROOT / JS / "node_modules" / "ws" / "lib" / "limiter.js", modules / "ws" / "lib" / "limiter.js")
+    shutil.copy2(ROOT / JS / "node_modules" / "pyodide" / "pyodide.mjs", modules / "pyodide" / "pyodide.mjs")
     shutil.copy2(ROOT / JS / "node_modules" / "pyodide" / "python_stdlib.zip", modules / "pyodide" / "python_stdlib.zip")
     assert build_wheel(source, tmp_path / "out").returncode == 0
 

@@ -25,6 +25,7 @@ from flow_kernel.sandbox.install import (
     RUNNER,
     SandboxInstallError,
     ensure_pyodide,
+    runtime_paths,
     usable_snapshot,
 )
 from flow_kernel.sandbox.node import NodeInfo, NodeNotFound, find_node, network_namespace
@@ -59,8 +60,11 @@ def sandbox_command(node: NodeInfo, *, snapshot: Path | None, memory_mb: int, is
     # A snapshot changed since it was checked is not loaded: this sandbox starts cold.
     if snapshot is not None and not usable_snapshot(snapshot):
         snapshot = None
-    # pyodide.parent: node_modules, where pyodide.mjs finds `ws`.
-    reads = [str(JS_DIR), str(BOOTSTRAP_DIR), str(pyodide.parent.resolve())]
+    # Reads of exactly the files it loads: the runner, the watchdog, the bootstrap, and the
+    # runtime files whose hashes were just checked — a file added beside them (a planted
+    # module, say) cannot be read, let alone loaded.
+    reads = [str(RUNNER), str(JS_DIR / "watchdog.mjs"), str(JS_DIR / "package.json"), str(BOOTSTRAP_DIR),
+             *(str(path.resolve()) for path in runtime_paths())]
     if snapshot is not None:
         reads.append(str(snapshot))
     # --max-semi-space-size=1 (MiB): V8's young generation, which grows to 16 MiB per

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from flow_kernel.errors import FlowError
-from flow_kernel.sandbox.install import BOOTSTRAP_DIR, JS_DIR
+from flow_kernel.sandbox.install import BOOTSTRAP_DIR, JS_DIR, RUNNER, runtime_paths
 from flow_kernel.sandbox.node import find_node, network_namespace
 from tests.sandbox.sandbox_helpers import Sandbox, sandbox
 
@@ -259,6 +259,9 @@ def test_read_access_is_limited_to_the_sandbox_files() -> None:
 
     command = sandbox_command(find_node(), snapshot=None, memory_mb=512)
     reads = [c.split("=", 1)[1] for c in command if c.startswith("--allow-fs-read=")]
-    assert set(reads) <= {str(JS_DIR), str(BOOTSTRAP_DIR), str((JS_DIR / "node_modules" / "pyodide").resolve())}
+    # Exactly the files it loads: the runner, the watchdog, the bootstrap and the hash-checked
+    # Pyodide runtime files; nothing else in node_modules (a planted module) is readable.
+    assert set(reads) == {str(RUNNER), str(JS_DIR / "watchdog.mjs"), str(JS_DIR / "package.json"), str(BOOTSTRAP_DIR),
+                          *(str(path.resolve()) for path in runtime_paths())}
     assert not any(c.startswith("--allow-fs-write") or c.startswith("--allow-child-process") for c in command)
     assert "--disallow-code-generation-from-strings" in command
