@@ -18,6 +18,8 @@ ROOT = Path(__file__).resolve().parents[1]
 TYPED = [
     "flow_kernel/source.py",
     "flow_kernel/markup.py",
+    "flow_kernel/terminal_text.py",
+    "flow_kernel/cli_trust.py",
     "flow_kernel/diagnostics",
     "flow_kernel/files.py",
     "flow_kernel/cli.py",
