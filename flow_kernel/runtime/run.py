@@ -135,8 +135,7 @@ async def _run(compiled: Compiled, executor: Executor, host: HostServices, outco
         if host.failure is not None:  # the host stopped it (an executor that could not be interrupted)
             raise host.failure
         outcome.result = reply.get("result")
-        outcome.bindings = reply.get("bindings") or {}
-        outcome.steps = int(reply.get("steps") or 0)
+        outcome.bindings, outcome.steps = _bindings_and_steps(reply)
         if workflow is not None:
             assert schemas is not None
             require_valid(schemas["output"], outcome.result, OutputValidationError, f"the result of `{workflow}`")
@@ -145,10 +144,17 @@ async def _run(compiled: Compiled, executor: Executor, host: HostServices, outco
             exc = host.failure
         exc = name_the_ceiling(exc, host.ceilings, _asked_limits(compiled), (time.monotonic() - started) * 1000)
         outcome.error = _locate(exc, compiled)
-        outcome.bindings = exc.dto.get("bindings") or {} if isinstance(exc.dto.get("bindings"), dict) else {}
-        outcome.steps = int(exc.dto.get("steps") or 0)
+        outcome.bindings, outcome.steps = _bindings_and_steps(exc.dto)
         _record_failure(host, outcome.error, workflow)
     return outcome
+
+
+def _bindings_and_steps(reply: dict[str, Any]) -> tuple[dict[str, Any], int]:
+    """What a run's reply (or its error) says it bound and how many steps it took: data from
+    the sandbox, so a forged shape counts as nothing rather than failing the host."""
+    bindings, steps = reply.get("bindings"), reply.get("steps")
+    return (bindings if isinstance(bindings, dict) else {},
+            steps if isinstance(steps, int) and not isinstance(steps, bool) and steps >= 0 else 0)
 
 
 def _record_failure(host: HostServices, error: FlowError, workflow: str | None) -> None:

@@ -82,3 +82,27 @@ def test_the_reopened_door_is_a_host_error(sandbox: Sandbox, tmp_path: Path, mon
     results, _ = forge(sandbox, tmp_path)
     assert results[0][:2] == ["error", "isolate"] and "KeyError: 'nobody'" in results[0][2], results
     assert results[7][:2] == ["error", "isolate"], results
+
+
+class ForgedReplyExecutor:
+    """Stands for a compromised sandbox at the one place its run reply reaches the host."""
+
+    def __init__(self, reply: dict[str, Any]) -> None:
+        self.reply = reply
+
+    async def run(self, module: str, payload: dict[str, Any], host: Any) -> dict[str, Any]:
+        return self.reply
+
+
+@pytest.mark.parametrize("forged", [{"steps": "many", "bindings": ["x"]}, {"steps": -5, "bindings": "x"},
+                                    {"steps": True, "bindings": None}, {"steps": 1e300, "bindings": 3}])
+def test_a_forged_run_reply_counts_as_nothing(forged: dict[str, Any]) -> None:
+    import asyncio
+
+    from flow_kernel.lang.compiler import compile_source
+    from flow_kernel.runtime.run import run_compiled
+    from flow_kernel.source import SourceFile
+
+    compiled = compile_source(SourceFile("<cell>", "let n = 1\nn"))
+    outcome = asyncio.run(run_compiled(compiled, ForgedReplyExecutor({"result": 1, **forged})))
+    assert outcome.ok and outcome.bindings == {} and outcome.steps == 0
