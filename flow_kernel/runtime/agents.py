@@ -461,6 +461,8 @@ _OPTION_TYPES: dict[str, Callable[[Any], bool]] = {
 def _checked_options(payload: dict[str, Any]) -> dict[str, Any]:
     """An agent request's options, shaped as the generated code shapes them. Any other shape
     came from a bypassed sandbox: a `capability-violation`, never a host TypeError (`isolate`)."""
+    if not isinstance(payload.get("frame"), str | None):  # a dict key below: a list was a host TypeError
+        raise CapabilityViolationError("an agent request's frame must be a string")
     options = payload.get("options") or {}
     if not isinstance(options, dict):
         raise CapabilityViolationError("an agent request's options must be an object")

@@ -31,6 +31,7 @@ FORGED: list[tuple[str, Any]] = [
     ("agent", {**BASE, "agent": "a", "options": {**OPTIONS, "tools": "lookup"}}),
     ("agent", {**BASE, "agent": "a", "options": {**OPTIONS, "repair": "many"}}),
     ("agent", {**BASE, "agent": "a", "options": {**OPTIONS, "timeout": "soon"}}),
+    ("agent", {**BASE, "agent": "a", "frame": ["f1"], "options": OPTIONS}),
     ("agent", "not an object"),
     ("approve", "not an object"),
     ("process", {"executable": "echo", "arguments": [], "timeout_ms": "soon"}),
@@ -81,7 +82,8 @@ def test_the_reopened_door_is_a_host_error(sandbox: Sandbox, tmp_path: Path, mon
     monkeypatch.setattr(host.HostServices, "handle", handle)
     results, _ = forge(sandbox, tmp_path)
     assert results[0][:2] == ["error", "isolate"] and "KeyError: 'nobody'" in results[0][2], results
-    assert results[7][:2] == ["error", "isolate"], results
+    assert results[7][:2] == ["error", "isolate"] and "unhashable" in results[7][2], results
+    assert results[8][:2] == ["error", "isolate"], results
 
 
 class ForgedReplyExecutor:
