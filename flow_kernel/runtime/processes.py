@@ -192,6 +192,11 @@ class Children:
                     proc.kill()
                 with contextlib.suppress(BaseException):
                     await asyncio.shield(asyncio.wait_for(proc.wait(), 5))
+            # Its pipes may not have been read to the end (timed out, cancelled): close them now,
+            # or the transport is only closed by the collector, after its loop may be gone.
+            transport = getattr(proc, "_transport", None)
+            if transport is not None:
+                transport.close()
         result = _result(out, err, proc.returncode)
         if proc.returncode != 0:
             raise ProcessError(f"`run`: {label} exited with code {proc.returncode}", details=result)
