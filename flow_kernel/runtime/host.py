@@ -67,7 +67,7 @@ class HostServices:
         self._stop: asyncio.Future[FlowError] | None = None
         self.deadline: float | None = None  # time.monotonic() at which the run's duration ends
         self.run_policy = processes.RunPolicy(self.allow_run)
-        self.children = processes.Children()  # `run` children, killed when the run ends
+        self.children = processes.Children(min(processes.CHILDREN_AT_ONCE, self.ceilings.concurrency))  # killed when the run ends
         self._validators: dict[tuple[str, str], Any] = {}  # (workflow, error code) -> its schema's validator
         self.frames: dict[str, FrameBudget] = {}
         self.agents = AgentPipeline(self.check, self.emit, self.frames, config=self.config, tools=self.tools,

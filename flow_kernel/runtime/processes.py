@@ -40,6 +40,7 @@ from flow_kernel.sandbox.lifetime import child_namespace, preexec
 from flow_kernel.sandbox.node import network_namespace
 
 CHILD_OUTPUT_MAX = 4 * 1024 * 1024  # bytes kept of each of a child's stdout and stderr
+CHILDREN_AT_ONCE = 16  # `run` children of one run alive at once (a bypassed sandbox may ask for more)
 KEPT_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE")
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 
@@ -160,8 +161,9 @@ def isolation_prefix() -> list[str]:
 class Children:
     """The `run` children of one run: each in its own process group, all killed when the run ends."""
 
-    def __init__(self) -> None:
+    def __init__(self, at_once: int = CHILDREN_AT_ONCE) -> None:
         self.groups: set[int] = set()
+        self._gate = asyncio.Semaphore(at_once)  # generated code awaits each `run`; only parallel branches overlap
 
     def kill_all(self) -> None:
         for group in list(self.groups):
@@ -170,7 +172,23 @@ class Children:
 
     async def run(self, path: str, arguments: list[str], stdin: str | None, timeout: float,
                   label: str) -> dict[str, Any]:
-        """Start `path` with `arguments`; the result or a `process` error carrying what it wrote."""
+        """Start `path` with `arguments`; the result or a `process` error carrying what it wrote.
+        A child waits for a free place among the run's CHILDREN_AT_ONCE (its timeout includes it)."""
+        started = asyncio.get_running_loop().time()
+        try:
+            await asyncio.wait_for(self._gate.acquire(), timeout)
+        except TimeoutError:
+            raise ProcessError(f"`run`: {label} timed out after {timeout:g}s waiting for other `run` children "
+                               f"of this run to end", details={"stdout": "", "stderr": "", "exit_code": None,
+                                                               "timed_out": True}) from None
+        try:
+            return await self._run(path, arguments, stdin, timeout - (asyncio.get_running_loop().time() - started),
+                                   label)
+        finally:
+            self._gate.release()
+
+    async def _run(self, path: str, arguments: list[str], stdin: str | None, timeout: float,
+                   label: str) -> dict[str, Any]:
         proc = await asyncio.create_subprocess_exec(
             *isolation_prefix(), path, *arguments, env=child_env(), stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, start_new_session=True,

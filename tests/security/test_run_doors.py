@@ -359,3 +359,43 @@ def test_an_unprivileged_non_dumpable_host_keeps_its_keys_without_a_namespace() 
 @needs_root_to_drop
 def test_reopened_a_dumpable_unprivileged_host_leaks_its_keys() -> None:
     assert unprivileged_host("reopened") == "LEAK"
+
+
+# -- a bypassed sandbox asking for many children at once --------------------------------------------
+def many_children(count: int, token: str) -> int:
+    """`count` concurrent `process` requests straight to the host (what a bypassed sandbox can
+    send; the generated code awaits each `run`); the most children alive at once."""
+    from flow_kernel.lang.compiler import compile_source
+    from flow_kernel.runtime.host import HostServices
+    from flow_kernel.source import SourceFile
+
+    compiled = compile_source(SourceFile("h.flow", "1"))
+    most = 0
+
+    async def go() -> None:
+        nonlocal most
+        host = HostServices(compiled.check, "r-bypassed", allow_run=frozenset({"sleep"}))
+        requests = [host.handle("process", {"executable": "sleep", "arguments": [f"1.{token}"], "timeout_ms": 60_000})
+                    for _ in range(count)]
+        work = asyncio.ensure_future(asyncio.gather(*requests, return_exceptions=True))
+        while not work.done():
+            most = max(most, sum(1 for p in psutil.process_iter(["cmdline"])
+                                 if (p.info.get("cmdline") or [""])[0].endswith("/sleep")
+                                 and f"1.{token}" in (p.info.get("cmdline") or [])))
+            await asyncio.sleep(0.05)
+        await work
+        host.release()
+    asyncio.run(go())
+    return most
+
+
+def test_a_bypassed_sandbox_gets_at_most_16_children_at_once() -> None:
+    most = many_children(40, str(uuid.uuid4().int)[:6])
+    print(f"\nchildren: 40 concurrent `run` requests, at most {most} children alive at once")
+    assert 0 < most <= processes.CHILDREN_AT_ONCE
+
+
+def test_reopened_every_request_gets_its_child_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    hardened = processes.CHILDREN_AT_ONCE
+    monkeypatch.setattr(processes, "CHILDREN_AT_ONCE", 1000)
+    assert many_children(40, str(uuid.uuid4().int)[:6]) > hardened
