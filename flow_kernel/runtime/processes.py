@@ -122,7 +122,7 @@ class RunPolicy:
 
     def __init__(self, entries: Iterable[str] = ()) -> None:
         found: dict[str, AllowedExecutable] = {}
-        for entry in entries:
+        for entry in sorted(entries):  # a set's order varies: messages name the patterns in one order
             name, pattern = parse_entry(entry)
             known = found.get(name)
             if pattern is None or (known is not None and known.patterns is None):
