@@ -47,6 +47,7 @@ class RunOutcome:
     steps: int = 0
     journal: Path | None = None
     traces: list[dict[str, Any]] = field(default_factory=list)
+    output_bytes: int = 0  # bytes of its events' data (what the output ceiling counts)
 
     @property
     def ok(self) -> bool:
@@ -105,6 +106,7 @@ async def run_compiled(compiled: Compiled, executor: Executor, *, workflow: str 
         with older_objects_frozen():
             return await _run(compiled, executor, host, outcome, workflow, input, session_values)
     finally:
+        outcome.output_bytes = host.output_bytes
         host.release()
         if journal is not None:
             journal.close()

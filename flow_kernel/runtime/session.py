@@ -217,7 +217,20 @@ class Session:
         self._commit(compiled.check, outcome)
         self.history.append(outcome)
         del self.history[:-HISTORY]  # a long-lived kernel keeps the recent runs; the journals keep all
+        self._bound_history()
         return outcome
+
+    def _bound_history(self) -> None:
+        """Keep at most twice the output ceiling of events in memory (at least the newest run):
+        a kernel after many floods holds ~128 MiB of them, not 100 x 64 MiB. Older runs
+        are in their journals (`%events` reads them there)."""
+        budget, total, kept = 2 * self.ceilings.output_bytes, 0, 0
+        for outcome in reversed(self.history):
+            total += outcome.output_bytes
+            if total > budget and kept:
+                break
+            kept += 1
+        del self.history[:-kept]
 
     def run(self, source: str, *, workflow: str | None = None, input: dict[str, Any] | None = None,
             name: str | None = None) -> RunOutcome:

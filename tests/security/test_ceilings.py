@@ -255,6 +255,29 @@ def test_reopened_the_output_budget_lets_the_flood_through(journal_dir: Path, mo
     assert outcome.error is None and journal.stat().st_size > 16 * 2**20  # 24 MiB past an 8 MiB budget
 
 
+def runs_kept(session: Session, cells: int) -> list[RunOutcome]:
+    async def go() -> list[RunOutcome]:
+        async with session:
+            for _ in range(cells):
+                outcome = await session.run_async(flood(2, 1))  # 2 MiB of logs each, under the budget
+                assert outcome.error is None, outcome.error
+            return list(session.history)
+    return asyncio.run(go())
+
+
+def test_a_session_keeps_at_most_twice_the_output_budget_of_old_runs_in_memory() -> None:
+    kept = runs_kept(Session(journal_dir=None, ceilings=Ceilings(output_bytes=4 * 2**20)), 6)
+    held = sum(o.output_bytes for o in kept)
+    print(f"\nhistory: 6 runs of 2 MiB of logs, {len(kept)} kept in memory ({held / 2**20:.1f} MiB; budget 2 x 4 MiB)")
+    assert held <= 8 * 2**20 and len(kept) < 6
+
+
+def test_reopened_the_history_keeps_every_flood(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(Session, "_bound_history", lambda self: None)
+    kept = runs_kept(Session(journal_dir=None, ceilings=Ceilings(output_bytes=4 * 2**20)), 6)
+    assert len(kept) == 6 and sum(o.output_bytes for o in kept) > 8 * 2**20
+
+
 # -- sandboxes per session ----------------------------------------------------------------------------
 def test_runs_past_the_sandbox_cap_are_refused_clearly() -> None:
     source = 'agent slow { model: "scripted", script: [slow(2s, "late")] }\nslow("x")'
