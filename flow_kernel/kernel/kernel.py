@@ -42,12 +42,14 @@ from flow_kernel.kernel.magics import (
     parse_cell,
 )
 from flow_kernel.markup import escape
+from flow_kernel.runtime.ceilings import Ceilings
+from flow_kernel.runtime.config import FlowConfig
 from flow_kernel.runtime.operator import Operator
 from flow_kernel.runtime.render import render_value
 from flow_kernel.runtime.report import describe_error
 from flow_kernel.runtime.run import RunOutcome, new_run_id
 from flow_kernel.runtime.session import CompileError, Session
-from flow_kernel.runtime.trust import Capability, CapabilityDenied
+from flow_kernel.runtime.trust import Capability, CapabilityDenied, Trust
 from flow_kernel.views.artifacts import artifact_bundle
 from flow_kernel.views.live import LiveView
 from flow_kernel.views.prompts import ALLOW_NOTEBOOK, ALLOW_ONCE, DENY, capability_request
@@ -74,7 +76,16 @@ class FlowKernel(Kernel):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.flow = Session(directory=Path.cwd(), trust=notebook_trust(Path.cwd()))
+        # The person's settings (FLOW_MAX_*, FLOW_ALLOW, a trusted flow.toml) can be malformed:
+        # the kernel still starts, and every cell says what is wrong (nothing runs with a
+        # setting the person did not mean).
+        self.setup_error: str | None = None
+        try:
+            self.flow = Session(directory=Path.cwd(), trust=notebook_trust(Path.cwd()))
+        except ValueError as exc:  # ConfigError, CeilingError, a malformed FLOW_ALLOW
+            self.setup_error = f"{exc}; fix it and restart the kernel"
+            self.flow = Session(directory=Path.cwd(), config=FlowConfig(), ceilings=Ceilings(),
+                                trust=Trust(Path.cwd(), environ={}))
         self.flow.interactive_callback = self._ask_frontend  # also for a later `%operator interactive`
         if not self.flow.config.operator:  # a trusted flow.toml's operator stands
             self.flow.set_operator(Operator("interactive", callback=self._ask_frontend))
@@ -143,6 +154,8 @@ class FlowKernel(Kernel):
                                traceback.format_exc().splitlines(), silent)
 
     async def _execute(self, code: str, silent: bool) -> dict[str, Any]:
+        if self.setup_error is not None:
+            return self._error("ConfigError", self.setup_error, [f"ConfigError: {self.setup_error}"], silent)
         self._warn_ignored_config(silent)
         try:
             code, background = await self._kernel_magics(code, silent)

@@ -32,6 +32,7 @@ from typing import Any
 from flow_kernel.lang import types as T
 from flow_kernel.lang.session import SessionBinding
 from flow_kernel.markup import escape
+from flow_kernel.runtime.processes import parse_entry
 from flow_kernel.runtime.session import Session
 from flow_kernel.runtime.trust import (
     Capability,
@@ -256,10 +257,12 @@ def _allow_needs(session: Session, args: str) -> list[Capability]:
         return []
     if words[0] != "run" or len(words) < 2:
         raise MagicError("usage: %allow run EXE…")
-    for exe in words[1:]:
-        if "/" in exe or not exe.strip():
-            raise MagicError(f"%allow run: {exe!r} must be an executable name looked up on PATH, not a path")
-    return [Capability("run", exe) for exe in words[1:]]
+    for entry in words[1:]:  # an executable, or one with pinned arguments ('git log *')
+        try:
+            parse_entry(entry)
+        except ValueError as exc:
+            raise MagicError(f"%allow run: {exc}") from None
+    return [Capability("run", entry) for entry in words[1:]]
 
 
 @magic("allow", "%allow run EXE…", "let `run` start these executables (no shell); no argument lists them",

@@ -157,8 +157,18 @@ def cli_flag(cap: Capability) -> str | None:
 
 def parse_allow(text: str, folder: Path) -> set[Capability]:
     """The capabilities a `FLOW_ALLOW` value grants: words `kind:target` separated by
-    spaces or commas."""
-    return {Capability.parse(word, folder) for word in text.replace(",", " ").split()}
+    spaces or commas, quoted as in a shell where a target has a space (a pinned `run`
+    entry: `run:'git log *'`)."""
+    import shlex
+
+    lexer = shlex.shlex(text, posix=True)
+    lexer.whitespace += ","
+    lexer.whitespace_split = True
+    try:
+        words = list(lexer)
+    except ValueError as exc:
+        raise ValueError(f"{ALLOW_ENV}: {exc}") from None
+    return {Capability.parse(word, folder) for word in words}
 
 
 # -- the person's store -------------------------------------------------------------------------
@@ -429,7 +439,11 @@ class Trust:
 
     @staticmethod
     def _covered(cap: Capability, grants: Iterable[Capability]) -> bool:
-        """A granted `path` folder covers every path below it."""
+        """A granted `path` folder covers every path below it; an executable granted with
+        any arguments covers its pinned entries (`run:git` covers `run:git status`)."""
+        if cap.kind == "run":
+            exe = cap.target.split()[0] if cap.target.split() else cap.target
+            return Capability("run", exe) in grants
         if cap.kind != "path":
             return False
         target = Path(cap.target)

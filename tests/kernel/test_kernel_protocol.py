@@ -169,3 +169,19 @@ def _wait_for_stdout(kc: object, msg_id: str, text: str, timeout: float = 60) ->
 
 
 del threading
+
+
+def test_a_malformed_setting_of_the_person_fails_each_cell_not_the_kernel(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.kernel.kernel_helpers import execute, start
+
+    monkeypatch.setenv("FLOW_MAX_STEPS", "lots")
+    km, kc = start(tmp_path)
+    try:
+        for _ in range(2):
+            reply = execute(kc, "print 1")
+            assert reply.status == "error" and reply.error is not None
+            assert "FLOW_MAX_STEPS" in reply.error["evalue"] and "restart the kernel" in reply.error["evalue"]
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)

@@ -214,3 +214,13 @@ def test_a_magic_applied_without_asking_is_still_refused(session: Session) -> No
     with pytest.raises(CapabilityDenied):
         MAGICS["allow"].apply(session, "run sh", CellPlan())
     assert "sh" not in session.allow_run
+
+
+def test_allow_run_takes_pinned_arguments_and_a_plain_grant_covers_them(session: Session, tmp_path: Path) -> None:
+    """`%allow run 'cat /etc/hosts'` pins cat's arguments (a path among them is fine: only
+    the executable must be a name); FLOW_ALLOW="run:cat" covers the pinned entry."""
+    needs = parse_cell("%allow run 'cat /etc/hosts' 'git log *'").needs(session)
+    assert needs == [Capability("run", "cat /etc/hosts"), Capability("run", "git log *")]
+    assert not session.trust.granted(needs[0])
+    session.trust.grant(Capability("run", "cat"))
+    assert session.trust.granted(needs[0]) and not session.trust.granted(needs[1])

@@ -202,3 +202,9 @@ def test_concurrent_writers_lose_nothing(tmp_path: Path, store: TrustStore) -> N
     for thread in threads:
         thread.join()
     assert len(store.remembered(tmp_path / "nb.ipynb")) == 60
+
+
+def test_flow_allow_quotes_pinned_entries(tmp_path: Path) -> None:
+    assert parse_allow("run:'git log *', run:wc", tmp_path) == {Capability("run", "git log *"), Capability("run", "wc")}
+    with pytest.raises(ValueError, match="FLOW_ALLOW"):
+        parse_allow("run:'git", tmp_path)
