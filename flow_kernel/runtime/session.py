@@ -154,8 +154,9 @@ class Session:
     def record(self, path: str | Path | None) -> None:
         """Record every agent answer of the following runs into one cassette (None stops).
         A path outside the session's directory needs a grant (`CapabilityDenied`)."""
-        self._recorder = (CassetteRecorder(self.trust.path(path, purpose="record a cassette"))
-                          if path is not None else None)
+        if path is not None:  # granted as it resolves; written as given, so a link there is refused, not followed
+            self.trust.path(path, purpose="record a cassette")
+        self._recorder = CassetteRecorder(self.directory / path) if path is not None else None
         if path is not None:
             self._player = None
         self._occurrences.clear()

@@ -103,3 +103,29 @@ def test_the_reopened_door_truncates_and_writes_through(tmp_path: Path, outside:
     recorder.close()
     assert "model-controlled line" in outside.read_text(encoding="utf-8")
     assert "keep_me" not in outside.read_text(encoding="utf-8")
+
+
+def test_the_record_magic_refuses_and_says_why(tmp_path: Path) -> None:
+    from flow_kernel.kernel.magics import MagicError, apply_cell, parse_cell
+
+    notes = tmp_path / "notes.py"
+    notes.write_text(PRECIOUS, encoding="utf-8")
+    session = Session(directory=tmp_path, journal_dir=None)
+    with pytest.raises(MagicError, match=r"%record: cannot record to .*notes.py: it holds something that is not"):
+        apply_cell(parse_cell("%record notes.py\n1"), session)
+    assert notes.read_text(encoding="utf-8") == PRECIOUS
+    (tmp_path / "link.jsonl").symlink_to(notes)
+    with pytest.raises(MagicError, match="symbolic link"):
+        apply_cell(parse_cell("%record link.jsonl\n1"), session)
+    assert notes.read_text(encoding="utf-8") == PRECIOUS
+
+
+def test_a_granted_link_is_still_not_written_through(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    # The trust model checks where the path resolves to (granted here); the write itself
+    # never follows the link, so a dangling one cannot create a file elsewhere.
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    (tmp_path / "calls.jsonl").symlink_to(elsewhere / "autostart.desktop")
+    session = Session(directory=tmp_path, journal_dir=None, allow=[f"path:{elsewhere}"])
+    with pytest.raises(ValueError, match="symbolic link"):
+        session.record("calls.jsonl")
+    assert list(elsewhere.iterdir()) == []
