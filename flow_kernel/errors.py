@@ -133,3 +133,13 @@ class ProcessError(FlowError):
 
 
 FlowError.by_code["evaluation"] = FlowEvaluationError
+
+# The one list of runtime error codes (runtime.md §5), in the order above: the checker
+# (`catch`, `retry.on`), codegen and the sandbox pool read these. The sandbox cannot import
+# this package (it runs in Pyodide): flowbox/errors.py keeps its own copy of FATAL, and
+# tests/sandbox/test_error_codes.py checks that it and every code flowbox raises are these.
+RUNTIME_CODES: tuple[str, ...] = tuple(FlowError.by_code)
+# Errors that end the run: no `catch` takes them (F5017) and the sandbox does not retry them.
+FATAL: tuple[str, ...] = ("limit-exceeded", "workflow-timeout", "cancelled", "isolate", "worker-crashed")
+# The codes `retry.on` may name: an agent call's own failures.
+RETRYABLE: tuple[str, ...] = ("agent-invocation", "output-validation")

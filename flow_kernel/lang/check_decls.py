@@ -7,6 +7,7 @@ import re
 from typing import TYPE_CHECKING
 
 from flow_kernel.diagnostics.model import Related
+from flow_kernel.errors import RETRYABLE, RUNTIME_CODES
 from flow_kernel.lang import ast
 from flow_kernel.lang import types as T
 from flow_kernel.lang.env import (
@@ -27,13 +28,6 @@ if TYPE_CHECKING:
     from flow_kernel.source import Span
 
 BUILTIN_TYPES = {"string", "number", "int", "bool", "null", "any", "duration", "external"}
-RUNTIME_CODES = (
-    "workflow-input-validation", "output-validation", "agent-invocation", "capability-violation",
-    "limit-exceeded", "workflow-timeout", "assertion", "cancelled", "isolate", "worker-crashed",
-    "evaluation", "operator-unavailable", "process",
-)
-RETRYABLE = ("agent-invocation", "output-validation")
-FATAL = ("limit-exceeded", "workflow-timeout", "cancelled", "isolate", "worker-crashed")
 AGENT_FIELDS = (
     "model", "role", "persona", "instructions", "constraints", "hints", "uncertainty", "tools",
     "output", "repair", "retry", "timeout", "temperature", "script",

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from flow_kernel.errors import (
+    FATAL,
     FlowCancelledError,
     FlowError,
     LimitExceededError,
@@ -26,6 +27,9 @@ from flow_kernel.sandbox.process import Handler, Notify, SandboxProcess
 
 GRACE = 1.0  # seconds a sandbox gets to stop by itself before it is killed
 RECYCLE_GROWTH = 64 * 1024 * 1024
+# A run that ended with one of these leaves a process that may be stuck, killed or half
+# torn down: it is not reused. A hit `limit-exceeded` is the program's, the process is fine.
+RECYCLE_CODES = frozenset(FATAL) - {"limit-exceeded"}
 
 
 class SandboxPool:
@@ -182,7 +186,7 @@ class SandboxPool:
             own = await self._stop(process, request, run_id, "cancelled")
             raise own if own is not None and own.code == "cancelled" else FlowCancelledError("the run was cancelled") from None
         except FlowError as exc:
-            recycle = recycle or exc.code in ("isolate", "worker-crashed", "workflow-timeout", "cancelled")
+            recycle = recycle or exc.code in RECYCLE_CODES
             raise
         finally:
             self.running.discard(process)
