@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -27,19 +26,19 @@ from flow_kernel.errors import (
     OutputValidationError,
 )
 from flow_kernel.lang import ast
-from flow_kernel.lang.check import CheckResult
+from flow_kernel.lang.check_result import CheckResult
 from flow_kernel.lang.literals import NOT_LITERAL, literal_value
 from flow_kernel.lang.schema import type_schema
 from flow_kernel.runtime.cassette import CassettePlayer, CassetteRecorder
-from flow_kernel.runtime.config import DEFAULT_KEY_ENV, FlowConfig, ProviderSettings
-from flow_kernel.runtime.events import sub_order
+from flow_kernel.runtime.config import FlowConfig
+from flow_kernel.runtime.events import Event, sub_order
 from flow_kernel.runtime.prompts import system_prompt, user_prompt
 from flow_kernel.runtime.provider_base import Provider, ProviderReply, ProviderRequest, ToolSpec
+from flow_kernel.runtime.provider_table import LOCAL_PROVIDERS, PROVIDERS
 from flow_kernel.runtime.providers import MockProvider, ScriptedProvider, parse_script
 from flow_kernel.runtime.tools import ToolRegistry, call_tool, narrow
 from flow_kernel.runtime.validation import schema_errors, schema_validator
 
-Event = dict[str, Any]
 Trace = dict[str, Any]
 TraceSink = Callable[[Trace], None]
 SandboxCall = Callable[[str, dict[str, Any]], Awaitable[Any]]
@@ -68,28 +67,6 @@ class AgentSpec:
     fields: dict[str, Any]
     tools: list[str]
     decl: ast.AgentDecl
-
-
-def _openai(settings: ProviderSettings) -> Provider:
-    from flow_kernel.runtime.provider_openai import OpenAIProvider
-
-    return OpenAIProvider(settings.base_url, _key(settings, "openai"))
-
-
-def _anthropic(settings: ProviderSettings) -> Provider:
-    from flow_kernel.runtime.provider_anthropic import AnthropicProvider
-
-    if settings.max_tokens is not None:
-        return AnthropicProvider(settings.base_url, _key(settings, "anthropic"), max_tokens=settings.max_tokens)
-    return AnthropicProvider(settings.base_url, _key(settings, "anthropic"))
-
-
-def _key(settings: ProviderSettings, provider: str) -> str | None:
-    return os.environ.get(settings.api_key_env or DEFAULT_KEY_ENV[provider]) or None
-
-
-# The remote providers by the prefix of `model: "provider/model"`, made on first use.
-PROVIDER_FACTORIES: dict[str, Callable[[ProviderSettings], Provider]] = {"openai": _openai, "anthropic": _anthropic}
 
 
 @dataclass
@@ -268,9 +245,9 @@ class AgentPipeline:
         if model in ("scripted", "mock"):
             return model, model
         provider, _, name = model.partition("/")
-        if provider not in PROVIDER_FACTORIES and provider not in self.providers:
+        if provider not in PROVIDERS and provider not in self.providers:
             raise AgentInvocationError(f"`{spec.name}`: unknown provider {provider!r} in model {spec.model!r} "
-                                       f"(known: scripted, mock, {', '.join(PROVIDER_FACTORIES)})")
+                                       f"(known: {', '.join((*LOCAL_PROVIDERS, *PROVIDERS))})")
         return provider, name
 
     def _charge(self, frame: str | None, agent: str) -> None:
@@ -383,7 +360,7 @@ class AgentPipeline:
     async def _invoke(self, call: _Call, timeout_ms: Any, repair_of: dict[str, Any] | None) -> ProviderReply:
         provider = self.providers.get(call.provider)
         if provider is None:
-            provider = self.providers[call.provider] = PROVIDER_FACTORIES[call.provider](self.config.provider(call.provider))
+            provider = self.providers[call.provider] = PROVIDERS[call.provider].make(self.config.provider(call.provider))
         temperature = call.spec.fields.get("temperature")
         agent = call.spec.name
 

@@ -1,26 +1,224 @@
-"""Event order (runtime.md §7).
+"""Run events: the vocabulary (runtime.md §7), the tree the events form, and their order.
 
-Events are delivered as they happen, numbered by `seq` in arrival order: a live view and
-the journal need them at once. Arrival order between concurrent branches depends on
-timing, so each event also carries `order`, a key from where it happened in the run's
-tree of branches (see `Branch` in the sandbox bootstrap): `[[fork, key], …, [index]]`.
-Sorting by it gives the canonical sequence — sibling `parallel` branches by key,
-`parallelMap` items by index, `async` tasks by launch — which is the same on every run
-of the same program with the same input and answers. `canonical` gives that sequence,
-`comparable` also drops what legitimately differs between runs (timestamps, durations).
+This module is the one place that says what an event is; the run view's model
+(`views/run_model.py`), the failure report, the terminal view (`terminal.py`) and the
+OpenTelemetry exporter (`otel.py`) read the kinds from here instead of each keeping a list.
+
+**An event** (`Event`) is one JSON object: `{"type", "run", "seq", "ts", "span": {"id",
+"parent"}, "stage", "data", "order"}`; `type` is one of `KINDS`, `data` is described by the
+kind's `TypedDict` (`Kind.data`).
+
+**The tree.** Four kinds of scope nest, outermost first (`SCOPES`): workflow → pipeline →
+stage → agent. `<scope>.started` opens a scope and `<scope>.completed` or `<scope>.failed`
+closes it; both carry the scope's id as `span.id` and the enclosing scope's id as
+`span.parent` (null for the run's top workflow: the `<cell>` of a module run, or the
+workflow a run was started with). Pipelines and stages nest in each other inside a
+workflow, a nested workflow call opens a workflow inside them, and an agent call (`c<n>`)
+is always a leaf. The other kinds are points (`POINTS`): they happen inside the scope
+whose id is their `span.id` (a tool approval names its agent call, with the call's scope
+as `span.parent`).
+
+Events are data from the sandbox, which a bypassed sandbox can forge: the `TypedDict`s say
+what the trusted emitters send, and every reader still checks each value's type. The
+kinds marked `host_only` come only from the host (an operator's answer, a provider's
+reply): the host never takes them from the sandbox.
+
+**The order.** Events are delivered as they happen, numbered by `seq` in arrival order: a
+live view and the journal need them at once. Arrival order between concurrent branches
+depends on timing, so each event also carries `order`, a key from where it happened in
+the run's tree of branches (see `Branch` in the sandbox bootstrap): `[[fork, key], …,
+[index]]`. Sorting by it gives the canonical sequence — sibling `parallel` branches by
+key, `parallelMap` items by index, `async` tasks by launch — which is the same on every
+run of the same program with the same input and answers. `canonical` gives that
+sequence, `comparable` also drops what legitimately differs between runs (timestamps,
+durations).
 """
 
 from __future__ import annotations
 
 import copy
 import re
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal, Required, TypedDict
 
+# One event as the sinks receive it (the module docstring lists its fields). Plain JSON on
+# purpose: journals, the kernel's `%events` and OpenTelemetry take it as it is.
 Event = dict[str, Any]
 
-# Events the host adds after the sandbox has gone (a dead sandbox, an invalid result) sort last.
-LAST = [[1 << 62]]
-TIMING_KEYS = ("latency_ms", "elapsed_ms", "duration_ms")
+# -- the tree -------------------------------------------------------------------------------
+SCOPES = ("workflow", "pipeline", "stage", "agent")  # outermost first
+OPENS = "started"
+CLOSES = ("completed", "failed")
+PHASES = (OPENS, *CLOSES)
+
+
+# -- the data of each kind ------------------------------------------------------------------
+class WorkflowStarted(TypedDict, total=False):
+    name: Required[str]            # the workflow, or `<cell>` for a module's top level
+    frame: Required[str]           # the frame id (= span.id); the host budgets per frame
+    parent: Required[str | None]   # the enclosing frame's id
+    limits: Required[dict[str, int]]  # as the sandbox announces them (the host budgets from the source)
+
+
+class ScopeStarted(TypedDict):     # pipeline.started, stage.started
+    name: str
+
+
+class ScopeCompleted(TypedDict):   # workflow / pipeline / stage .completed
+    name: str
+
+
+class ScopeFailed(TypedDict, total=False):  # workflow / pipeline / stage .failed
+    name: Required[str]
+    code: Required[str]            # a runtime error code (errors.py)
+    message: Required[str]
+    span: dict[str, Any] | None    # the Flow source span, when the host records the failure
+
+
+class AgentStarted(TypedDict, total=False):
+    agent: Required[str]
+    label: Required[str | None]    # the call's label (`<agent>@line:col` when the compiler gave it)
+    prompt: Required[str]
+    provider: str                  # left out when the call failed before it was prepared
+    model: str
+    tools: list[str]
+
+
+class AgentCompleted(TypedDict, total=False):
+    agent: Required[str]
+    label: Required[str | None]
+    output: Required[Any]          # the reply, valid against the agent's contract
+    attempts: list[dict[str, Any]]  # each call to the provider: attempt, repair, retry…
+    usage: dict[str, int]
+    tool_calls: list[dict[str, Any]]
+    latency_ms: int
+
+
+class AgentFailed(TypedDict, total=False):  # and the error's own details (Kind.open_data)
+    agent: Required[str | None]
+    team: str | None               # a team whose member could not be resolved
+    label: Required[str | None]
+    code: Required[str]
+    message: Required[str]
+    attempts: list[dict[str, Any]]
+    usage: dict[str, int]
+    tool_calls: list[dict[str, Any]]
+    latency_ms: int
+
+
+class VerifyEvaluated(TypedDict):
+    passed: bool
+    message: str
+    condition: str                 # the condition's source text
+
+
+class RequireFailed(TypedDict):
+    message: str
+    condition: str
+
+
+class Progress(TypedDict, total=False):  # `emit progress {done, total, message}`
+    done: float
+    total: float
+    message: str
+
+
+class ApprovalRequested(TypedDict, total=False):
+    kind: Required[Literal["approve", "ask", "tool"]]
+    question: Required[str]
+    details: Any                   # approve: the program's details; tool: {tool, arguments}
+    choice: list[str] | None       # ask: the allowed answers
+    agent: str                     # tool: the agent that wants to call…
+    tool: str                      # …this tool
+
+
+class ApprovalResolved(TypedDict, total=False):
+    kind: Required[Literal["approve", "ask", "tool"]]
+    question: Required[str]
+    answer: Any                    # yes/no (bool) or the text answered
+    by: str                        # who decided: the operator's policy, a person, "replayed"
+    error: str                     # the error code when no answer came
+    agent: str
+    tool: str
+    replayed: bool
+
+
+class Text(TypedDict):             # log, print
+    text: str
+
+
+class ArtifactPublished(TypedDict, total=False):
+    name: Required[str]            # a relative artifact path
+    text: str                      # a string artifact…
+    json: Any                      # …or any other value
+
+
+# -- the kinds --------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Kind:
+    """One event kind: the scope it opens or closes (None for a point), its data, and
+    whether only the host emits it."""
+
+    name: str                      # the event's `type`, e.g. "agent.completed"
+    data: type                     # its data's TypedDict
+    scope: str | None = None
+    phase: str | None = None       # started | completed | failed, for a scope's kinds
+    host_only: bool = False
+    open_data: bool = False        # data may carry more keys (an error's details)
+
+    @property
+    def opens(self) -> bool:
+        return self.phase == OPENS
+
+    @property
+    def closes(self) -> bool:
+        return self.phase in CLOSES
+
+
+def _scope_kinds(scope: str, started: type, failed: type, completed: type, **more: bool) -> list[Kind]:
+    return [Kind(f"{scope}.started", started, scope, "started", **more),
+            Kind(f"{scope}.completed", completed, scope, "completed", **more),
+            Kind(f"{scope}.failed", failed, scope, "failed", **more)]
+
+
+_ALL = [
+    *_scope_kinds("workflow", WorkflowStarted, ScopeFailed, ScopeCompleted),
+    *_scope_kinds("pipeline", ScopeStarted, ScopeFailed, ScopeCompleted),
+    *_scope_kinds("stage", ScopeStarted, ScopeFailed, ScopeCompleted),
+    Kind("agent.started", AgentStarted, "agent", "started", host_only=True),
+    Kind("agent.completed", AgentCompleted, "agent", "completed", host_only=True),
+    Kind("agent.failed", AgentFailed, "agent", "failed", host_only=True, open_data=True),
+    Kind("verify.evaluated", VerifyEvaluated),
+    Kind("require.failed", RequireFailed),
+    Kind("progress", Progress),
+    Kind("approval.requested", ApprovalRequested, host_only=True),
+    Kind("approval.resolved", ApprovalResolved, host_only=True),
+    Kind("log", Text),
+    Kind("print", Text),
+    Kind("artifact.published", ArtifactPublished),
+]
+KINDS: dict[str, Kind] = {kind.name: kind for kind in _ALL}
+POINTS = tuple(kind.name for kind in _ALL if kind.scope is None)
+# The families only the host emits, as prefixes: a bypassed sandbox's `agent.anything` is
+# refused as well as the kinds that exist.
+HOST_ONLY_PREFIXES = tuple(sorted({kind.name.split(".")[0] + "." for kind in _ALL if kind.host_only}))
+
+
+def kind_of(event_type: Any) -> Kind | None:
+    """The kind of an event's `type`; None for an unknown one (or a forged non-string)."""
+    return KINDS.get(event_type) if isinstance(event_type, str) else None
+
+
+def scope_of(event_type: Any) -> tuple[str, str] | None:
+    """`(scope, phase)` for a kind that opens or closes a scope, e.g. `("stage", "failed")`;
+    None for a point or an unknown type."""
+    kind = kind_of(event_type)
+    return (kind.scope, kind.phase) if kind is not None and kind.scope is not None and kind.phase else None
+
+
+def scope_name(scope: str, data: dict[str, Any]) -> Any:
+    """A scope's name as its events carry it: the agent of an agent call, else `name`."""
+    return data.get("agent") if scope == "agent" else data.get("name")
 
 
 _DEFAULT_LABEL = re.compile(r"[A-Za-z_][\w.]*@\d+:\d+")
@@ -29,6 +227,12 @@ _DEFAULT_LABEL = re.compile(r"[A-Za-z_][\w.]*@\d+:\d+")
 def is_default_label(label: Any) -> bool:
     """A label the compiler gave (`<agent or team.member>@line:col`), not worth showing."""
     return isinstance(label, str) and _DEFAULT_LABEL.fullmatch(label) is not None
+
+
+# -- the order ---------------------------------------------------------------------------------
+# Events the host adds after the sandbox has gone (a dead sandbox, an invalid result) sort last.
+LAST = [[1 << 62]]
+TIMING_KEYS = ("latency_ms", "elapsed_ms", "duration_ms")
 
 
 def sub_order(payload: dict[str, Any]) -> list[Any]:

@@ -24,21 +24,20 @@ from flow_kernel.errors import (
     ProcessError,
     WorkflowInputValidationError,
 )
-from flow_kernel.lang.check import CheckResult
+from flow_kernel.lang.check_result import CheckResult
 from flow_kernel.lang.env import DEFAULT_LIMITS
 from flow_kernel.runtime import processes
-from flow_kernel.runtime.agents import AgentPipeline, Event, FrameBudget, SandboxCall, TraceSink
+from flow_kernel.runtime.agents import AgentPipeline, FrameBudget, SandboxCall, TraceSink
 from flow_kernel.runtime.cassette import CassettePlayer, CassetteRecorder
 from flow_kernel.runtime.ceilings import Ceilings
 from flow_kernel.runtime.config import FlowConfig
-from flow_kernel.runtime.events import LAST, sub_order
+from flow_kernel.runtime.events import HOST_ONLY_PREFIXES, LAST, Event, sub_order
 from flow_kernel.runtime.operator import Operator
 from flow_kernel.runtime.provider_base import Provider
 from flow_kernel.runtime.tools import ToolRegistry
 from flow_kernel.runtime.validation import require_valid, schema_validator
 
 EventSink = Callable[[Event], None]
-HOST_ONLY_EVENTS = ("approval.", "agent.")  # what the host emits; never taken from the sandbox
 
 
 @dataclass
@@ -152,7 +151,7 @@ class HostServices:
     def on_notify(self, op: str, payload: dict[str, Any]) -> None:
         # Only the host says what an operator or a provider answered: a sandbox that announces
         # an `approval.*` or `agent.*` event (a bypassed one: the bootstrap never does) is not heard.
-        if op == "event" and not str(payload.get("type")).startswith(HOST_ONLY_EVENTS):
+        if op == "event" and not str(payload.get("type")).startswith(HOST_ONLY_PREFIXES):
             self.emit(payload)
 
     # -- requests from the sandbox -----------------------------------------------------------

@@ -37,15 +37,13 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-Event = dict[str, Any]
+from flow_kernel.runtime.events import Event, kind_of, scope_name
+
 Attributes = dict[str, str | int | float | bool]
 
 _log = logging.getLogger(__name__)
 
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
-_KINDS = ("workflow", "pipeline", "stage", "agent")
-_POINTS = frozenset({"log", "print", "progress", "verify.evaluated", "require.failed",
-                     "approval.requested", "approval.resolved", "artifact.published"})
 # data keys handled by name, or payloads: never copied generically into attributes
 _PAYLOAD_KEYS = frozenset({"prompt", "output", "json", "details", "arguments", "errors", "tool_calls"})
 _HANDLED_KEYS = frozenset({"name", "frame", "parent", "limits", "agent", "label", "attempts", "latency_ms",
@@ -115,13 +113,15 @@ class OpenTelemetrySink:
     def _handle(self, event: Event) -> None:
         if not isinstance(event, dict):
             return
-        kind, _, phase = str(event.get("type") or "").partition(".")
-        if kind in _KINDS and phase == "started":
-            self._start(event, kind)
-        elif kind in _KINDS and phase in ("completed", "failed"):
-            self._end(event, kind, phase == "failed")
-        elif event.get("type") in _POINTS:
+        kind = kind_of(event.get("type"))
+        if kind is None:
+            return
+        if kind.scope is None:
             self._point(event)
+        elif kind.opens:
+            self._start(event, kind.scope)
+        else:
+            self._end(event, kind.scope, kind.phase == "failed")
 
     def _start(self, event: Event, kind: str) -> None:
         run, span_id, parent_id = _ids(event)
@@ -339,7 +339,7 @@ def _data(event: Event) -> dict[str, Any]:
 
 
 def _name(kind: str, data: dict[str, Any]) -> str:
-    value = data.get("agent") if kind == "agent" else data.get("name")
+    value = scope_name(kind, data)
     if value is None and kind == "agent":
         value = data.get("label")
     return _text(value) or ""

@@ -8,10 +8,11 @@ from collections.abc import Callable
 from typing import Any
 
 from flow_kernel.errors import FlowError
+from flow_kernel.runtime.events import Event, scope_name, scope_of
 
 
 def describe_error(error: FlowError, source_line: Callable[[str, int], str | None],
-                   events: list[dict[str, Any]] | None = None) -> list[str]:
+                   events: list[Event] | None = None) -> list[str]:
     """Lines: `error[code]: message`, then `--> file:line:col`, the source line with a
     caret under the span, and the stage; with `events`, the failed call path and what
     was done before the failure. `source_line(file, line)` gives a line's text."""
@@ -38,19 +39,20 @@ def describe_error(error: FlowError, source_line: Callable[[str, int], str | Non
     return lines
 
 
-def failed_path(events: list[dict[str, Any]]) -> list[str]:
+def failed_path(events: list[Event]) -> list[str]:
     """The scopes from the run's top to the innermost one that failed, e.g.
     `workflow triage_all`, `stage "escalate"`, `agent writer`."""
     scopes: dict[str, tuple[str, str | None]] = {}  # span id -> (label, parent id)
     failed: list[str] = []
     for event in events:
-        kind, _, phase = str(event.get("type")).partition(".")
-        if kind not in ("workflow", "pipeline", "stage", "agent"):
+        scope = scope_of(event.get("type"))
+        if scope is None:
             continue
+        kind, phase = scope
         span = event.get("span") or {}
         span_id, data = str(span.get("id")), event.get("data") or {}
         if phase == "started":
-            name = data.get("agent") if kind == "agent" else data.get("name")
+            name = scope_name(kind, data)
             label = f'{kind} "{name}"' if kind in ("pipeline", "stage") else f"{kind} {name}"
             scopes[span_id] = (label, span.get("parent"))
         elif phase == "failed":
@@ -65,7 +67,7 @@ def failed_path(events: list[dict[str, Any]]) -> list[str]:
     return path[::-1]
 
 
-def effects(events: list[dict[str, Any]]) -> list[str]:
+def effects(events: list[Event]) -> list[str]:
     """What the run had done that stays done: agent answers, approvals given, artifacts."""
     answered = sum(1 for e in events if e.get("type") == "agent.completed")
     done = [f"{answered} agent call{'s' if answered != 1 else ''} answered"] if answered else []

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any, TextIO
 
-from flow_kernel.runtime.events import is_default_label
+from flow_kernel.runtime.events import Event, is_default_label, scope_name, scope_of
 from flow_kernel.terminal_text import terminal_safe
 
 _MARK = {"completed": "✓", "failed": "✗", "started": "▸"}
@@ -22,13 +22,13 @@ class TerminalProgress:
         self.marks = _MARK if unicode else _PLAIN
         self.depth: dict[str, int] = {}
 
-    def __call__(self, event: dict[str, Any]) -> None:
+    def __call__(self, event: Event) -> None:
         line = self.line(event)
         if line is not None:
             self.stream.write(line + "\n")
             self.stream.flush()
 
-    def line(self, event: dict[str, Any]) -> str | None:
+    def line(self, event: Event) -> str | None:
         kind: str = event.get("type", "")
         # Event data is model replies, tool results and program text: shown, never obeyed by
         # the terminal (the colours below are the only escapes this view writes).
@@ -36,9 +36,9 @@ class TerminalProgress:
         if not isinstance(data, dict):
             return None
         span = event.get("span") or {}
-        head, _, phase = kind.partition(".")
-        if head in ("workflow", "pipeline", "stage", "agent") and phase in self.marks:
-            return self._scoped(head, phase, data, span)
+        scope = scope_of(kind)
+        if scope is not None:
+            return self._scoped(*scope, data, span)
         indent = "  " * (self.depth.get(str(span.get("id")), 0) + 1)
         if kind == "progress":
             done, total = data.get("done"), data.get("total")
@@ -67,7 +67,7 @@ class TerminalProgress:
         if phase == "started":
             self.depth[span_id] = self.depth.get(str(parent), -1) + 1 if parent is not None else 0
         depth = self.depth.get(span_id, 0)
-        name = data.get("agent") if head == "agent" else data.get("name")
+        name = scope_name(head, data)
         title = f"{head} {name}" if head != "stage" else f'stage "{name}"'
         if head == "agent" and data.get("label") and not is_default_label(data["label"]):
             title += f" [{data['label']}]"

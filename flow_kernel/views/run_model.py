@@ -13,13 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from flow_kernel.runtime.events import is_default_label
-
-Event = dict[str, Any]
-
-SCOPES = ("workflow", "pipeline", "stage", "agent")
-POINTS = ("log", "print", "verify.evaluated", "require.failed", "progress", "approval.requested",
-          "approval.resolved", "artifact.published")
+from flow_kernel.runtime.events import POINTS, Event, is_default_label, scope_name, scope_of
 
 
 @dataclass
@@ -104,11 +98,11 @@ class RunModel:
         data: dict[str, Any] = event.get("data") if isinstance(event.get("data"), dict) else {}  # type: ignore[assignment]
         span = event.get("span") if isinstance(event.get("span"), dict) else {}
         assert isinstance(span, dict)
-        head, _, phase = kind.partition(".")
+        scope = scope_of(kind)
         if self.run_id is None:
             self.run_id = event.get("run")
-        if head in SCOPES and phase in ("started", "completed", "failed"):
-            self._scope(head, phase, data, span, event.get("ts"))
+        if scope is not None:
+            self._scope(*scope, data, span, event.get("ts"))
         elif kind in POINTS:
             self._point(kind, data, span)
 
@@ -117,7 +111,7 @@ class RunModel:
         parent = span.get("parent")
         node = self.nodes.get(node_id)
         if node is None:
-            name = str(data.get("agent") if head == "agent" else data.get("name"))
+            name = str(scope_name(head, data))
             node = Node(head, node_id, parent, name, started=ts if isinstance(ts, str) else None)
             self.nodes[node_id] = node
             container = self.nodes.get(str(parent)) if parent is not None else None

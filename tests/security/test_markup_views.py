@@ -20,10 +20,11 @@ from typing import Any
 
 import pytest
 
+from flow_kernel.runtime.events import POINTS, SCOPES
 from flow_kernel.views import prompts as prompts_module
 from flow_kernel.views import run_html
 from flow_kernel.views.run_html import STYLE, render_html
-from flow_kernel.views.run_model import POINTS, SCOPES, RunModel
+from flow_kernel.views.run_model import RunModel
 from tests.security.markup_check import live_markup, view_policy
 
 POLICY = view_policy(STYLE)
