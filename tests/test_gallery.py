@@ -188,14 +188,14 @@ def test_every_statement_and_expression_form_is_in_a_cell() -> None:
 
 
 def test_every_provider_and_operator_policy_is_in_a_cell() -> None:
-    from flow_kernel.runtime.agents import PROVIDER_FACTORIES
     from flow_kernel.runtime.operator import POLICIES
+    from flow_kernel.runtime.provider_table import PROVIDERS
 
     sources = ["".join(cell["source"]) for path in NOTEBOOKS for cell in _load(path)["cells"]
                if cell["cell_type"] == "code"]
     text = "\n".join(sources)
     providers = {"scripted": 'model: "scripted"', "mock": 'model: "mock"', "replay": "%replay "}
-    providers |= {name: f'model: "{name}/' for name in PROVIDER_FACTORIES}
+    providers |= {name: f'model: "{name}/' for name in PROVIDERS}
     missing = [name for name, needle in providers.items() if needle not in text]
     policies = [*POLICIES, "answers:"]
     missing += [f"operator {p}" for p in policies

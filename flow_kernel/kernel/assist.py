@@ -30,6 +30,7 @@ from flow_kernel.lang.session import SessionScope
 from flow_kernel.lang.tokens import RESERVED, Kind, Token
 from flow_kernel.markup import markdown_html
 from flow_kernel.source import SourceFile
+from flow_kernel.runtime.provider_table import model_names
 
 JSON = dict[str, Any]
 
@@ -49,7 +50,7 @@ PRIM_TYPES = ("string", "number", "int", "bool", "null", "any", "duration")
 # `%explain` diagnostic codes.
 MAGIC_ARGUMENTS: dict[str, tuple[str, ...]] = {
     "operator": ("interactive", "auto-approve", "auto-deny", "answers:", "none"),
-    "provider": ("mock", "scripted", "openai/", "anthropic/"),
+    "provider": model_names(),
     "record": ("off",),
     "replay": ("off",),
     "allow": ("run",),

@@ -33,6 +33,7 @@ from flow_kernel.lang import types as T
 from flow_kernel.lang.session import SessionBinding
 from flow_kernel.markup import escape
 from flow_kernel.runtime.processes import parse_entry
+from flow_kernel.runtime.provider_table import is_model, model_forms
 from flow_kernel.runtime.session import Session
 from flow_kernel.runtime.trust import (
     Capability,
@@ -188,14 +189,15 @@ def _words(args: str, name: str) -> list[str]:
 
 
 # -- configuration ---------------------------------------------------------------------------
-@magic("provider", "%provider [mock | scripted | openai/MODEL | anthropic/MODEL]",
+@magic("provider", f"%provider [{' | '.join(model_forms())}]",
        'what `model: "default"` means in this session; no argument shows it')
 def _provider(session: Session, args: str, plan: CellPlan) -> None:
     if not args:
         plan.outputs.append(text_output(f"default model: {session.config.default_model or '(not set)'}"))
         return
-    if args not in ("mock", "scripted") and ("/" not in args or args.split("/", 1)[0] not in ("openai", "anthropic")):
-        raise MagicError(f"%provider: {args!r} is not a model: use mock, scripted, openai/MODEL or anthropic/MODEL")
+    if not is_model(args):  # the provider table (runtime/provider_table.py)
+        *others, last = model_forms()
+        raise MagicError(f"%provider: {args!r} is not a model: use {', '.join(others)} or {last}")
     session.config = dataclasses.replace(session.config, default_model=args)
     plan.outputs.append(text_output(f"default model: {args}"))
 

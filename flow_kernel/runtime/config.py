@@ -33,24 +33,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from flow_kernel.runtime.processes import entries_from_config
+from flow_kernel.runtime.provider_table import (
+    KEY_WORDS,
+    LOCAL_PROVIDERS,
+    PROVIDERS,
+    ProviderSettings,
+)
 
 if TYPE_CHECKING:
     from flow_kernel.runtime.trust import Trust
 
-PROVIDER_NAMES = ("openai", "anthropic")
-DEFAULT_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
-DEFAULT_URL_ENV = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL"}
 
 
 class ConfigError(ValueError):
     """A configuration file that cannot be used; the message names the file and the key."""
-
-
-@dataclass(frozen=True)
-class ProviderSettings:
-    base_url: str | None = None
-    api_key_env: str | None = None
-    max_tokens: int | None = None
 
 
 @dataclass(frozen=True)
@@ -116,7 +112,7 @@ def parse_config(table: dict[str, Any], path: Path | None = None) -> FlowConfig:
         if key not in known:
             raise ConfigError(f"{where}: unknown key `{key}` (known: {', '.join(sorted(known))})")
     default_model = _opt_str(table, "default_model", where)
-    if default_model is not None and "/" not in default_model and default_model not in ("mock", "scripted"):
+    if default_model is not None and "/" not in default_model and default_model not in LOCAL_PROVIDERS:
         raise ConfigError(f"{where}: `default_model` must be \"provider/model\", \"mock\" or \"scripted\", "
                           f"not {default_model!r}")
     try:  # names, or names with pinned argument patterns (runtime/processes.py)
@@ -128,8 +124,8 @@ def parse_config(table: dict[str, Any], path: Path | None = None) -> FlowConfig:
     if not isinstance(raw_providers, dict):
         raise ConfigError(f"{where}: `providers` must be a table")
     for name, raw in raw_providers.items():
-        if name not in PROVIDER_NAMES:
-            raise ConfigError(f"{where}: unknown provider `{name}` (known: {', '.join(PROVIDER_NAMES)})")
+        if name not in PROVIDERS:  # the provider table (runtime/provider_table.py)
+            raise ConfigError(f"{where}: unknown provider `{name}` (known: {', '.join(PROVIDERS)})")
         if not isinstance(raw, dict):
             raise ConfigError(f"{where}: `providers.{name}` must be a table")
         providers[name] = _provider(name, raw, where)
@@ -137,16 +133,20 @@ def parse_config(table: dict[str, Any], path: Path | None = None) -> FlowConfig:
 
 
 def _provider(name: str, raw: dict[str, Any], where: str) -> ProviderSettings:
+    entry = PROVIDERS[name]
     for key in raw:
-        if key in ("api_key", "key", "token", "secret"):
+        if key in KEY_WORDS:
             raise ConfigError(f"{where}: `providers.{name}.{key}`: keys are not read from files; put the key in "
-                              f"an environment variable and name it with `api_key_env` (default {DEFAULT_KEY_ENV[name]})")
-        if key not in ("base_url", "api_key_env", "max_tokens"):
-            raise ConfigError(f"{where}: unknown key `providers.{name}.{key}` (known: base_url, api_key_env, max_tokens)")
-    max_tokens = raw.get("max_tokens")
-    if max_tokens is not None and (not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1):
-        raise ConfigError(f"{where}: `providers.{name}.max_tokens` must be a positive integer")
-    return ProviderSettings(_opt_str(raw, "base_url", where), _opt_str(raw, "api_key_env", where), max_tokens)
+                              f"an environment variable and name it with `api_key_env` (default {entry.key_env})")
+        if key not in entry.config_keys:
+            raise ConfigError(f"{where}: unknown key `providers.{name}.{key}` (known: {', '.join(entry.config_keys)})")
+    options: dict[str, Any] = {}
+    for key, option in entry.options.items():
+        if raw.get(key) is not None:
+            if not option.valid(raw[key]):
+                raise ConfigError(f"{where}: `providers.{name}.{key}` must be {option.expected}")
+            options[key] = raw[key]
+    return ProviderSettings(_opt_str(raw, "base_url", where), _opt_str(raw, "api_key_env", where), options)
 
 
 def _opt_str(table: dict[str, Any], key: str, where: str) -> str | None:

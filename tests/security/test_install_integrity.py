@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from flow_kernel.errors import FlowIsolateError
-from flow_kernel.runtime.executors import doctor_report
+from flow_kernel.runtime.doctor import doctor_report
 from flow_kernel.sandbox import install
 from flow_kernel.sandbox.install import SandboxInstallError
 from flow_kernel.sandbox.node import find_node
