@@ -1,7 +1,8 @@
-"""`flow run` and `flow doctor` (runtime.md §8).
+"""`flow run` (runtime.md §8).
 
-`flow run FILE [WORKFLOW]`: exit 0 success, 1 runtime error, 2 compile errors or a
-usage error. Human output: `print` on stdout, live progress on stderr when it is a
+`flow run FILE [WORKFLOW]`: the CLI's front end over `Session` (runtime/session.py: the
+one path a cell or a file takes), which runs the checked file. Exit 0 success, 1 runtime
+error, 2 compile errors or a usage error. Human output: `print` on stdout, live progress on stderr when it is a
 terminal, the result on stdout. `--format json`: one object on stdout, `print` on
 stderr.
 
@@ -18,20 +19,19 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
-from flow_kernel.cli import (
+from flow_kernel.cli.common import (
     EXIT_FAILED,
     EXIT_OK,
     EXIT_USAGE,
     UsageError,
-    _error,
-    _load,
-    _wants_color,
     display_name,
+    load_file,
+    print_error,
+    wants_color,
 )
 from flow_kernel.terminal_text import json_for_terminal, terminal_safe
 
@@ -40,7 +40,7 @@ EXIT_COMPILE = 2
 # results, error messages and JSON carry model and program text, never terminal commands.
 
 
-def add_commands(commands: Any) -> None:
+def add_command(commands: Any) -> None:
     run = commands.add_parser(
         "run", help="compile and run a Flow file in the sandbox",
         description="Run FILE's top-level statements, or WORKFLOW with --input. Exit 0 on success, "
@@ -62,10 +62,6 @@ def add_commands(commands: Any) -> None:
     run.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                      help="live progress on stderr (default: when stderr is a terminal)")
     run.set_defaults(handler=cmd_run)
-
-    doctor = commands.add_parser("doctor", help="report Node.js, Pyodide, the sandbox's walls and providers",
-                                 description="Report what the sandbox will use on this machine.")
-    doctor.set_defaults(handler=cmd_doctor)
 
 
 def _parse_input(text: str | None) -> dict[str, Any]:
@@ -91,6 +87,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from flow_kernel.lang.compiler import compile_checked
     from flow_kernel.runtime.config import ConfigError, config_folder, find_config, load_config
     from flow_kernel.runtime.operator import Operator
+    from flow_kernel.runtime.session import Session
+    from flow_kernel.runtime.trust import CapabilityDenied
 
     try:
         from flow_kernel.runtime.ceilings import Ceilings
@@ -99,11 +97,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         RunPolicy(args.allow_run)  # a malformed entry is a usage error, before anything runs
         Ceilings.from_env()  # so is a bad FLOW_MAX_* value
         trust = _trust(args)
-        result = _load(FileSystemLoader(guard=trust.use_guard()), args.file)
+        result = load_file(FileSystemLoader(guard=trust.use_guard()), args.file)
         data = _parse_input(args.input)
         config = load_config(args.config) if args.config else find_config(config_folder(args.file), trust=trust)
         if config.ignored is not None:
-            _error(f"warning: {config.ignored_warning()}", command="run")
+            print_error(f"warning: {config.ignored_warning()}", command="run")
         policy = args.operator or config.operator
         operator = Operator.parse(policy) if policy else Operator.default()
         if args.replay and args.record:
@@ -117,34 +115,39 @@ def cmd_run(args: argparse.Namespace) -> int:
 
             check_recordable(args.record)  # a link there, or a file that is not a cassette: refused, untouched
     except (UsageError, ValueError, ConfigError) as exc:  # CapabilityDenied is not reached: flags grant
-        _error(str(exc), command="run")
+        print_error(str(exc), command="run")
         return EXIT_USAGE
     if not result.ok:
-        text = render_text(result.diagnostics, color=_wants_color(sys.stderr), display_name=display_name)
+        text = render_text(result.diagnostics, color=wants_color(sys.stderr), display_name=display_name)
         sys.stderr.write(text + "\n")
         return EXIT_COMPILE
     warnings = [d for d in result.diagnostics if not d.is_error]
     if warnings and args.format == "text":
-        sys.stderr.write(render_text(warnings, color=_wants_color(sys.stderr), display_name=display_name) + "\n")
+        sys.stderr.write(render_text(warnings, color=wants_color(sys.stderr), display_name=display_name) + "\n")
     if args.workflow is not None:
         entry = result.decls.get(args.workflow)
         if entry is None or entry.kind != "workflow":
             known = sorted(n for n, e in result.decls.items() if e.kind == "workflow")
-            _error(f"`{args.workflow}` is not a workflow in {args.file}" + (f"; it has {', '.join(known)}" if known else ""),
-                   command="run")
+            print_error(f"`{args.workflow}` is not a workflow in {args.file}"
+                        + (f"; it has {', '.join(known)}" if known else ""), command="run")
             return EXIT_USAGE
-    compiled = compile_checked(result)
     json_mode = args.format == "json"
     live = args.progress if args.progress is not None else (sys.stderr.isatty() and not json_mode)
     sinks: list[Any] = [_PrintSink(json_mode)]
     if live:
         from flow_kernel.runtime.terminal import TerminalProgress
 
-        sinks.append(TerminalProgress(sys.stderr, color=_wants_color(sys.stderr)))
-    allow_run = frozenset(args.allow_run) | set(config.allow_run) | trust.executables()
-    outcome = asyncio.run(_run(compiled, args, data, operator, sinks, config, allow_run))
+        sinks.append(TerminalProgress(sys.stderr, color=wants_color(sys.stderr)))
+    try:
+        session = Session(directory=Path.cwd(), config=config, operator=operator, allow_run=args.allow_run,
+                          sinks=sinks, record=args.record, replay=args.replay, trust=trust, spare_sandbox=False)
+    except (ValueError, CapabilityDenied) as exc:  # not expected: the checks above ran, the flags granted
+        print_error(str(exc), command="run")
+        return EXIT_USAGE
+    outcome = asyncio.run(_run(session, compile_checked(result), args.workflow, data))
     if outcome.error is not None and outcome.error.span:
-        outcome.error.span = {**outcome.error.span, "file": display_name(str(outcome.error.span["file"]))}
+        file = str(outcome.error.span["file"])
+        outcome.show_file_as(file, display_name(file))
     if json_mode:
         sys.stdout.write(json_for_terminal(json.dumps(outcome.to_json(), ensure_ascii=False)) + "\n")
     elif outcome.error is None:
@@ -153,7 +156,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
             sys.stdout.write(terminal_safe(render_value(outcome.result)) + "\n")
     else:
-        sys.stderr.write(terminal_safe(_describe_error(outcome.error, outcome.events)) + "\n")
+        from flow_kernel.runtime.report import describe_error
+
+        described = describe_error(outcome.error, outcome.source_line, outcome.events)
+        sys.stderr.write(terminal_safe("\n".join(described)) + "\n")
     return EXIT_OK if outcome.error is None else EXIT_FAILED
 
 
@@ -173,20 +179,9 @@ def _trust(args: argparse.Namespace) -> Any:
     return Trust(config_folder(args.file), grants=grants, document=Path(args.file), asker="This file")
 
 
-async def _run(compiled: Any, args: argparse.Namespace, data: dict[str, Any], operator: Any, sinks: list[Any],
-               config: Any, allow_run: frozenset[str]) -> Any:
-    from flow_kernel.runtime.executors import SandboxExecutor
-    from flow_kernel.runtime.run import run_compiled
-    from flow_kernel.sandbox.pool import SandboxPool
-
-    executor = SandboxExecutor(SandboxPool(warm=0))  # one run: no spare to keep warm
-    try:
-        return await run_compiled(compiled, executor, workflow=args.workflow, input=data if args.workflow else None,
-                                  operator=operator, allow_run=allow_run,
-                                  sinks=sinks, journal_dir=Path(".flow") / "runs", record=args.record,
-                                  replay=args.replay, config=config)
-    finally:
-        await executor.pool.close()
+async def _run(session: Any, compiled: Any, workflow: str | None, data: dict[str, Any]) -> Any:
+    async with session:  # one run: its sandbox stops with it
+        return await session.run_async(compiled, workflow=workflow, input=data if workflow else None)
 
 
 class _PrintSink:
@@ -202,29 +197,4 @@ class _PrintSink:
             stream.flush()
 
 
-def _describe_error(error: Any, events: list[dict[str, Any]]) -> str:
-    from flow_kernel.runtime.report import describe_error
-
-    def source_line(file: str, line: int) -> str | None:
-        try:
-            return Path(file).read_text(encoding="utf-8").splitlines()[line - 1]
-        except (OSError, IndexError, ValueError):
-            return None
-
-    return "\n".join(describe_error(error, source_line, events))
-
-
-def cmd_doctor(args: argparse.Namespace) -> int:
-    from flow_kernel.runtime.executors import doctor_report
-
-    report = doctor_report()
-    width = max(len(k) for k, _, _ in report)
-    bad = False
-    for name, ok, detail in report:
-        mark = "ok " if ok else ("-- " if ok is None else "!! ")
-        bad = bad or ok is False
-        sys.stdout.write(terminal_safe(f"{mark}{name.ljust(width)}  {detail}") + "\n")
-    return EXIT_FAILED if bad else EXIT_OK
-
-
-__all__ = ["add_commands", "os"]
+__all__ = ["add_command", "cmd_run"]

@@ -15,11 +15,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from flow_kernel.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, _error
+from flow_kernel.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, print_error
 from flow_kernel.terminal_text import terminal_safe  # folder and notebook names may hold anything
 
 
-def add_commands(commands: Any) -> None:
+def add_command(commands: Any) -> None:
     trust = commands.add_parser(
         "trust", help="trust a folder: its flow.toml and content get what they ask for",
         description="Trust DIR (default: the working directory): the flow.toml or [tool.flow] that applies "
@@ -47,7 +47,7 @@ def cmd_trust(args: argparse.Namespace) -> int:
             return _revoke(store, Path(args.revoke))
         return _trust(store, Path(args.folder or "."))
     except ValueError as exc:
-        _error(str(exc), command="trust")
+        print_error(str(exc), command="trust")
         return EXIT_USAGE
 
 
@@ -105,11 +105,11 @@ def _revoke(store: Any, path: Path) -> int:
     revoked = store.revoke(path)
     forgot = store.forget(path)
     if not revoked and not forgot:
-        _error(f"{path.resolve()} was not trusted", command="trust")
+        print_error(f"{path.resolve()} was not trusted", command="trust")
         return EXIT_FAILED
     what = "trust in" if revoked else "the remembered grants of"
     sys.stdout.write(terminal_safe(f"revoked {what} {path.resolve()}") + "\n")
     return EXIT_OK
 
 
-__all__ = ["add_commands"]
+__all__ = ["add_command", "cmd_trust"]

@@ -48,17 +48,50 @@ class RunOutcome:
     journal: Path | None = None
     traces: list[dict[str, Any]] = field(default_factory=list)
     output_bytes: int = 0  # bytes of its events' data (what the output ceiling counts)
+    compiled: Compiled | None = None  # the program that ran
+    # file name -> text of every source the run's spans can point into: the program, the
+    # files it `use`s and (from a Session) the earlier cells whose declarations it calls
+    sources: dict[str, str] = field(default_factory=dict, repr=False)
 
     @property
     def ok(self) -> bool:
         return self.error is None
 
+    def error_json(self) -> dict[str, Any] | None:
+        """The failure as data — `{code, message, span, stage, details}` — for JSON output
+        and the run view; None when the run succeeded."""
+        e = self.error
+        if e is None:
+            return None
+        return {"code": e.code, "message": e.message, "stage": e.stage, "span": e.span, "details": e.details}
+
+    def source_line(self, file: str | None = None, line: int | None = None) -> str | None:
+        """The text of Flow line `line` of `file` (default: where the error is), from the
+        sources the run kept; None when that file or line is not known."""
+        span = self.error.span if self.error is not None else None
+        if file is None or line is None:
+            if not span:
+                return None
+            file, line = str(span.get("file")), int(span.get("line") or 0)
+        text = self.sources.get(file)
+        if text is None:
+            return None
+        lines = text.split("\n")
+        return lines[line - 1].removesuffix("\r") if 0 < line <= len(lines) else None
+
+    def show_file_as(self, file: str, shown: str) -> None:
+        """Name `file` as `shown` in the error's span (the CLI shows paths as typed); its
+        lines stay readable under the new name."""
+        span = self.error.span if self.error is not None else None
+        if span and span.get("file") == file and self.error is not None:
+            self.error.span = {**span, "file": shown}
+        if file in self.sources:
+            self.sources[shown] = self.sources[file]
+
     def to_json(self) -> dict[str, Any]:
         if self.error is None:
             return {"ok": True, "result": self.result, "run": self.run_id}
-        e = self.error
-        return {"ok": False, "run": self.run_id,
-                "error": {"code": e.code, "message": e.message, "stage": e.stage, "span": e.span, "details": e.details}}
+        return {"ok": False, "run": self.run_id, "error": self.error_json()}
 
 
 def new_run_id() -> str:
@@ -74,7 +107,7 @@ async def run_compiled(compiled: Compiled, executor: Executor, *, workflow: str 
                        tools: ToolRegistry | None = None, trace_sinks: list[TraceSink] | None = None,
                        debug: bool = False, providers: dict[str, Provider] | None = None,
                        occurrences: dict[tuple[str, str], int] | None = None,
-                       ceilings: Ceilings | None = None) -> RunOutcome:
+                       ceilings: Ceilings | None = None, sources: dict[str, str] | None = None) -> RunOutcome:
     """Run a compiled module: its top level, or `workflow` with `input`. Never raises a FlowError:
     failures are in the outcome, with the events up to the failure (and, with `journal_dir`,
     in `<journal_dir>/<run>.jsonl` as they happen).
@@ -84,14 +117,17 @@ async def run_compiled(compiled: Compiled, executor: Executor, *, workflow: str 
     raw output when `debug`); `providers` replaces providers by name (tests, embedding).
     A session passes one cassette object and one `occurrences` count for all its runs, so
     that the calls of a notebook's cells have distinct cassette keys. `ceilings` (default:
-    `Ceilings.from_env()`) bound every limit the program asks for and its output."""
+    `Ceilings.from_env()`) bound every limit the program asks for and its output. `sources`
+    (file name -> text) are more sources the run's spans can point into, besides the
+    program's own and the files it `use`s (a session's earlier cells)."""
     if compiled.python is None:
         raise ValueError("the module has compile errors; nothing runs")
     run_id = run_id or new_run_id()
+    known = {**(sources or {}), **{f.name: f.text for f in (*compiled.check.used_files, compiled.check.source)}}
     try:
         journal = Journal(journal_dir, run_id) if journal_dir is not None else None
     except OSError as exc:  # LinkRefused included: a planted link is never written through
-        return RunOutcome(run_id, error=_journal_refused(exc, journal_dir))
+        return RunOutcome(run_id, error=_journal_refused(exc, journal_dir), compiled=compiled, sources=known)
     all_sinks: list[EventSink] = ([journal] if journal is not None else []) + list(sinks or [])
     host = HostServices(compiled.check, run_id, operator or Operator("none"), allow_run, all_sinks,
                         recorder=record if isinstance(record, CassetteRecorder | None) else CassetteRecorder(record),
@@ -101,7 +137,7 @@ async def run_compiled(compiled: Compiled, executor: Executor, *, workflow: str 
                         occurrences=occurrences if occurrences is not None else {},
                         ceilings=ceilings if ceilings is not None else Ceilings.from_env())
     outcome = RunOutcome(run_id, events=host.events, journal=journal.path if journal is not None else None,
-                         traces=host.traces)
+                         traces=host.traces, compiled=compiled, sources=known)
     try:
         with older_objects_frozen():
             return await _run(compiled, executor, host, outcome, workflow, input, session_values)

@@ -23,9 +23,10 @@ from pathlib import Path
 from typing import Any, overload
 
 from flow_kernel.diagnostics import Diagnostic
-from flow_kernel.lang.check import CheckResult, check
+from flow_kernel.lang.check import check
+from flow_kernel.lang.check_result import CheckResult
 from flow_kernel.lang.compiler import Compiled, compile_checked
-from flow_kernel.lang.session import SessionBinding, SessionScope
+from flow_kernel.lang.session_scope import SessionBinding, SessionScope
 from flow_kernel.runtime.agents import TraceSink
 from flow_kernel.runtime.cassette import CassettePlayer, CassetteRecorder
 from flow_kernel.runtime.ceilings import Ceilings
@@ -65,11 +66,12 @@ class Session:
                  record: str | Path | None = None, replay: str | Path | None = None,
                  journal_dir: str | Path | None = ".flow/runs", sandbox: bool = True, debug: bool = False,
                  providers: dict[str, Provider] | None = None, tool_policy: Iterable[str] | None = None,
-                 ceilings: Ceilings | None = None,
+                 ceilings: Ceilings | None = None, spare_sandbox: bool = True,
                  allow: Iterable[Capability | str] = (), trust: Trust | None = None) -> None:
         """`directory` is where `use` paths, `flow.toml` and the journal are found (default:
         the working directory). `sandbox=False` runs in this interpreter, for benchmarks and
         tests only: it is not a security boundary. `journal_dir=None` keeps no journal.
+        `spare_sandbox=False` keeps no second sandbox warm (one run, as `flow run` makes).
 
         The arguments are the person's grants (runtime/trust.py): `allow_run`, an `operator`
         that answers for the person, `config=PATH`, `record`/`replay` paths, and `allow`
@@ -108,12 +110,14 @@ class Session:
         self.debug = debug
         self.journal_dir = (self.directory / journal_dir) if journal_dir is not None else None
         self.sandbox = sandbox
+        self.spare_sandbox = spare_sandbox
         # The person's maximums for every run's limits, output and sandboxes: set here or in
         # FLOW_MAX_* variables, never by a notebook, a program or a flow.toml (runtime/ceilings.py).
         self.ceilings = ceilings if ceilings is not None else Ceilings.from_env()
         self.scope = SessionScope()
         self.values: dict[str, Any] = {}  # top-level bindings as JSON, by name
         self.history: list[RunOutcome] = []  # the last HISTORY runs, newest last
+        self.sources: dict[str, str] = {}  # cell name -> text, of the cells that ran (error excerpts)
         self.cells = 0
         self._executor: Executor | None = None
         self._recorder: CassetteRecorder | None = None
@@ -205,16 +209,19 @@ class Session:
         cell declared, with `input`). Raises `CompileError` when the cell has errors; a
         runtime failure is in the outcome. Declarations and the bindings the cell made —
         up to a failure — are kept for the next cell. `source` may be what `compile` gave
-        (compiled against the session as it is now)."""
+        (compiled against the session as it is now): a front end that compiled the cell to
+        show its diagnostics runs that, and the cell is checked once."""
         compiled = source if isinstance(source, Compiled) else self.compile(source, name)
         if compiled.python is None:
             raise CompileError(compiled.check.diagnostics)
+        cell = compiled.check.source
+        self.sources[cell.name] = cell.text  # a later cell may call what this one declares
         outcome = await run_compiled(
             compiled, self._get_executor(), workflow=workflow, input=input, session_values=dict(self.values),
             operator=self.operator, allow_run=frozenset(self.allow_run), sinks=self.sinks + list(sinks), run_id=run_id,
             journal_dir=self.journal_dir, record=self._recorder, replay=self._player, config=self.config,
             tools=self.tools, trace_sinks=self.trace_sinks, debug=self.debug, providers=self.providers,
-            occurrences=self._occurrences, ceilings=self.ceilings)
+            occurrences=self._occurrences, ceilings=self.ceilings, sources=self.sources)
         self._commit(compiled.check, outcome)
         self.history.append(outcome)
         del self.history[:-HISTORY]  # a long-lived kernel keeps the recent runs; the journals keep all
@@ -269,7 +276,8 @@ class Session:
             if self.sandbox:
                 from flow_kernel.runtime.executors import SandboxExecutor
 
-                self._executor = SandboxExecutor(max_processes=self.ceilings.sandboxes)
+                self._executor = SandboxExecutor(max_processes=self.ceilings.sandboxes,
+                                                 warm=1 if self.spare_sandbox else 0)
             else:
                 from flow_kernel.sandbox.inprocess import InProcessExecutor
 

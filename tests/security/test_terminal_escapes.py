@@ -109,10 +109,12 @@ def test_the_one_function() -> None:
 
 def test_the_reopened_door_reaches_the_terminal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The same run in-process with the safe-text function undone: the raw escapes get out."""
-    from flow_kernel import cli, cli_run
+    from flow_kernel import cli
+    from flow_kernel.cli import common
+    from flow_kernel.cli import run as cli_run
     from flow_kernel.runtime import terminal
 
-    for module in (terminal_text, cli, cli_run, terminal):
+    for module in (terminal_text, cli, common, cli_run, terminal):
         if hasattr(module, "terminal_safe"):
             monkeypatch.setattr(module, "terminal_safe", lambda text: text)
     (tmp_path / "prog.flow").write_text(PROGRAM, encoding="utf-8")

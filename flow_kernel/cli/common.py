@@ -1,0 +1,92 @@
+"""What every `flow` command shares: exit codes, `UsageError`, the error printer, colour,
+file names as the user would write them, and the loader that checks a file named on the
+command line (with the person's grants for what it `use`s).
+
+Exit codes: 0 success (warnings and infos allowed), 1 the source has errors, a run failed,
+or the thing asked for does not exist, 2 a usage error (bad arguments, a missing or
+unreadable file; for `flow run`, compile errors too). Problems with the user's input are
+messages, never tracebacks. Everything written to the terminal goes through terminal_text:
+names and messages hold anything, never terminal commands.
+
+The language is imported inside the functions, so `flow explain` works without it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, TextIO
+
+from flow_kernel.terminal_text import terminal_safe
+
+if TYPE_CHECKING:
+    from flow_kernel.files import FileSystemLoader
+    from flow_kernel.lang import CheckResult
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+
+class UsageError(Exception):
+    """Bad input to the CLI itself: printed as `flow: error: …`, exit 2."""
+
+
+def print_error(message: str, *, command: str | None = None) -> None:
+    """`flow COMMAND: error: MESSAGE` on stderr."""
+    prog = f"flow {command}" if command else "flow"
+    print(terminal_safe(f"{prog}: error: {message}"), file=sys.stderr)
+
+
+def wants_color(stream: TextIO) -> bool:
+    if "NO_COLOR" in os.environ:
+        return False
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty())
+
+
+def display_name(name: str) -> str:
+    """A file name as the user would write it: relative to the working directory when
+    the file is under it, absolute otherwise."""
+    if not os.path.isabs(name):
+        return name
+    try:
+        relative = os.path.relpath(name)
+    except ValueError:  # another drive on Windows
+        return name
+    return name if relative.startswith(os.pardir) else relative
+
+
+def load_file(loader: FileSystemLoader, path: str) -> CheckResult:
+    """Check one file named on the command line; `UsageError` if it cannot be read."""
+    from flow_kernel.files import SourceReadError
+    from flow_kernel.lang import check
+
+    if os.path.isdir(path):
+        raise UsageError(f"{path}: is a directory, not a Flow file")
+    try:
+        source = loader(path, None)
+        if source is None:
+            raise UsageError(f"{path}: no such file")
+        return check(source, loader=loader)
+    except SourceReadError as e:  # the file itself, or a file it `use`s
+        raise UsageError(f"{display_name(e.path)}: {e.reason}") from None
+
+
+def guarded_loader(path: str, allow_paths: Sequence[str] = ()) -> FileSystemLoader:
+    """A loader for FILE's `use`s: files outside FILE's folder need a grant (runtime/trust.py:
+    `--allow-path`, `FLOW_ALLOW`, `flow trust`), else F2011 says how to grant them."""
+    from pathlib import Path
+
+    from flow_kernel.files import FileSystemLoader
+    from flow_kernel.runtime.config import config_folder
+    from flow_kernel.runtime.trust import Capability, Trust
+
+    grants = [Capability.of("path", raw, Path.cwd()) for raw in allow_paths]
+    trust = Trust(config_folder(path), grants=grants, asker="This file")
+    return FileSystemLoader(guard=trust.use_guard())
+
+
+__all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "UsageError", "display_name", "guarded_loader", "load_file",
+           "print_error", "wants_color"]
