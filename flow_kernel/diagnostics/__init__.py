@@ -6,9 +6,10 @@ generated docs page live in `flow_kernel.diagnostics.explain`.
 
 from __future__ import annotations
 
+from flow_kernel.diagnostics.html import diagnostics_bundle, render_html
 from flow_kernel.diagnostics.model import Diagnostic, Related, Severity
 from flow_kernel.diagnostics.registry import FAMILIES, REGISTRY, CodeInfo, Reporter, lookup
-from flow_kernel.diagnostics.render import render_html, render_json, render_text
+from flow_kernel.diagnostics.render import render_json, render_text
 
 __all__ = [
     "FAMILIES",
@@ -18,6 +19,7 @@ __all__ = [
     "Related",
     "Reporter",
     "Severity",
+    "diagnostics_bundle",
     "lookup",
     "render_html",
     "render_json",

@@ -1,4 +1,4 @@
-"""Renderers: the same diagnostics as compiler-shaped text, as JSON, or as HTML.
+"""Renderers: the same diagnostics as compiler-shaped text or as JSON (HTML: html.py).
 
 The model (`model.py`) says what is wrong; this module only decides how it looks.
 Text looks like this (diagnostics.md):
@@ -26,7 +26,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from flow_kernel.diagnostics.model import Diagnostic, Severity
-from flow_kernel.markup import escape
 from flow_kernel.source import Span
 from flow_kernel.terminal_text import terminal_safe, visible_char
 
@@ -191,55 +190,3 @@ def render_json(
 ) -> dict[str, Any]:
     """`{"diagnostics": [...]}`, ready for `json.dumps` (what `--format json` prints)."""
     return {"diagnostics": [diagnostic_json(d, display_name=display_name) for d in diagnostics]}
-
-
-# --- HTML -------------------------------------------------------------------------
-
-
-def render_html(
-    diagnostics: Sequence[Diagnostic], *, display_name: DisplayName | None = None
-) -> str:
-    """Escaped HTML for notebooks: one `<div class="flow-diagnostic flow-<severity>">` per
-    diagnostic with `<pre>` excerpts, inside one `<div class="flow-diagnostics">`.
-    Styling is left to the page (class names only)."""
-    name = display_name or _same
-    parts = ['<div class="flow-diagnostics">']
-    for d in diagnostics:
-        parts.append(_html_one(d, name))
-    parts.append("</div>")
-    return "\n".join(parts)
-
-
-def _html_excerpt(span: Span) -> str:
-    line, shown, caret_col, carets = _excerpt(span)
-    width = len(str(line))
-    text = f"{line} | {shown}".rstrip()
-    caret = f"{'':>{width}} | {' ' * caret_col}{'^' * carets}"
-    return f'<pre class="flow-excerpt">{escape(text)}\n{escape(caret)}</pre>'
-
-
-def _html_one(d: Diagnostic, display_name: DisplayName) -> str:
-    esc = escape
-    sev = d.severity.value
-    out = [
-        f'<div class="flow-diagnostic flow-{sev}" data-code="{esc(d.code)}">',
-        '<div class="flow-diagnostic-header">'
-        f'<span class="flow-location">{esc(_location(d.span, display_name))}</span> '
-        f'<span class="flow-code">[{esc(d.code)}]</span> '
-        f'<span class="flow-severity">{sev}</span>: '
-        f'<span class="flow-message">{esc(d.message)}</span></div>',
-        _html_excerpt(d.span),
-    ]
-    for rel in d.related:
-        out.append(
-            '<div class="flow-note"><span class="flow-note-label">note</span>: '
-            f'<span class="flow-location">{esc(_location(rel.span, display_name))}</span>: '
-            f"{esc(rel.message)}</div>"
-        )
-        out.append(_html_excerpt(rel.span))
-    for hint in d.hints:
-        out.append(
-            f'<div class="flow-hint"><span class="flow-hint-label">hint</span>: {esc(hint)}</div>'
-        )
-    out.append("</div>")
-    return "\n".join(out)

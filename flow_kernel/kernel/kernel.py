@@ -424,7 +424,7 @@ class FlowKernel(Kernel):
         return self._error(error.code, error.message, describe_error(error, self._source_line), silent)
 
     def _diagnostics_error(self, diagnostics: list[Diagnostic], silent: bool) -> dict[str, Any]:
-        from flow_kernel.views.diagnostics_view import diagnostics_bundle
+        from flow_kernel.diagnostics.html import diagnostics_bundle
 
         errors = [d for d in diagnostics if d.is_error]
         self._display(diagnostics_bundle(diagnostics), silent)

@@ -374,14 +374,14 @@ def test_html_is_escaped_and_classed_by_severity() -> None:
         (Related(src.span(0, 5), "see <here>"),),
         ("try `a < b`",),
     )
-    out = render_html([d])
+    out = render_html([d])  # the one HTML renderer (diagnostics/html.py; its own tests: test_html.py)
     assert out.startswith('<div class="flow-diagnostics">')
-    assert '<div class="flow-diagnostic flow-warning" data-code="F3001">' in out
+    assert '<section class="flow-diagnostic flow-warning" data-code="F3001">' in out
     assert "<script>" not in out and "<b>" not in out and "<here>" not in out
-    assert "&lt;script&gt;" in out and "expected `&lt;b&gt;` &amp; more" in out
+    assert "&lt;script&gt;" in out and "expected <code>&lt;b&gt;</code> &amp; more" in out
     assert "&lt;x&gt;.flow:1:8" in out
     assert out.count('<pre class="flow-excerpt">') == 2
-    assert "try `a &lt; b`" in out
+    assert "try <code>a &lt; b</code>" in out
     error_html = render_html([undefined_name()])
     assert 'class="flow-diagnostic flow-error"' in error_html
     assert "^^^^^^" in error_html

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from flow_kernel import SourceFile, check
 from flow_kernel.diagnostics import REGISTRY, Diagnostic, Related, Severity, render_text
-from flow_kernel.views.diagnostics_view import diagnostics_bundle, render_html, summary_line
+from flow_kernel.diagnostics.html import diagnostics_bundle, render_html, summary_line
 
 BROKEN = """type Ticket = { title: string, body: string }
 agent triager { model: "scripted", output: string }

@@ -1,4 +1,8 @@
-"""The diagnostics view (runtime.md §9): checker diagnostics as a notebook MIME bundle.
+"""Diagnostics as HTML (runtime.md §9): the one HTML renderer, and the notebook's MIME bundle.
+
+It sits in the pure `diagnostics` layer beside the text and JSON renderers (render.py),
+whose display columns and excerpts it shares, so the HTML lines up with `flow check`'s
+text; every piece of text is escaped with `flow_kernel.markup.escape`.
 
 `diagnostics_bundle` returns `{"text/plain", "text/html"}`. The text is exactly what
 `render_text` prints (no colour), so nbval compares stable text. The HTML is
