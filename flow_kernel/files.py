@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
-from flow_kernel.source import SourceFile
+from flow_kernel.source import SourceFile, UseRefused
 
 
 class SourceReadError(Exception):
@@ -54,8 +54,6 @@ class FileSystemLoader:
         name = self.resolve(path, importer)
         refusal = self.guard(name) if self.guard is not None else None
         if refusal is not None:
-            from flow_kernel.lang.check import UseRefused
-
             raise UseRefused(refusal)
         if not os.path.isfile(name):
             return None

@@ -1,8 +1,11 @@
-"""Source text and positions: every span in Flow points into a `SourceFile`."""
+"""Source text and positions: every span in Flow points into a `SourceFile`; and the
+`Loader` through which a source reaches the files it `use`s (the host's side of it is
+`flow_kernel.files`, the checker's `flow_kernel.lang.check`)."""
 
 from __future__ import annotations
 
 import bisect
+from collections.abc import Callable
 from dataclasses import dataclass
 
 
@@ -94,3 +97,13 @@ class Span:
     def __repr__(self) -> str:
         p = self.start_pos
         return f"<{self.source.name}:{p.line}:{p.column}+{self.end - self.start}>"
+
+
+# (path as written, importer's name or None for a cell) -> the file, or None when missing;
+# it raises `UseRefused` when the person did not grant the file (outside the folder).
+Loader = Callable[[str, "str | None"], "SourceFile | None"]
+
+
+class UseRefused(Exception):
+    """Raised by a loader for a file it will not read; the message (how to grant it) is
+    reported as F2011 at the `use`."""

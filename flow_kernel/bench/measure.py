@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from flow_kernel import SourceFile
 from flow_kernel.lang.compiler import Compiled, compile_source
+from flow_kernel.source import SourceFile
 
 Stats = dict[str, float]  # {"median", "min", "max"}
 Figures = dict[str, Any]  # one section's measurements, as written to --json

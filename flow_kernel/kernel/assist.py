@@ -21,12 +21,13 @@ from flow_kernel.diagnostics.registry import REGISTRY, Reporter
 from flow_kernel.lang import ast
 from flow_kernel.lang import types as T
 from flow_kernel.lang.builtins import BUILTINS, Builtin
-from flow_kernel.lang.check import CheckResult, check
+from flow_kernel.lang.check import check
+from flow_kernel.lang.check_result import CheckResult
 from flow_kernel.lang.checker import decl_kind
 from flow_kernel.lang.env import DeclEntry
 from flow_kernel.lang.lexer import CLOSERS, OPENERS, Lexer
 from flow_kernel.lang.schema import input_type, schema_for_decl, type_schema
-from flow_kernel.lang.session import SessionScope
+from flow_kernel.lang.session_scope import SessionScope
 from flow_kernel.lang.tokens import RESERVED, Kind, Token
 from flow_kernel.markup import markdown_html
 from flow_kernel.source import SourceFile

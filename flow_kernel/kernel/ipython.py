@@ -32,7 +32,7 @@ from typing import Any
 
 from flow_kernel.errors import FlowError
 from flow_kernel.kernel.magics import type_of_json
-from flow_kernel.lang.session import SessionBinding
+from flow_kernel.lang.session_scope import SessionBinding
 from flow_kernel.runtime.render import render_value
 from flow_kernel.runtime.report import describe_error
 from flow_kernel.runtime.session import CompileError, Session

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from flow_kernel.lang import types as T
-from flow_kernel.lang.session import SessionBinding
+from flow_kernel.lang.session_scope import SessionBinding
 from flow_kernel.markup import escape
 from flow_kernel.runtime.processes import parse_entry
 from flow_kernel.runtime.provider_table import is_model, model_forms

@@ -4,58 +4,19 @@ from __future__ import annotations
 
 import gc
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 
-from flow_kernel.diagnostics.model import Diagnostic, Related
+from flow_kernel.diagnostics.model import Related
 from flow_kernel.diagnostics.registry import Reporter
 from flow_kernel.lang import ast
-from flow_kernel.lang import types as T
 from flow_kernel.lang.builtins import BUILTINS
+from flow_kernel.lang.check_result import CheckResult
 from flow_kernel.lang.checker import Checker, decl_kind, type_references
-from flow_kernel.lang.env import Binding, DeclEntry, Scope, WorkflowContext
+from flow_kernel.lang.env import Binding, DeclEntry, Scope
 from flow_kernel.lang.parser import parse
-from flow_kernel.lang.session import SessionScope
-from flow_kernel.source import SourceFile
-
-# (path as written, importer's name or None for a cell) -> the file, or None when missing;
-# it raises `UseRefused` when the person did not grant the file (outside the folder).
-Loader = Callable[[str, "str | None"], "SourceFile | None"]
-
-
-class UseRefused(Exception):
-    """Raised by a loader for a file it will not read; the message (how to grant it) is
-    reported as F2011 at the `use`."""
-
-
-@dataclass
-class CheckResult:
-    source: SourceFile
-    module: ast.Module
-    diagnostics: list[Diagnostic]
-    decls: dict[str, DeclEntry] = field(default_factory=dict)
-    bindings: dict[str, Binding] = field(default_factory=dict)
-    toplevel: WorkflowContext | None = None
-    workflows: dict[str, WorkflowContext] = field(default_factory=dict)
-    used_files: list[SourceFile] = field(default_factory=list)
-    optional_reads: set[int] = field(default_factory=set)  # ids of Idents naming optional fields
-    call_outputs: dict[int, T.Type] = field(default_factory=dict)  # id of an agent Call -> output type
-
-    @property
-    def ok(self) -> bool:
-        return not any(d.is_error for d in self.diagnostics)
-
-    @property
-    def errors(self) -> list[Diagnostic]:
-        return [d for d in self.diagnostics if d.is_error]
-
-    def schema_for(self, name: str) -> dict[str, object] | None:
-        from flow_kernel.lang.schema import schema_for_decl
-
-        entry = self.decls.get(name)
-        return schema_for_decl(entry) if entry is not None else None
-
+from flow_kernel.lang.session_scope import SessionScope
+from flow_kernel.source import Loader, SourceFile, UseRefused
 
 RECURSION_LIMIT = 20_000  # the parser bounds nesting; long operator chains still recurse
 

@@ -23,7 +23,7 @@ from typing import ClassVar
 from flow_kernel.errors import FATAL, RUNTIME_CODES
 from flow_kernel.lang import ast
 from flow_kernel.lang import types as T
-from flow_kernel.lang.check import CheckResult
+from flow_kernel.lang.check_result import CheckResult
 from flow_kernel.lang.env import DEFAULT_LIMITS
 from flow_kernel.lang.schema import type_schema
 from flow_kernel.source import Span

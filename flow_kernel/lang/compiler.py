@@ -5,12 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from flow_kernel.diagnostics.registry import Reporter
-from flow_kernel.lang.check import CheckResult, Loader, check, no_cyclic_gc
+from flow_kernel.lang.check import check, no_cyclic_gc
+from flow_kernel.lang.check_result import CheckResult
 from flow_kernel.lang.codegen import generate
-from flow_kernel.lang.session import SessionScope
+from flow_kernel.lang.session_scope import SessionScope
 from flow_kernel.lang.sourcemap import SourceMap, write
 from flow_kernel.lang.verify import verify
-from flow_kernel.source import SourceFile
+from flow_kernel.source import Loader, SourceFile
 
 
 @dataclass

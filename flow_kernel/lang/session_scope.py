@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from flow_kernel.lang import ast
 from flow_kernel.lang import types as T
+from flow_kernel.lang.check_result import CheckResult
 
 
 @dataclass
@@ -25,11 +26,8 @@ class SessionScope:
     decls: dict[str, ast.Decl] = field(default_factory=dict)
     bindings: dict[str, SessionBinding] = field(default_factory=dict)
 
-    def commit(self, result: object, *, bindings: bool = True) -> None:
+    def commit(self, result: CheckResult, *, bindings: bool = True) -> None:
         """Add what a checked (and run) cell declared and bound."""
-        from flow_kernel.lang.check import CheckResult
-
-        assert isinstance(result, CheckResult)
         for name, entry in result.decls.items():
             if entry.origin in ("cell", "use"):
                 self.decls[name] = entry.node

@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from flow_kernel.lang import ast
-from flow_kernel.lang.check import CheckResult
+from flow_kernel.lang.check_result import CheckResult
 from flow_kernel.runtime.provider_base import ToolSpec
 from flow_kernel.runtime.validation import schema_errors
 

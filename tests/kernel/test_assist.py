@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from flow_kernel import Session
 from flow_kernel.kernel.assist import BUILTIN_DOCS, MAGICS, complete, inspect, is_complete
 from flow_kernel.lang.builtins import BUILTINS
-from flow_kernel.lang.session import SessionScope
+from flow_kernel.lang.session_scope import SessionScope
 
 EARLIER_CELL = 'type T = { name: string, age: int }\nlet p: T = { name: "a", age: 1 }'
 

@@ -32,7 +32,7 @@ from hypothesis import strategies as st
 
 from flow_kernel.diagnostics.registry import REGISTRY
 from flow_kernel.lang import SessionScope, check
-from flow_kernel.lang.check import CheckResult
+from flow_kernel.lang.check_result import CheckResult
 from flow_kernel.source import SourceFile
 
 CORPUS = Path(__file__).parent / "fuzz_corpus"

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from flow_kernel.lang.compiler import compile_source
-from flow_kernel.lang.session import SessionScope
+from flow_kernel.lang.session_scope import SessionScope
 from flow_kernel.source import SourceFile
 from tests.lang.test_fuzz import _SETTINGS, CORPUS, flow_programs, mutated_programs, no_hang
 

@@ -32,7 +32,7 @@ from jupyter_client.manager import start_new_kernel
 
 from flow_kernel.kernel import assist_budget
 from flow_kernel.lang import check, patterns
-from flow_kernel.lang.session import SessionScope
+from flow_kernel.lang.session_scope import SessionScope
 from flow_kernel.runtime.run import RunOutcome
 from flow_kernel.runtime.session import Session
 from flow_kernel.source import SourceFile

@@ -1,0 +1,321 @@
+"""The import graph of `flow_kernel/`: no cycles, and every import runs down the layers of
+docs/architecture.md
+
+    base (errors, source, markup, terminal_text, files) → diagnostics → lang → sandbox
+        → runtime → front ends (kernel, cli, views, bench, __main__) → the package's face
+
+An arrow "A imports B" is allowed when B's layer is A's or below it. On top of that the
+sandbox knows nothing of the language or the host: it imports `flow_kernel.errors` at
+most, and the in-sandbox runtime `flowbox` (sandbox/bootstrap/flowbox, imported there as
+`flowbox`) imports nothing of `flow_kernel` at all.
+
+The graph is read from the source with `ast`, as the interpreter would run it: an import
+inside a function counts (it is an import, only later), and so does
+`importlib.import_module("literal")`; an import under `if TYPE_CHECKING:` does not (it
+never runs). A package's `__init__.py` running before its modules is not an arrow: what
+counts is what each module names.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = "flow_kernel"
+# The in-sandbox runtime is its own top-level package inside Pyodide.
+IN_SANDBOX = ("sandbox", "bootstrap", "flowbox")
+
+# Lowest first. A module belongs to the entry with the longest matching prefix.
+LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    ("base", ("flow_kernel.errors", "flow_kernel.source", "flow_kernel.markup", "flow_kernel.terminal_text",
+              "flow_kernel.files")),
+    ("diagnostics", ("flow_kernel.diagnostics",)),
+    ("lang", ("flow_kernel.lang",)),
+    ("sandbox", ("flow_kernel.sandbox", "flowbox")),
+    ("runtime", ("flow_kernel.runtime",)),
+    ("front ends", ("flow_kernel.kernel", "flow_kernel.cli", "flow_kernel.views", "flow_kernel.highlight",
+                    "flow_kernel.bench", "flow_kernel.__main__")),
+    # `flow_kernel/__init__.py`, the library's public names: for users, never for the package.
+    ("the package's face", ("flow_kernel",)),
+]
+# What a layer may import beyond itself, when that is narrower than "anything below".
+ONLY: dict[str, tuple[str, ...]] = {
+    "flow_kernel.sandbox": ("flow_kernel.errors", "flow_kernel.sandbox", "flowbox"),
+    "flowbox": ("flowbox",),
+}
+
+
+@dataclass(frozen=True)
+class Import:
+    source: str  # the importing module
+    target: str  # the imported module (ours only)
+    path: Path
+    line: int
+
+    def __str__(self) -> str:
+        return f"{self.source} -> {self.target}  ({self.path}:{self.line})"
+
+
+Graph = dict[str, list[Import]]
+
+
+def _matches(module: str, prefix: str) -> bool:
+    return module == prefix or module.startswith(prefix + ".")
+
+
+def module_name(path: Path, root: Path) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    inside = tuple(parts[1:1 + len(IN_SANDBOX)])
+    if parts[0] == PACKAGE and inside == IN_SANDBOX:
+        parts = parts[len(IN_SANDBOX):]
+    return ".".join(parts)
+
+
+def modules(root: Path) -> dict[str, Path]:
+    """Every Python module of the package under `root` (the checkout), by its import name."""
+    found = {}
+    for path in sorted((root / PACKAGE).rglob("*.py")):
+        if "node_modules" in path.parts or "__pycache__" in path.parts:
+            continue
+        found[module_name(path, root)] = path
+    return found
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _runtime_nodes(node: ast.AST) -> Iterator[ast.AST]:
+    """Every node that runs, at import or later: all but the bodies of `if TYPE_CHECKING:`."""
+    for child in ast.iter_child_nodes(node):
+        yield child
+        if isinstance(child, ast.If) and _is_type_checking(child.test):
+            for stmt in child.orelse:
+                yield stmt
+                yield from _runtime_nodes(stmt)
+            continue
+        yield from _runtime_nodes(child)
+
+
+def _named_modules(node: ast.AST, module: str, is_package: bool) -> Iterator[tuple[str, list[str]]]:
+    """(module named, names taken from it) for each import the node makes."""
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            yield alias.name, []
+    elif isinstance(node, ast.ImportFrom):
+        base = node.module or ""
+        if node.level:
+            package = module.split(".") if is_package else module.split(".")[:-1]
+            package = package[:len(package) - (node.level - 1)]
+            base = ".".join([*package, base] if base else package)
+        yield base, [alias.name for alias in node.names]
+    elif isinstance(node, ast.Call):
+        func = node.func
+        name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+        if name in ("import_module", "__import__") and node.args:
+            first = node.args[0]
+            if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                yield first.value, []
+
+
+def _resolve(named: str, taken: list[str], known: dict[str, Path]) -> set[str]:
+    """The modules of ours an import runs: `from a.b import c` is `a.b.c` when that is a
+    module, else `a.b`; `import a.b.c` of a name that is no module is its nearest package."""
+    targets = {f"{named}.{name}" for name in taken if f"{named}.{name}" in known}
+    if len(targets) < len(taken) or not taken:
+        parts = named.split(".")
+        while parts and ".".join(parts) not in known:
+            parts.pop()
+        if parts:
+            targets.add(".".join(parts))
+    return targets
+
+
+def import_graph(root: Path) -> Graph:
+    known = modules(root)
+    graph: Graph = {}
+    for name, path in known.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        edges: dict[str, Import] = {}
+        for node in _runtime_nodes(tree):
+            for named, taken in _named_modules(node, name, path.name == "__init__.py"):
+                for target in sorted(_resolve(named, taken, known)):
+                    if target != name and target not in edges:
+                        edges[target] = Import(name, target, path.relative_to(root), getattr(node, "lineno", 0))
+        graph[name] = list(edges.values())
+    return graph
+
+
+def cycles(graph: Graph) -> list[list[Import]]:
+    """One loop of imports for each group of modules that import each other (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[set[str]] = []
+
+    def visit(node: str) -> None:  # recursion is fine: the package is ~150 modules deep at most
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for edge in graph.get(node, []):
+            if edge.target not in index:
+                visit(edge.target)
+                low[node] = min(low[node], low[edge.target])
+            elif edge.target in on_stack:
+                low[node] = min(low[node], index[edge.target])
+        if low[node] == index[node]:
+            group = set()
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.add(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                groups.append(group)
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return [_loop_through(min(group), group, graph) for group in groups]
+
+
+def _loop_through(start: str, group: set[str], graph: Graph) -> list[Import]:
+    """The shortest loop from `start` back to itself inside one group (breadth first)."""
+    came_by: dict[str, Import] = {}
+    frontier = [start]
+    while frontier:
+        following = []
+        for node in frontier:
+            for edge in graph.get(node, []):
+                if edge.target not in group or edge.target in came_by:
+                    continue
+                came_by[edge.target] = edge
+                if edge.target == start:
+                    loop = [edge]
+                    while loop[0].source != start:
+                        loop.insert(0, came_by[loop[0].source])
+                    return loop
+                following.append(edge.target)
+        frontier = following
+    raise AssertionError(f"{start} is in a group with no loop")
+
+
+def layer_of(module: str) -> int | None:
+    best: tuple[int, int] | None = None  # (prefix length, layer)
+    for rank, (_, prefixes) in enumerate(LAYERS):
+        for prefix in prefixes:
+            if _matches(module, prefix) and (best is None or len(prefix) > best[0]):
+                best = (len(prefix), rank)
+    return best[1] if best is not None else None
+
+
+def against_layers(graph: Graph) -> list[str]:
+    """Each import that runs up the layers, or out of a layer's narrower allowance."""
+    found = []
+    for module in sorted(graph):
+        for edge in graph[module]:
+            source, target = layer_of(edge.source), layer_of(edge.target)
+            if source is None or target is None:
+                continue  # reported by test_every_module_has_a_layer
+            if target > source:
+                found.append(f"{edge}: {LAYERS[source][0]} imports {LAYERS[target][0]}")
+                continue
+            for confined, allowed in ONLY.items():
+                if _matches(edge.source, confined) and not any(_matches(edge.target, a) for a in allowed):
+                    found.append(f"{edge}: {confined} may import only {', '.join(allowed)}")
+    return found
+
+
+def _show(loop: list[Import]) -> str:
+    chain = " -> ".join([loop[0].source, *(edge.target for edge in loop)])
+    return chain + "\n" + "\n".join(f"    {edge}" for edge in loop)
+
+
+@pytest.fixture(scope="module")
+def graph() -> Graph:
+    return import_graph(ROOT)
+
+
+def test_the_graph_is_read_as_the_interpreter_runs_it(graph: Graph) -> None:
+    def targets(module: str) -> set[str]:
+        return {edge.target for edge in graph[module]}
+
+    assert len(graph) > 100
+    assert "flow_kernel.lang.parser" in targets("flow_kernel.lang.check")  # a module-level import
+    # `from flowbox import …` inside the sandbox's own package, written relatively.
+    assert "flowbox.errors" in targets("flowbox.runtime")
+    # importlib.import_module("flowbox.runtime"), inside a function.
+    assert "flowbox.runtime" in targets("flow_kernel.sandbox.inprocess")
+    # The checker's mixins name `Checker` under `if TYPE_CHECKING:` only: no arrow.
+    assert "flow_kernel.lang.checker" not in targets("flow_kernel.lang.check_calls")
+
+
+def test_every_module_has_a_layer(graph: Graph) -> None:
+    unplaced = sorted(module for module in graph if layer_of(module) is None)
+    assert unplaced == [], f"place these modules in LAYERS: {unplaced}"
+
+
+def test_no_import_cycles(graph: Graph) -> None:
+    found = cycles(graph)
+    report = "\n".join(_show(loop) for loop in found)
+    print(report)
+    assert found == [], f"{len(found)} import cycle(s):\n{report}"
+
+
+def test_imports_run_down_the_layers(graph: Graph) -> None:
+    found = against_layers(graph)
+    print("\n".join(found))
+    assert found == [], "imports against the layering:\n" + "\n".join(found)
+
+
+def test_the_checks_catch_a_cycle_and_an_import_against_the_layers(tmp_path: Path) -> None:
+    """The same checks over a small made-up package: a cycle through a function-local
+    import, an import from the base up into lang, a sandbox that reaches for the
+    runtime and a `flowbox` that reaches for flow_kernel; and what must not count."""
+    files = {
+        "flow_kernel/__init__.py": "",
+        "flow_kernel/source.py": "from flow_kernel.lang.check import check\n",  # against the layers
+        "flow_kernel/lang/__init__.py": "",
+        "flow_kernel/lang/check.py": "from flow_kernel.lang import checker\n",
+        "flow_kernel/lang/checker.py": "def late():\n    from flow_kernel.lang.check import check\n",  # the cycle
+        "flow_kernel/lang/mixin.py": (  # no arrow: TYPE_CHECKING only
+            "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from flow_kernel.runtime import session\n"),
+        "flow_kernel/runtime/__init__.py": "",
+        "flow_kernel/runtime/session.py": "import flow_kernel.lang.check\n",
+        "flow_kernel/sandbox/__init__.py": "from flow_kernel.errors import FlowError\nimport flow_kernel.runtime.session\n",
+        "flow_kernel/sandbox/bootstrap/flowbox/__init__.py": "from . import values\nimport flow_kernel.errors\n",
+        "flow_kernel/sandbox/bootstrap/flowbox/values.py": "",
+        "flow_kernel/errors.py": "",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    made_up = import_graph(tmp_path)
+
+    loops = cycles(made_up)
+    assert [[(e.source, e.target) for e in loop] for loop in loops] == [[
+        ("flow_kernel.lang.check", "flow_kernel.lang.checker"),
+        ("flow_kernel.lang.checker", "flow_kernel.lang.check"),
+    ]]
+    assert loops[0][1].line == 2  # the import inside `late`
+
+    found = against_layers(made_up)
+    assert [line.split("  (")[0] for line in found] == [
+        "flow_kernel.sandbox -> flow_kernel.runtime.session",
+        "flow_kernel.source -> flow_kernel.lang.check",
+        "flowbox -> flow_kernel.errors",
+    ]
+    assert "base imports lang" in found[1]
+    assert "sandbox imports runtime" in found[0]
+    assert "flowbox may import only flowbox" in found[2]
+    assert made_up["flow_kernel.lang.mixin"] == []
