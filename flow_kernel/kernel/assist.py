@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flow_kernel.diagnostics.registry import REGISTRY, Reporter
+from flow_kernel.kernel.magics import MAGICS as MAGIC_REGISTRY
 from flow_kernel.lang import ast
 from flow_kernel.lang import types as T
 from flow_kernel.lang.builtins import BUILTINS, Builtin
@@ -31,31 +32,18 @@ from flow_kernel.lang.session_scope import SessionScope
 from flow_kernel.lang.tokens import RESERVED, Kind, Token
 from flow_kernel.markup import markdown_html
 from flow_kernel.source import SourceFile
-from flow_kernel.runtime.provider_table import model_names
 
 JSON = dict[str, Any]
 
-# The kernel's line magics (runtime.md §8); the kernel passes its own registry's names,
-# this list is used when it passes none.
-MAGICS: tuple[str, ...] = (
-    "provider", "operator", "record", "replay", "allow", "input", "check", "python", "schema",
-    "who", "runs", "events", "explain", "load", "reset", "lsmagic", "background", "approve", "wait",
-)
+# The kernel's line magics (runtime.md §8), from the one registry (kernel/magics.py), which
+# also says what each magic's arguments complete to. `complete` reads the registry itself;
+# this is its names when this module was imported.
+MAGICS: tuple[str, ...] = tuple(MAGIC_REGISTRY)
 
 # Keywords only in some positions (language.md §1), offered with the reserved words.
 CONTEXTUAL = ("details", "choice", "stdin", "timeout", "requires", "approval")
 KEYWORDS: tuple[str, ...] = tuple(sorted(RESERVED | set(CONTEXTUAL)))
 PRIM_TYPES = ("string", "number", "int", "bool", "null", "any", "duration")
-
-# Static argument choices of some magics; `%schema` takes declaration names and
-# `%explain` diagnostic codes.
-MAGIC_ARGUMENTS: dict[str, tuple[str, ...]] = {
-    "operator": ("interactive", "auto-approve", "auto-deny", "answers:", "none"),
-    "provider": model_names(),
-    "record": ("off",),
-    "replay": ("off",),
-    "allow": ("run",),
-}
 
 # Binary operators (and `=`, `,`, `=>`, …) after which a statement cannot end.
 DANGLING_OPS = frozenset(
@@ -451,7 +439,7 @@ def complete(code: str, cursor_pos: int, scope: SessionScope, magics: Sequence[s
     except (TypeError, ValueError):
         cursor = len(code)
     try:
-        return _complete(code, cursor, scope, [m.lstrip("%") for m in (magics or MAGICS)])
+        return _complete(code, cursor, scope, [m.lstrip("%") for m in (magics or MAGIC_REGISTRY)])
     except Exception:  # completion must never break the kernel
         return _Matches("").reply(cursor, cursor)
 
@@ -522,13 +510,16 @@ def _complete_magic_argument(code: str, cursor: int, scope: SessionScope, name: 
     word = re.search(r"\S*$", line)
     prefix = word.group() if word is not None else ""
     matches = _Matches(prefix)
-    if name == "schema":
+    entry = MAGIC_REGISTRY.get(name)
+    if entry is None:
+        return matches.reply(cursor - len(prefix), cursor)
+    if entry.offers == "declarations":
         for decl, kind in _analyse(_blank_magics(code), scope).decl_kinds().items():
             matches.add(decl, kind)
-    elif name == "explain":
+    elif entry.offers == "diagnostic codes":
         for diag_code in REGISTRY:
             matches.add(diag_code, "keyword")
-    for choice in MAGIC_ARGUMENTS.get(name, ()):
+    for choice in entry.choices:
         matches.add(choice, "keyword")
     return matches.reply(cursor - len(prefix), cursor)
 

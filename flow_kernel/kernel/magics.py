@@ -32,8 +32,9 @@ from typing import Any
 from flow_kernel.lang import types as T
 from flow_kernel.lang.session_scope import SessionBinding
 from flow_kernel.markup import escape
+from flow_kernel.runtime.operator import POLICIES as OPERATOR_POLICIES
 from flow_kernel.runtime.processes import parse_entry
-from flow_kernel.runtime.provider_table import is_model, model_forms
+from flow_kernel.runtime.provider_table import is_model, model_forms, model_names
 from flow_kernel.runtime.session import Session
 from flow_kernel.runtime.trust import (
     Capability,
@@ -74,15 +75,24 @@ class Magic:
     # The capabilities the magic asks for with these arguments (pure; a MagicError for
     # arguments that are wrong whatever is granted, so nobody is asked about a typo).
     needs: Needs = _no_needs
+    # What completion offers after `%name ` (kernel/assist.py): fixed words, and/or
+    # `offers` = "declarations" (the session's) or "diagnostic codes".
+    choices: tuple[str, ...] = ()
+    offers: str = ""
+    # Run by the Flow kernel itself (kernel.py `_kernel_magics`), not by `apply_cell`.
+    kernel_only: bool = False
 
 
+# The one registry of line magics: `parse_cell`, `%lsmagic`, completion (kernel/assist.py)
+# and the kernel's own magics read it. A new magic is one `@magic(...)` function here.
 MAGICS: dict[str, Magic] = {}
 
 
-def magic(name: str, usage: str, help_text: str, needs: Needs = _no_needs) -> Callable[
+def magic(name: str, usage: str, help_text: str, needs: Needs = _no_needs, *, choices: tuple[str, ...] = (),
+          offers: str = "") -> Callable[
         [Callable[[Session, str, CellPlan], None]], Callable[[Session, str, CellPlan], None]]:
     def register(fn: Callable[[Session, str, CellPlan], None]) -> Callable[[Session, str, CellPlan], None]:
-        MAGICS[name] = Magic(name, usage, help_text, fn, needs)
+        MAGICS[name] = Magic(name, usage, help_text, fn, needs, choices, offers)
         return fn
     return register
 
@@ -190,7 +200,7 @@ def _words(args: str, name: str) -> list[str]:
 
 # -- configuration ---------------------------------------------------------------------------
 @magic("provider", f"%provider [{' | '.join(model_forms())}]",
-       'what `model: "default"` means in this session; no argument shows it')
+       'what `model: "default"` means in this session; no argument shows it', choices=model_names())
 def _provider(session: Session, args: str, plan: CellPlan) -> None:
     if not args:
         plan.outputs.append(text_output(f"default model: {session.config.default_model or '(not set)'}"))
@@ -204,7 +214,7 @@ def _provider(session: Session, args: str, plan: CellPlan) -> None:
 
 @magic("operator", "%operator interactive | auto-approve | auto-deny | answers:PATH | none",
        "who answers approve, ask and approval-gated tools; no argument shows it",
-       needs=lambda session, args: operator_needs(session, args))
+       needs=lambda session, args: operator_needs(session, args), choices=(*OPERATOR_POLICIES, "answers:"))
 def _operator(session: Session, args: str, plan: CellPlan) -> None:
     if not args:
         plan.outputs.append(text_output(f"operator: {session.operator.policy}"))
@@ -226,7 +236,7 @@ def _cassette_needs(session: Session, args: str) -> list[Capability]:
 
 
 @magic("record", "%record PATH | off", "record every agent answer of the following cells to a cassette",
-       needs=_cassette_needs)
+       needs=_cassette_needs, choices=("off",))
 def _record(session: Session, args: str, plan: CellPlan) -> None:
     if not args:
         raise MagicError("%record needs a cassette path (or `off`)")
@@ -240,7 +250,7 @@ def _record(session: Session, args: str, plan: CellPlan) -> None:
 
 
 @magic("replay", "%replay PATH | off", "answer agent calls of the following cells from a cassette",
-       needs=_cassette_needs)
+       needs=_cassette_needs, choices=("off",))
 def _replay(session: Session, args: str, plan: CellPlan) -> None:
     if not args:
         raise MagicError("%replay needs a cassette path (or `off`)")
@@ -268,7 +278,7 @@ def _allow_needs(session: Session, args: str) -> list[Capability]:
 
 
 @magic("allow", "%allow run EXE…", "let `run` start these executables (no shell); no argument lists them",
-       needs=_allow_needs)
+       needs=_allow_needs, choices=("run",))
 def _allow(session: Session, args: str, plan: CellPlan) -> None:
     wanted = _allow_needs(session, args)
     if not wanted:
@@ -388,7 +398,8 @@ def _load(session: Session, args: str, plan: CellPlan) -> None:
 
 
 # -- looking around ------------------------------------------------------------------------------
-@magic("schema", "%schema NAME", "the JSON Schema of a type, or of a workflow's, tool's or agent's input/output")
+@magic("schema", "%schema NAME", "the JSON Schema of a type, or of a workflow's, tool's or agent's input/output",
+       offers="declarations")
 def _schema(session: Session, args: str, plan: CellPlan) -> None:
     if not args.isidentifier():
         raise MagicError("usage: %schema NAME")
@@ -458,7 +469,8 @@ def _events(session: Session, args: str, plan: CellPlan) -> None:
     plan.outputs.append(text_output("\n".join(lines)))
 
 
-@magic("explain", "%explain CODE", "the explanation of a diagnostic code, with an example and its fix")
+@magic("explain", "%explain CODE", "the explanation of a diagnostic code, with an example and its fix",
+       offers="diagnostic codes")
 def _explain(session: Session, args: str, plan: CellPlan) -> None:
     from flow_kernel.diagnostics.explain import explain
 
@@ -478,7 +490,7 @@ for _name, _usage, _help in (
         ("background", "%background", "the cell returns at once with the live view; the run goes on"),
         ("approve", "%approve RUN yes|no", "answer a background run's pending approval"),
         ("wait", "%wait RUN", "wait for a background run to end")):
-    MAGICS[_name] = Magic(_name, _usage, _help, _kernel_only(_name))
+    MAGICS[_name] = Magic(_name, _usage, _help, _kernel_only(_name), kernel_only=True)
 
 
 @magic("reset", "%reset", "forget every declaration and binding of the session")
