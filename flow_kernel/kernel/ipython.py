@@ -30,13 +30,15 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from flow_kernel.diagnostics import Diagnostic
 from flow_kernel.errors import FlowError
 from flow_kernel.kernel.magics import type_of_json
 from flow_kernel.lang.session_scope import SessionBinding
 from flow_kernel.runtime.render import render_value
 from flow_kernel.runtime.report import describe_error
-from flow_kernel.runtime.session import CompileError, Session
+from flow_kernel.runtime.session import Session
 from flow_kernel.runtime.tools import TOOLS, flow_tool
+from flow_kernel.views.live import LiveView
 
 
 class FlowRunError(Exception):
@@ -68,9 +70,9 @@ class FlowCapabilityError(Exception):
 class FlowCompileError(Exception):
     """A `%%flow` cell with compile errors: `.diagnostics` holds them; nothing ran."""
 
-    def __init__(self, error: CompileError, text: str) -> None:
+    def __init__(self, diagnostics: list[Diagnostic], text: str) -> None:
         super().__init__("\n" + text)
-        self.diagnostics = error.diagnostics
+        self.diagnostics = diagnostics
         self.text = text
 
     def _render_traceback_(self) -> list[str]:
@@ -95,7 +97,7 @@ class FlowMagics:
         self.cells = 0
         # In a Jupyter kernel the loop lives as long as the kernel: keep the sandbox warm.
         self.persistent_loop = getattr(shell, "kernel", None) is not None
-        self.view: Any = None  # the running cell's RunView, if it has one
+        self.live: LiveView | None = None  # the running cell's run view
 
     async def _ask(self, request: dict[str, Any]) -> Any:
         """Interactive prompts in the cell's run view, when a person is there (the frontend
@@ -103,12 +105,13 @@ class FlowMagics:
         from flow_kernel.errors import OperatorUnavailableError
 
         kernel = getattr(self.shell, "kernel", None)
-        if self.view is not None and getattr(kernel, "_allow_stdin", False):
-            return await self.view.ask(request)
+        view = self.live.view if self.live is not None else None
+        if view is not None and getattr(kernel, "_allow_stdin", False):
+            return await view.ask(request)
         raise OperatorUnavailableError(f"no operator can answer {request.get('question')!r} here "
                                        "(use %%flow --operator auto-approve | auto-deny | answers:PATH)")
 
-    def _make_view(self, name: str) -> Any:
+    def _open_view(self, name: str) -> Any:
         if self.shell.__class__.__name__ != "ZMQInteractiveShell":
             return None  # a terminal: no widgets
         try:
@@ -116,30 +119,11 @@ class FlowMagics:
 
             from flow_kernel.views.run_view import RunView
 
-            self.view = RunView(name)
+            view = RunView(name)
         except ImportError:
             return None
-        display(self.view.mimebundle(), raw=True)
-        return self.view
-
-    def _finish_view(self, outcome: Any, code: str, name: str) -> None:
-        view, self.view = self.view, None
-        if view is None:
-            return
-        from IPython.display import display
-
-        error = None
-        line = None
-        if outcome.error is not None:
-            e = outcome.error
-            error = {"code": e.code, "message": e.message, "span": e.span, "stage": e.stage}
-            lines = code.split("\n")
-            number = int((e.span or {}).get("line") or 0)
-            line = lines[number - 1] if (e.span or {}).get("file") == name and 0 < number <= len(lines) else None
-        view.finish(outcome.result, error, outcome.steps, line, outcome.events)
-        bundle = view.static_bundle()
-        view.close()
-        display(bundle, raw=True)
+        display(view.mimebundle(), raw=True)
+        return view
 
     async def run(self, line: str, code: str) -> Any:
         try:
@@ -158,10 +142,16 @@ class FlowMagics:
             self.session.set_operator(args.operator)
         self.cells += 1
         name = f"<flow cell {self.cells}>"
-        self._import_python_values(code, name)
-        from flow_kernel.views.live import LiveView
+        # Checked once; again only when the cell reads Python values, whose types change it.
+        compiled = self.session.compile(code, name)
+        if self._import_python_values(compiled.check.diagnostics):
+            compiled = self.session.compile(code, name)
+        if not compiled.ok:
+            from flow_kernel.diagnostics.render import render_text
 
-        live = LiveView(lambda: self._make_view(name))
+            diagnostics = compiled.check.diagnostics
+            raise FlowCompileError(diagnostics, render_text(diagnostics))
+        live = self.live = LiveView(lambda: self._open_view(name))
         # Events reach the sinks from the sandbox's reader task, whose context is the cell
         # that started the process; ipykernel takes an output's parent from the context, so
         # the sinks run in this cell's.
@@ -172,19 +162,21 @@ class FlowMagics:
             cell.run(live.sink, event)
 
         try:
-            outcome = await self.session.run_async(code, name=name, sinks=[in_cell])
-        except CompileError as exc:
-            from flow_kernel.diagnostics.render import render_text
-
-            raise FlowCompileError(exc, render_text(exc.diagnostics)) from None
+            outcome = await self.session.run_async(compiled, sinks=[in_cell])
+        except BaseException:
+            live.drop()
+            raise
         finally:
+            self.live = None
             if not self.persistent_loop:
                 await self.session.aclose()
-        self._finish_view(outcome, code, name)
+        bundle = live.finish(outcome)
+        if bundle is not None:
+            from IPython.display import display
+
+            display(bundle, raw=True)
         if outcome.error is not None:
-            lines = code.split("\n")
-            raise FlowRunError(outcome.error, describe_error(
-                outcome.error, lambda file, n: lines[n - 1] if file == name and 0 < n <= len(lines) else None))
+            raise FlowRunError(outcome.error, describe_error(outcome.error, outcome.source_line))
         if args.out is not None:
             self.shell.user_ns[args.out] = outcome.result
         return FlowResult(outcome.result) if outcome.result is not None else None
@@ -220,12 +212,12 @@ class FlowMagics:
         for capability in missing:
             trust.grant(capability, remember=answer == p.ALLOW_NOTEBOOK)
 
-    def _import_python_values(self, code: str, name: str) -> None:
-        """Names the Flow code uses but the session lacks, taken from the Python namespace
-        when their values are JSON (a copy: Flow never sees the Python object)."""
-        result = self.session.check(code, name)
-        self.session.cells -= 1  # the probe is not a cell
-        for d in result.diagnostics:
+    def _import_python_values(self, diagnostics: list[Diagnostic]) -> bool:
+        """Names the Flow code uses but the session lacks (its F2001s), taken from the Python
+        namespace when their values are JSON (a copy: Flow never sees the Python object).
+        True when one was taken: the cell must be checked again."""
+        imported = False
+        for d in diagnostics:
             if d.code != "F2001":
                 continue
             wanted = d.span.text
@@ -237,6 +229,8 @@ class FlowMagics:
                 continue  # not JSON: the F2001 stands, and says the name is unknown to Flow
             self.session.scope.bindings[wanted] = SessionBinding(type_of_json(value), False)
             self.session.values[wanted] = value
+            imported = True
+        return imported
 
 
 class FlowResult:

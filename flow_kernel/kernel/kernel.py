@@ -25,14 +25,13 @@ import contextlib
 import json
 import os
 import traceback
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
 from ipykernel.kernelbase import Kernel
 
-from flow_kernel import __version__
 from flow_kernel.diagnostics import Diagnostic
-from flow_kernel.errors import FlowError
 from flow_kernel.kernel.magics import (
     MAGICS,
     CellPlan,
@@ -41,6 +40,7 @@ from flow_kernel.kernel.magics import (
     notebook_trust,
     parse_cell,
 )
+from flow_kernel.lang.compiler import Compiled
 from flow_kernel.markup import escape
 from flow_kernel.runtime.ceilings import Ceilings
 from flow_kernel.runtime.config import FlowConfig
@@ -48,11 +48,22 @@ from flow_kernel.runtime.operator import Operator
 from flow_kernel.runtime.render import render_value
 from flow_kernel.runtime.report import describe_error
 from flow_kernel.runtime.run import RunOutcome, new_run_id
-from flow_kernel.runtime.session import CompileError, Session
+from flow_kernel.runtime.session import Session
 from flow_kernel.runtime.trust import Capability, CapabilityDenied, Trust
 from flow_kernel.views.artifacts import artifact_bundle
 from flow_kernel.views.live import LiveView
 from flow_kernel.views.prompts import ALLOW_NOTEBOOK, ALLOW_ONCE, DENY, capability_request
+
+
+def _version() -> str:
+    """This install's version, from its metadata (not through the package facade)."""
+    try:
+        return version("flow-kernel")
+    except PackageNotFoundError:  # a checkout that was never installed
+        return "unknown"
+
+
+__version__ = _version()
 
 LANGUAGE_INFO: dict[str, object] = {
     "name": "flow",
@@ -89,7 +100,6 @@ class FlowKernel(Kernel):
         self.flow.interactive_callback = self._ask_frontend  # also for a later `%operator interactive`
         if not self.flow.config.operator:  # a trusted flow.toml's operator stands
             self.flow.set_operator(Operator("interactive", callback=self._ask_frontend))
-        self.sources: dict[str, str] = {}  # cell name -> its text, for error excerpts
         self._cell_task: asyncio.Task[Any] | None = None
         self._cell_parent: dict[str, Any] | None = None
         self.views: dict[str, Any] = {}  # run id -> its live RunView, while it runs
@@ -178,12 +188,13 @@ class FlowKernel(Kernel):
         if not plan.code.strip():
             return self._ok()
         name = plan.name or f"<cell {self.execution_count}>"
-        self.sources[name] = plan.code
-        if plan.mode != "run":
-            return self._compile_only(plan, name, silent)
+        # Checked once, here: a cell with errors shows its diagnostics and nothing runs (no
+        # run view either); the session runs exactly what was checked.
         compiled = self.flow.compile(plan.code, name)
-        if not compiled.ok:  # diagnostics only: no run view for a cell that cannot run
+        if not compiled.ok:
             return self._diagnostics_error(compiled.check.diagnostics, silent)
+        if plan.mode != "run":
+            return self._compile_only(plan, compiled, silent)
         warnings = [d for d in compiled.check.diagnostics if not d.is_error]
         if warnings:  # above the run they are about (runtime.md §8)
             self._stream("stderr", _render_diagnostics(warnings), silent)
@@ -193,27 +204,24 @@ class FlowKernel(Kernel):
         self._cell_loop = asyncio.get_running_loop()
         view = LiveView(lambda: self.new_view(name, run_id, silent, parent))
         task = asyncio.ensure_future(self.flow.run_async(
-            compiled, name=name, run_id=run_id, sinks=[lambda event: self._on_event(event, silent, parent), view.sink]))
+            compiled, run_id=run_id, sinks=[lambda event: self._on_event(event, silent, parent), view.sink]))
         if background:
             self.background[run_id] = task
-            task.add_done_callback(lambda t: self._finish_background(run_id, t, view, name, silent, parent))
+            task.add_done_callback(lambda t: self._finish_background(run_id, t, view, silent, parent))
             self._display(_text(f"run {run_id} goes on in the background: "
                                 f"%approve {run_id} yes|no answers its approvals, %wait {run_id} awaits it"), silent)
             return self._ok()
         self._cell_task = task
         try:
             outcome: RunOutcome = await task
-        except CompileError as exc:
-            self._drop_view(run_id, view)
-            return self._diagnostics_error(exc.diagnostics, silent)
         except asyncio.CancelledError:
             self._drop_view(run_id, view)
             return self._error("cancelled", "the cell was interrupted", ["error[cancelled]: the cell was interrupted"], silent)
         finally:
             self._cell_task = None
-        self._finish_view(run_id, view, outcome, name, silent)
+        self._finish_view(run_id, view, outcome, silent)
         if outcome.error is not None:
-            return self._flow_error(outcome.error, silent)
+            return self._flow_error(outcome, silent)
         if outcome.result is not None and not silent:
             self._iopub("execute_result", {"execution_count": self.execution_count,
                                            "data": _result_bundle(outcome.result), "metadata": {}})
@@ -298,40 +306,28 @@ class FlowKernel(Kernel):
         self._display(view.mimebundle(), silent, parent)
         return view
 
-    def _finish_view(self, run_id: str, live: LiveView, outcome: RunOutcome, name: str, silent: bool,
+    def _finish_view(self, run_id: str, live: LiveView, outcome: RunOutcome, silent: bool,
                      parent: dict[str, Any] | None = None) -> None:
         self.views.pop(run_id, None)
         self.interactive.pop(run_id, None)
-        view = live.view
-        if view is None:
-            return
-        error = None
-        line = None
-        if outcome.error is not None:
-            e = outcome.error
-            error = {"code": e.code, "message": e.message, "span": e.span, "stage": e.stage}
-            if e.span:
-                line = self._source_line(str(e.span.get("file")), int(e.span.get("line") or 0))
-        view.finish(outcome.result, error, outcome.steps, line, outcome.events)
-        bundle = view.static_bundle()
-        view.close()
-        self._display(bundle, silent, parent)
+        bundle = live.finish(outcome)
+        if bundle is not None:
+            self._display(bundle, silent, parent)
 
     def _drop_view(self, run_id: str, live: LiveView) -> None:
         self.views.pop(run_id, None)
         self.interactive.pop(run_id, None)
-        if live.view is not None:
-            live.view.close()
+        live.drop()
 
-    def _finish_background(self, run_id: str, task: asyncio.Task[Any], view: LiveView, name: str, silent: bool,
+    def _finish_background(self, run_id: str, task: asyncio.Task[Any], view: LiveView, silent: bool,
                            parent: dict[str, Any] | None) -> None:
         if task.cancelled() or task.exception() is not None:
             self._drop_view(run_id, view)
             return
         outcome: RunOutcome = task.result()
-        self._finish_view(run_id, view, outcome, name, silent, parent)
+        self._finish_view(run_id, view, outcome, silent, parent)
         if outcome.error is not None:
-            self._stream("stderr", "\n".join(describe_error(outcome.error, self._source_line)) + "\n", silent, parent)
+            self._stream("stderr", "\n".join(describe_error(outcome.error, outcome.source_line)) + "\n", silent, parent)
         elif outcome.result is not None:
             self._display(_result_bundle(outcome.result), silent, parent)
 
@@ -379,18 +375,9 @@ class FlowKernel(Kernel):
         status = "cancelled" if outcome is None else "completed" if outcome.error is None else f"failed: {outcome.error.code}"
         self._display(_text(f"run {args}: {status}"), silent)
 
-    def _source_line(self, file: str, line: int) -> str | None:
-        text = self.sources.get(file)
-        if text is None:
-            return None
-        lines = text.split("\n")
-        return lines[line - 1] if 0 < line <= len(lines) else None
-
-    def _compile_only(self, plan: CellPlan, name: str, silent: bool) -> dict[str, Any]:
-        compiled = self.flow.compile(plan.code, name)
+    def _compile_only(self, plan: CellPlan, compiled: Compiled, silent: bool) -> dict[str, Any]:
+        """`%%python` shows the generated module, `%%check` the diagnostics; nothing runs."""
         diagnostics = compiled.check.diagnostics
-        if not compiled.ok:
-            return self._diagnostics_error(diagnostics, silent)
         if plan.mode == "python":
             assert compiled.python is not None
             python = compiled.python  # an escaped <pre>, never Markdown (docs/security.md)
@@ -420,8 +407,10 @@ class FlowKernel(Kernel):
             self._iopub("error", content)
         return {"status": "error", "execution_count": self.execution_count, **content}
 
-    def _flow_error(self, error: FlowError, silent: bool) -> dict[str, Any]:
-        return self._error(error.code, error.message, describe_error(error, self._source_line), silent)
+    def _flow_error(self, outcome: RunOutcome, silent: bool) -> dict[str, Any]:
+        error = outcome.error
+        assert error is not None
+        return self._error(error.code, error.message, describe_error(error, outcome.source_line), silent)
 
     def _diagnostics_error(self, diagnostics: list[Diagnostic], silent: bool) -> dict[str, Any]:
         from flow_kernel.diagnostics.html import diagnostics_bundle

@@ -1,21 +1,30 @@
-"""When a run gets a live view: at its first event worth showing (an agent call, a stage,
-an approval, a log…). A cell that only computes or declares shows just its result; the
-same events make the same decision, so a notebook's outputs are the same on every run."""
+"""A run's view, its whole life: opened at the run's first event worth showing (an agent
+call, a stage, an approval, a log…), fed every event, and at the end finished from the
+run's outcome into the static summary the cell keeps — or dropped when the run was
+cancelled. A cell that only computes or declares shows just its result; the same events
+make the same decision, so a notebook's outputs are the same on every run.
+
+The Flow kernel and `%%flow` both use it; each says how to open a view where it lives
+(`open_view`: a `RunView` shown in the cell, or None when there are no widgets there)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from flow_kernel.runtime.run import RunOutcome
 
 SHOWN = ("pipeline.", "stage.", "agent.", "approval.", "verify.", "require.", "progress", "log", "artifact.")
 
 
 class LiveView:
-    """An event sink that makes the view with `make_view` (None: no view here) on the first
-    event worth showing, feeds it what came before, then every event."""
+    """An event sink that opens the view with `open_view` (None: no view here) on the first
+    event worth showing, feeds it what came before, then every event; `finish` or `drop`
+    ends it."""
 
-    def __init__(self, make_view: Callable[[], Any]) -> None:
-        self.make_view = make_view
+    def __init__(self, open_view: Callable[[], Any]) -> None:
+        self.open_view = open_view
         self.view: Any = None
         self.early: list[dict[str, Any]] = []
         self.off = False
@@ -30,10 +39,35 @@ class LiveView:
         kind = str(event.get("type"))
         nested_workflow = kind == "workflow.started" and bool((event.get("span") or {}).get("parent"))
         if kind.startswith(SHOWN) or nested_workflow:
-            self.view = self.make_view()
+            self.view = self.open_view()
             if self.view is None:
                 self.off = True
                 return
             for earlier in self.early:
                 self.view.sink(earlier)
             self.early.clear()
+
+    def finish(self, outcome: RunOutcome) -> dict[str, Any] | None:
+        """The run's final state (result or error with its Flow line, steps, its events in
+        canonical order); the widget closes. Returns the static bundle the cell keeps in
+        its place, or None when the run had no view."""
+        view = self._end()
+        if view is None:
+            return None
+        view.finish(outcome.result, outcome.error_json(), outcome.steps, outcome.source_line(), outcome.events)
+        bundle: dict[str, Any] = view.static_bundle()
+        view.close()
+        return bundle
+
+    def drop(self) -> None:
+        """The run ended without an outcome (cancelled, or the front end failed): close the
+        widget, keep nothing."""
+        view = self._end()
+        if view is not None:
+            view.close()
+
+    def _end(self) -> Any:
+        view, self.view = self.view, None
+        self.off = True  # a straggling event opens nothing
+        self.early.clear()
+        return view
