@@ -11,8 +11,9 @@ from flow_kernel.diagnostics.model import Related
 from flow_kernel.diagnostics.registry import Reporter
 from flow_kernel.lang import ast
 from flow_kernel.lang.builtins import BUILTINS
+from flow_kernel.lang.check_common import type_references
 from flow_kernel.lang.check_result import CheckResult
-from flow_kernel.lang.checker import Checker, decl_kind, type_references
+from flow_kernel.lang.checker import Checker, decl_kind
 from flow_kernel.lang.env import Binding, DeclEntry, Scope
 from flow_kernel.lang.parser import parse
 from flow_kernel.lang.session_scope import SessionScope

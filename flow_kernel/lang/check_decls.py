@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import re
 from typing import TYPE_CHECKING
 
@@ -10,6 +9,7 @@ from flow_kernel.diagnostics.model import Related
 from flow_kernel.errors import RETRYABLE, RUNTIME_CODES
 from flow_kernel.lang import ast
 from flow_kernel.lang import types as T
+from flow_kernel.lang.check_common import article, closest, type_names
 from flow_kernel.lang.env import (
     AgentInfo,
     DeclEntry,
@@ -39,11 +39,6 @@ LIMIT_KEYS = ("agent_runs", "duration", "concurrency", "steps")
 MODEL_RE = re.compile(r"^[A-Za-z0-9_.-]+/\S+$")
 
 
-def closest(name: str, candidates: list[str] | set[str]) -> tuple[str, ...]:
-    found = difflib.get_close_matches(name, sorted(set(candidates)), n=1, cutoff=0.6)
-    return (f"did you mean `{found[0]}`?",) if found else ()
-
-
 class DeclChecker:
     _resolving: DeclEntry | None  # the alias being resolved (its self-reference is no "use")
     # -- type expressions ------------------------------------------------------------
@@ -61,7 +56,7 @@ class DeclChecker:
                     entry.used = True
                 return entry.named
             if entry is not None:
-                self.report("F2007", te.span, f"`{te.name}` is {_article(entry.kind)}, not a type",
+                self.report("F2007", te.span, f"`{te.name}` is {article(entry.kind)}, not a type",
                             related=[Related(entry.span, "declared here")])
             else:
                 types = [n for n, e in self.decls.items() if e.kind == "type"] + sorted(BUILTIN_TYPES)
@@ -180,7 +175,7 @@ class DeclChecker:
         refs: dict[str, list[ast.TName]] = {}
         for entry in entries:
             assert isinstance(entry.node, ast.TypeDecl)
-            refs[entry.name] = [n for n in _type_names(entry.node.type) if n.name in self.decls and self.decls[n.name].kind == "type"]
+            refs[entry.name] = [n for n in type_names(entry.node.type) if n.name in self.decls and self.decls[n.name].kind == "type"]
         edges = {name: [r.name for r in found] for name, found in refs.items()}
         for cycle in find_cycles([e.name for e in entries], edges):
             head, nxt = cycle[0], cycle[1 % len(cycle)]
@@ -277,7 +272,7 @@ class DeclChecker:
             target = self.decls.get(item.name)
             if target is None or target.kind != "tool":
                 tools = [n for n, e in self.decls.items() if e.kind == "tool"]
-                what = f"`{item.name}` is {_article(target.kind)}, not a tool" if target else f"unknown tool `{item.name}`"
+                what = f"`{item.name}` is {article(target.kind)}, not a tool" if target else f"unknown tool `{item.name}`"
                 self.report("F4007", item.span, what, hints=closest(item.name, tools))
                 continue
             target.used = True
@@ -401,7 +396,7 @@ class DeclChecker:
             self.report("F2008", value.span, f"unknown agent `{value.name}`", hints=closest(value.name, agents))
             return None
         if target.kind != "agent":
-            self.report("F4005", value.span, f"`{value.name}` is {_article(target.kind)}, not an agent",
+            self.report("F4005", value.span, f"`{value.name}` is {article(target.kind)}, not an agent",
                         related=[Related(target.span, "declared here")])
             return None
         target.used = True
@@ -434,31 +429,6 @@ class DeclChecker:
         if {"concurrency", "agent_runs"} <= ctx.explicit_limits and ctx.limits["concurrency"] > ctx.limits["agent_runs"]:
             span = next(e.value.span for e in node.entries if e.name.name == "concurrency")
             self.report("F6005", span, f"`concurrency` ({ctx.limits['concurrency']}) is larger than `agent_runs` ({ctx.limits['agent_runs']})")
-
-
-def _article(kind: str) -> str:
-    return ("an " if kind[0] in "aeiou" else "a ") + kind
-
-
-def _type_names(te: ast.TypeExpr) -> list[ast.TName]:
-    out: list[ast.TName] = []
-    stack: list[ast.TypeExpr] = [te]
-    while stack:
-        t = stack.pop()
-        if isinstance(t, ast.TName):
-            out.append(t)
-        elif isinstance(t, ast.TArray):
-            stack.append(t.item)
-        elif isinstance(t, ast.TObject):
-            stack.extend(f.type for f in t.fields)
-        elif isinstance(t, ast.TUnion):
-            stack.extend(t.options)
-        elif isinstance(t, ast.TOptional):
-            stack.append(t.inner)
-        elif isinstance(t, ast.TConstrained):
-            stack.append(t.base)
-    out.sort(key=lambda n: n.span.start)
-    return out
 
 
 def _schema_span(body: ast.Expr, pointer: str) -> Span:

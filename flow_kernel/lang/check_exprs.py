@@ -10,7 +10,7 @@ from flow_kernel.diagnostics.model import Related
 from flow_kernel.lang import ast
 from flow_kernel.lang import types as T
 from flow_kernel.lang.builtins import BUILTINS
-from flow_kernel.lang.check_decls import _article, closest
+from flow_kernel.lang.check_common import article, closest
 from flow_kernel.lang.env import TaskInfo
 from flow_kernel.lang.literals import NOT_LITERAL, literal_value
 from flow_kernel.lang.patterns import pattern_problem, search
@@ -185,7 +185,7 @@ class ExprChecker:
         entry = self.decls.get(e.name)
         if entry is not None:
             hint = ("call it: `" + e.name + "(…)`",) if entry.kind in ("agent", "workflow") else ()
-            self.report("F3001", e.span, f"`{e.name}` is {_article(entry.kind)}, not a value", hints=hint)
+            self.report("F3001", e.span, f"`{e.name}` is {article(entry.kind)}, not a value", hints=hint)
             return T.ANY
         if e.name in BUILTINS:
             self.report("F3001", e.span, f"`{e.name}` is a builtin function, not a value", hints=(f"call it: `{e.name}(…)`",))

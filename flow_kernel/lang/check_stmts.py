@@ -8,7 +8,7 @@ from flow_kernel.diagnostics.model import Related
 from flow_kernel.errors import FATAL, RUNTIME_CODES
 from flow_kernel.lang import ast
 from flow_kernel.lang import types as T
-from flow_kernel.lang.check_decls import closest
+from flow_kernel.lang.check_common import closest
 from flow_kernel.lang.env import Frame, TaskInfo
 from flow_kernel.lang.literals import NOT_LITERAL, literal_value
 

@@ -3,7 +3,8 @@ session of earlier cells, and reports every F2xxx–F7xxx diagnostic.
 
 The work is split by construct: declarations (`check_decls`), expressions
 (`check_exprs`), calls and effects (`check_calls`) and statements (`check_stmts`);
-this module holds the shared state and the order of the passes.
+this module holds the shared state and the order of the passes, and `check_common`
+the helpers they share (the mixins import it, not each other).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from flow_kernel.lang import ast
 from flow_kernel.lang import types as T
 from flow_kernel.lang.builtins import BUILTINS
 from flow_kernel.lang.check_calls import CallChecker
-from flow_kernel.lang.check_decls import DeclChecker, _type_names
+from flow_kernel.lang.check_decls import DeclChecker
 from flow_kernel.lang.check_exprs import ExprChecker
 from flow_kernel.lang.check_stmts import StmtChecker
 from flow_kernel.lang.env import Binding, DeclEntry, Frame, Scope, WorkflowContext
@@ -170,17 +171,3 @@ class Checker(DeclChecker, ExprChecker, CallChecker, StmtChecker):
         for entry in self.decls.values():
             if entry.origin == "cell" and entry.kind != "workflow" and not entry.used:
                 self.report("F7002", entry.span, f"{entry.kind} `{entry.name}` is never used")
-
-
-def type_references(node: ast.Decl) -> set[str]:
-    """Names of types a declaration's signature mentions (for F7004)."""
-    exprs: list[ast.TypeExpr] = []
-    if isinstance(node, ast.TypeDecl):
-        exprs.append(node.type)
-    elif isinstance(node, (ast.ToolDecl, ast.WorkflowDecl)):
-        exprs.extend(p.type for p in node.params)
-        if node.returns is not None:
-            exprs.append(node.returns)
-    elif isinstance(node, ast.AgentDecl):
-        exprs.extend(f.value for f in node.fields if isinstance(f.value, ast.TypeExpr))
-    return {n.name for e in exprs for n in _type_names(e)}
