@@ -1,11 +1,12 @@
 """What every provider takes and gives: one attempt of an agent call (runtime.md §4.1).
 
-The pipeline in `host.py` owns everything around an attempt — budgets, the concurrency
-gate, validation, repair, retry, record/replay. A provider only turns one
+The agent pipeline in `agents.py` owns everything around an attempt — budgets, the
+concurrency gate, validation, repair, retry, record/replay. A provider only turns one
 `ProviderRequest` into one `ProviderReply`, running the tool loop of its API when the
 call has tools: the model asks for a tool, `request.call_tool` runs it on the host (the
 operator is asked first for approval-gated tools), the result goes back, until the model
-answers or `MAX_TOOL_ROUNDS` is reached.
+answers or `MAX_TOOL_ROUNDS` is reached. A remote provider is known by its entry in
+`provider_table.py`; the local ones (`mock`, `scripted`) are made in `providers.py`.
 """
 
 from __future__ import annotations
