@@ -43,6 +43,7 @@ from flow_kernel.runtime.trust import (
     operator_capability,
     resolve_path,
 )
+from flow_kernel.short_text import shorten
 
 Bundle = dict[str, Any]  # a MIME bundle: {"text/plain": ..., "text/html": ...}
 
@@ -420,7 +421,7 @@ def _who(session: Session, args: str, plan: CellPlan) -> None:
         lines.append(f"{kind:<9} {name}")
     for name, binding in sorted(session.scope.bindings.items()):
         keyword = "var" if binding.mutable else "let"
-        lines.append(f"{keyword:<9} {name}: {T.display(binding.type)} = {_short_json(session.values.get(name))}")
+        lines.append(f"{keyword:<9} {name}: {T.display(binding.type)} = {shorten(session.values.get(name), 80, as_json=True)}")
     plan.outputs.append(text_output("\n".join(lines) or "the session is empty"))
 
 
@@ -464,7 +465,7 @@ def _events(session: Session, args: str, plan: CellPlan) -> None:
             events = read_journal(path)
     if events is None:
         raise MagicError(f"%events: no run `{run}` (see %runs)")
-    lines = [f"{e['seq']:>4} {e['type']:<20} {e.get('stage') or '':<12} {_short_json(e.get('data'))}"
+    lines = [f"{e['seq']:>4} {e['type']:<20} {e.get('stage') or '':<12} {shorten(e.get('data'), 80, as_json=True)}"
              for e in canonical(events)]
     plan.outputs.append(text_output("\n".join(lines)))
 
@@ -503,8 +504,3 @@ def _reset(session: Session, args: str, plan: CellPlan) -> None:
 def _lsmagic(session: Session, args: str, plan: CellPlan) -> None:
     width = max(len(m.usage) for m in MAGICS.values())
     plan.outputs.append(text_output("\n".join(f"{m.usage:<{width}}  {m.help}" for _, m in sorted(MAGICS.items()))))
-
-
-def _short_json(value: Any, limit: int = 80) -> str:
-    text = json.dumps(value, ensure_ascii=False)
-    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from flow_kernel.runtime.events import Event, kind_of, scope_name
+from flow_kernel.short_text import shorten
 
 Attributes = dict[str, str | int | float | bool]
 
@@ -49,7 +50,7 @@ _PAYLOAD_KEYS = frozenset({"prompt", "output", "json", "details", "arguments", "
 _HANDLED_KEYS = frozenset({"name", "frame", "parent", "limits", "agent", "label", "attempts", "latency_ms",
                            "usage", "tools", "code", "message", "span"})
 _MAX_JSON = 1024      # a structure encoded longer than this is left out
-_MAX_TEXT = 8192      # longer strings are cut
+_MAX_TEXT = 8193      # longer strings are cut to this many characters, "…" included
 _MAX_FINISHED = 256   # finished runs whose top-level span is remembered (for a late `workflow.failed`)
 
 
@@ -348,8 +349,7 @@ def _name(kind: str, data: dict[str, Any]) -> str:
 def _text(value: Any) -> str | None:
     if value is None:
         return None
-    text = value if isinstance(value, str) else str(value)
-    return text if len(text) <= _MAX_TEXT else text[:_MAX_TEXT] + "…"
+    return shorten(value if isinstance(value, str) else str(value), _MAX_TEXT)
 
 
 def _scalar(value: Any) -> bool:

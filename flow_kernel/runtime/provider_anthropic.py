@@ -36,9 +36,9 @@ from flow_kernel.runtime.provider_base import (
     decode_output,
     is_plain_text,
     repair_message,
-    short,
     too_many_tool_rounds,
 )
+from flow_kernel.short_text import shorten
 
 if TYPE_CHECKING:
     from anthropic import AsyncAnthropic, Omit
@@ -135,7 +135,7 @@ class AnthropicProvider:
 
     def _clean(self, text: str) -> str:
         """An error's text, short, and without the key whatever the endpoint echoed."""
-        return short(text.replace(self._key, "***") if len(self._key) >= 8 else text)
+        return shorten(text.replace(self._key, "***") if len(self._key) >= 8 else text, 300)
 
 
 def _count(usage: dict[str, int], reply: Message) -> None:

@@ -87,6 +87,3 @@ def too_many_tool_rounds(agent: str) -> AgentInvocationError:
     return AgentInvocationError(f"`{agent}` kept calling tools for {MAX_TOOL_ROUNDS} rounds without answering",
                                 details={"tool_rounds": MAX_TOOL_ROUNDS})
 
-
-def short(text: str, limit: int = 300) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -22,9 +22,9 @@ from flow_kernel.runtime.provider_base import (
     decode_output,
     is_plain_text,
     repair_message,
-    short,
     too_many_tool_rounds,
 )
+from flow_kernel.short_text import shorten
 
 
 class OpenAIProvider:
@@ -93,7 +93,7 @@ class OpenAIProvider:
     def _clean(self, text: str) -> str:
         """An error's text, short, and without the key: an endpoint may repeat it ("Incorrect
         API key provided: …"), and the message goes into events, journals and outputs."""
-        return short(text.replace(self._key, "***") if len(self._key) >= 8 else text)
+        return shorten(text.replace(self._key, "***") if len(self._key) >= 8 else text, 300)
 
 
 def _parts(reply: Any) -> tuple[int, int, Any]:
@@ -107,7 +107,7 @@ def _parts(reply: Any) -> tuple[int, int, Any]:
         message = reply.choices[0].message
         _ = (message.content, message.tool_calls)  # a wrong shape fails here, not later
     except (AttributeError, TypeError, IndexError, KeyError):
-        raise AgentInvocationError(f"the provider's reply is not a chat completion: {short(repr(reply))}") from None
+        raise AgentInvocationError(f"the provider's reply is not a chat completion: {shorten(repr(reply), 300)}") from None
     return tokens[0], tokens[1], message
 
 

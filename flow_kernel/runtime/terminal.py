@@ -5,10 +5,10 @@ while the run goes on. `print` output is not shown here: it goes to stdout.
 
 from __future__ import annotations
 
-import json
 from typing import Any, TextIO
 
 from flow_kernel.runtime.events import Event, is_default_label, scope_name, scope_of
+from flow_kernel.short_text import shorten
 from flow_kernel.terminal_text import terminal_safe
 
 _MARK = {"completed": "✓", "failed": "✗", "started": "▸"}
@@ -78,7 +78,7 @@ class TerminalProgress:
             mark = self._paint(mark, "31")
         extra = ""
         if head == "agent" and phase == "started" and isinstance(data.get("prompt"), str):
-            extra += f": {_one_line(data['prompt'], 60)}"
+            extra += f": {shorten(data['prompt'], 60, first_line=True)}"
         if head == "agent" and phase != "started":
             attempts = data.get("attempts") or []
             if len(attempts) > 1:
@@ -86,7 +86,7 @@ class TerminalProgress:
             if data.get("latency_ms") is not None:
                 extra += f" {data['latency_ms']} ms"
         if phase == "failed":
-            extra += f": {data.get('code')}" + (f" {_one_line(data['message'])}" if data.get("message") else "")
+            extra += f": {data.get('code')}" + (f" {shorten(data['message'], 120, first_line=True)}" if data.get("message") else "")
         return f"{'  ' * depth}{mark} {title}{extra}"
 
     def _paint(self, text: str, code: str) -> str:
@@ -108,8 +108,3 @@ def _bar(done: float, total: float, width: int = 20) -> str:
     filled = max(0, min(width, round(width * done / total)))
     return "[" + "#" * filled + "." * (width - filled) + "] "
 
-
-def _one_line(text: Any, limit: int = 120) -> str:
-    value = text if isinstance(text, str) else json.dumps(text, ensure_ascii=False)
-    first = value.splitlines()[0] if value else ""
-    return first if len(first) <= limit else first[: limit - 1] + "…"

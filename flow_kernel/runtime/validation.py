@@ -5,7 +5,6 @@ repair prompts."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -16,6 +15,7 @@ from jsonschema.exceptions import ValidationError
 
 from flow_kernel.errors import FlowError
 from flow_kernel.runtime.re2_keywords import KEYWORDS
+from flow_kernel.short_text import shorten
 
 # Draft 2020-12 with the regex keywords on RE2 (linear time, re2_keywords.py).
 _Validator = jsonschema.validators.extend(jsonschema.Draft202012Validator, KEYWORDS)  # type: ignore[no-untyped-call]
@@ -54,9 +54,8 @@ def require_valid(schema: Any, value: Any, error: type[FlowError], what: str,
         raise error(f"{what} does not match its schema: {described[0]}", details={"errors": described})
 
 
-def _j(value: Any) -> str:
-    text = json.dumps(value, ensure_ascii=False)
-    return text if len(text) <= 120 else text[:119] + "…"
+def _j(value: Any) -> str:  # a value in a schema error message: JSON, so `"1"` and `1` differ
+    return shorten(value, 120, as_json=True)
 
 
 def _names(values: list[Any]) -> str:

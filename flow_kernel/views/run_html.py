@@ -13,6 +13,7 @@ from typing import Any
 
 from flow_kernel.markup import escape as _e
 from flow_kernel.runtime.events import is_default_label
+from flow_kernel.short_text import shorten
 from flow_kernel.views.run_model import Item, Node, RunModel
 
 STYLE = """<style>
@@ -114,7 +115,8 @@ def _agent(node: Node, live: bool) -> str:
     calls = d.get("tool_calls")
     if isinstance(calls, list) and calls:
         body += "<div>tool calls<ul>" + "".join(
-            f"<li><code>{_e(c.get('tool'))}</code>({_e(_compact(c.get('arguments')))}) → {_e(_compact(c.get('result')))}</li>"
+            f"<li><code>{_e(c.get('tool'))}</code>({_e(shorten(c.get('arguments'), 160, as_json=True))})"
+            f" → {_e(shorten(c.get('result'), 160, as_json=True))}</li>"
             for c in calls if isinstance(c, dict)) + "</ul></div>"
     opened = " open" if node.state == "failed" else ""
     return f'<details class="card state-{_e(node.state)}"{opened}>{summary}{body}</details>'
@@ -127,7 +129,7 @@ def _attempt(a: dict[str, Any]) -> str:
     if a.get("invalid"):
         listed = a.get("errors")
         errors = "".join(f"<li>{_e(e)}</li>" for e in (listed if isinstance(listed, list) else [listed] if listed else []))
-        return f'<li class="err">{head}: invalid output {_e(_compact(a.get("output")))}<ul>{errors}</ul></li>'
+        return f'<li class="err">{head}: invalid output {_e(shorten(a.get("output"), 160, as_json=True))}<ul>{errors}</ul></li>'
     return f'<li class="err">{head}: {_e(a.get("error"))} {_e(a.get("message") or "")}</li>'
 
 
@@ -204,11 +206,6 @@ def _elapsed(started: str | None, ended: str | None, now: datetime.datetime | No
         return ""
     seconds = max(0.0, (end - start).total_seconds())
     return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.1f} s"
-
-
-def _compact(value: Any) -> str:
-    text = json.dumps(value, ensure_ascii=False)
-    return text if len(text) <= 160 else text[:159] + "…"
 
 
 def _mark(state: str) -> str:

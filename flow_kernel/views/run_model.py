@@ -8,12 +8,19 @@ deterministic summary (no timestamps, durations or random ids: nbval compares it
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from flow_kernel.runtime.events import POINTS, Event, is_default_label, scope_name, scope_of
+from flow_kernel.runtime.events import (
+    POINTS,
+    Event,
+    canonical,
+    is_default_label,
+    scope_name,
+    scope_of,
+)
+from flow_kernel.short_text import shorten
 
 
 @dataclass
@@ -83,8 +90,6 @@ class RunModel:
 
     @classmethod
     def from_events(cls, events: Iterable[Event], title: str | None = None) -> RunModel:
-        from flow_kernel.runtime.events import canonical
-
         events = list(events)
         model = cls(events[0].get("run") if events else None, title)
         for event in canonical(events):
@@ -210,7 +215,7 @@ class RunModel:
                 if self.error_line is not None:
                     lines.append(f"   | {self.error_line}")
         elif self.has_result:
-            lines.append(f"result: {_short(self.result, 200)}")
+            lines.append(f"result: {shorten(self.result, 200)}")
         return "\n".join(lines)
 
     def _text_node(self, node: Node, depth: int, lines: list[str]) -> None:
@@ -228,7 +233,7 @@ class RunModel:
             if node.state == "failed":
                 head += f": {node.data.get('code')} {_first_line(node.data.get('message'))}"
             elif "output" in node.data:
-                head += f" → {_short(node.data.get('output'), 80)}"
+                head += f" → {shorten(node.data.get('output'), 80)}"
             lines.append(head)
             # What the agent did on the way: tool approvals, then its tool calls in order.
             for child in node.children:
@@ -239,8 +244,8 @@ class RunModel:
             for call in calls if isinstance(calls, list) else []:
                 if not isinstance(call, dict):
                     continue
-                lines.append(f"{pad}    tool {call.get('tool')}({_short(call.get('arguments'), 60)})"
-                             f" → {_short(call.get('result'), 80)}")
+                lines.append(f"{pad}    tool {call.get('tool')}({shorten(call.get('arguments'), 60)})"
+                             f" → {shorten(call.get('result'), 80)}")
             return
         title = f'stage "{node.name}"' if node.kind == "stage" else f"{node.kind} {node.name}"
         head = f"{pad}{mark} {title}"
@@ -284,11 +289,6 @@ class RunModel:
 
 def _int(value: Any) -> int | None:
     return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-
-
-def _short(value: Any, limit: int) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _first_line(text: Any) -> str:
