@@ -1,16 +1,19 @@
-"""Flow Kernel: the Flow language, its sandbox and runtime (and, as it lands, its Jupyter
-kernel).
+"""Flow Kernel: the Flow language, its sandbox and runtime, the Jupyter kernel, the `flow`
+command and the `%%flow` IPython magic (docs/architecture.md). This module is the
+library's face: the names a Python program uses.
 
     >>> from flow_kernel import SourceFile, check
     >>> result = check(SourceFile("hello.flow", 'print "hello"'))
     >>> result.ok
     True
     >>> from flow_kernel import Session
-    >>> Session(operator="none", journal_dir=None).run("let n = 40 + 2\nn").result
+    >>> Session(operator="none", journal_dir=None).run("let n = 40 + 2\\nn").result
     42
 
-`Session` and the runtime are imported on first use, so that `flow_kernel.lang` stays
-importable without the runtime (the dependency direction of docs/architecture.md).
+`Session` and the runtime are imported on first use, so that `import flow_kernel` (and
+`flow_kernel.lang`) does not start the runtime. Nothing inside the package imports this
+module: the kernel, the CLI and the rest import the modules that define what they use
+(tests/test_layering.py holds them to it).
 """
 
 from __future__ import annotations

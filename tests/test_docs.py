@@ -44,3 +44,13 @@ def test_example_checks_as_shown(where: str, source: str, shown: str) -> None:
         assert all(f"[{code}]" in shown for code in errors), (errors, shown[:500])
     else:
         assert result.ok
+
+
+def test_the_package_docstring_runs_as_shown() -> None:
+    """`help(flow_kernel)` shows a check and a run (in a real sandbox); both give what it says."""
+    import doctest
+
+    import flow_kernel
+
+    result = doctest.testmod(flow_kernel)
+    assert result.attempted >= 5 and result.failed == 0
