@@ -4,7 +4,9 @@
 trace whose spans mirror the run's tree. Every `workflow`, `pipeline`, `stage` and
 `agent` frame is a span; the point events (`log`, `print`, `progress`,
 `verify.evaluated`, `require.failed`, `approval.*`, `artifact.published`) are span
-events on the nearest open span.
+events on the nearest open span. The kinds, which scope each opens or closes, and
+their data are the vocabulary's (`runtime/events.py`): a new point kind becomes a span
+event here without a change.
 
 How the run's events map onto spans. A frame's `*.started` event and its matching
 `*.completed` / `*.failed` carry the same `span.id` (`s<n>` for workflow, pipeline and

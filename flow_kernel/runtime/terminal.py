@@ -1,6 +1,7 @@
 """The terminal view of a run for `flow run` (runtime.md §8): one line per thing that
 happened, indented by where it happened (workflow → pipeline → stage → agent), on stderr
-while the run goes on. `print` output is not shown here: it goes to stdout.
+while the run goes on. `print` output is not shown here: it goes to stdout. The kinds and
+their tree are the vocabulary's (`runtime/events.py`); this module only says how each looks.
 """
 
 from __future__ import annotations
