@@ -152,11 +152,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         sys.stdout.write(json_for_terminal(json.dumps(outcome.to_json(), ensure_ascii=False)) + "\n")
     elif outcome.error is None:
         if outcome.result is not None:
-            from flow_kernel.runtime.render import render_value
+            from flow_kernel.runtime.value_text import render_value
 
             sys.stdout.write(terminal_safe(render_value(outcome.result)) + "\n")
     else:
-        from flow_kernel.runtime.report import describe_error
+        from flow_kernel.runtime.failure_report import describe_error
 
         described = describe_error(outcome.error, outcome.source_line, outcome.events)
         sys.stderr.write(terminal_safe("\n".join(described)) + "\n")

@@ -34,10 +34,10 @@ from flow_kernel.diagnostics import Diagnostic
 from flow_kernel.errors import FlowError
 from flow_kernel.kernel.magics import type_of_json
 from flow_kernel.lang.session_scope import SessionBinding
-from flow_kernel.runtime.render import render_value
-from flow_kernel.runtime.report import describe_error
+from flow_kernel.runtime.failure_report import describe_error
 from flow_kernel.runtime.session import Session
 from flow_kernel.runtime.tools import TOOLS, flow_tool
+from flow_kernel.runtime.value_text import render_value
 from flow_kernel.views.live import LiveView
 
 

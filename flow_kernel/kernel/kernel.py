@@ -44,12 +44,12 @@ from flow_kernel.lang.compiler import Compiled
 from flow_kernel.markup import escape
 from flow_kernel.runtime.ceilings import Ceilings
 from flow_kernel.runtime.config import FlowConfig
+from flow_kernel.runtime.failure_report import describe_error
 from flow_kernel.runtime.operator import Operator
-from flow_kernel.runtime.render import render_value
-from flow_kernel.runtime.report import describe_error
 from flow_kernel.runtime.run import RunOutcome, new_run_id
 from flow_kernel.runtime.session import Session
 from flow_kernel.runtime.trust import Capability, CapabilityDenied, Trust
+from flow_kernel.runtime.value_text import render_value
 from flow_kernel.views.artifacts import artifact_bundle
 from flow_kernel.views.live import LiveView
 from flow_kernel.views.prompts import ALLOW_NOTEBOOK, ALLOW_ONCE, DENY, capability_request

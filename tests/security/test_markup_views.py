@@ -225,7 +225,7 @@ def test_a_forged_error_span_is_no_span() -> None:
     """An error's span from the sandbox feeds carets and source lines (the view, `flow run`,
     the kernel): anything but a Flow location is dropped, not trusted."""
     from flow_kernel.errors import FlowError
-    from flow_kernel.runtime.report import describe_error
+    from flow_kernel.runtime.failure_report import describe_error
 
     good = {"file": "<cell 1>", "line": 2, "column": 3, "end_line": 2, "end_column": 5}
     assert FlowError.from_dto({"code": "assertion", "message": "m", "span": good}).span == good
