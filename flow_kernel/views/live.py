@@ -12,10 +12,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from flow_kernel.runtime.events import KINDS
+
 if TYPE_CHECKING:
     from flow_kernel.runtime.run import RunOutcome
 
-SHOWN = ("pipeline.", "stage.", "agent.", "approval.", "verify.", "require.", "progress", "log", "artifact.")
+# Worth showing: every kind of the vocabulary but the workflow's own (a cell that only
+# computes has one; a nested workflow's start counts, below) and `print` (the cell's
+# stdout), so a new kind opens a view without a change here.
+SHOWN = frozenset(kind for kind in KINDS if not kind.startswith("workflow.") and kind != "print")
 
 
 class LiveView:
@@ -38,7 +43,7 @@ class LiveView:
         self.early.append(event)
         kind = str(event.get("type"))
         nested_workflow = kind == "workflow.started" and bool((event.get("span") or {}).get("parent"))
-        if kind.startswith(SHOWN) or nested_workflow:
+        if kind in SHOWN or nested_workflow:
             self.view = self.open_view()
             if self.view is None:
                 self.off = True
