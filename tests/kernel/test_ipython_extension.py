@@ -93,6 +93,24 @@ def test_non_json_python_values_stay_unknown_to_flow(python_kernel: Any) -> None
 
 
 
+def test_a_flow_cell_is_checked_once(python_kernel: Any) -> None:
+    """Checked once, then run as checked; again only when it took Python values (their
+    types change the check). It used to be probed, then compiled again, every time."""
+    kc = python_kernel
+    spy = ("checks = []\nflow_session = get_ipython()._flow_magics.session\nreal_check = flow_session.check\n"
+           "def counting_check(code, name=None):\n    checks.append(name)\n    return real_check(code, name)\n"
+           "flow_session.check = counting_check")
+    assert execute(kc, spy).status == "ok"
+    assert execute(kc, "%%flow\nlet once = 20 + 1\nonce * 2").result == "42"
+    assert execute(kc, "len(checks)").result == "1"
+    execute(kc, "from_python = 5")
+    assert execute(kc, "%%flow\nfrom_python + 1").result == "6"
+    assert execute(kc, "len(checks), len(set(checks))").result == "(3, 2)"
+    bad = execute(kc, "%%flow\nlet = 1")
+    assert bad.content["ename"] == "FlowCompileError"
+    assert execute(kc, "len(checks); flow_session.check = real_check; len(checks)").result == "4"
+
+
 def test_flow_cells_get_the_run_view_and_its_summary(python_kernel: Any) -> None:
     kc = python_kernel
     cell = execute(kc, '%%flow --operator auto-approve\nagent a { model: "scripted", script: ["hi"] }\n'
