@@ -5,6 +5,8 @@ no others unless the kind says its data is open (an error's details)."""
 from __future__ import annotations
 
 import asyncio
+import re
+from pathlib import Path
 from typing import Any, get_type_hints
 
 import pytest
@@ -98,3 +100,17 @@ def test_the_tree_and_the_host_only_families() -> None:
     assert all(KINDS[p].scope is None for p in POINTS)
     assert HOST_ONLY_PREFIXES == ("agent.", "approval.")
     assert kind_of(["not", "a", "type"]) is None and scope_of("agent.maybe") is None
+
+
+def test_the_runtime_guide_documents_every_kind_and_its_required_fields() -> None:
+    guide = (Path(__file__).resolve().parents[2] / "docs" / "runtime-guide.md").read_text(encoding="utf-8")
+    section = guide[guide.index("\n## Events\n"):].split("\n## ", 2)[1]
+    documented: dict[str, set[str]] = {}
+    for row in re.findall(r"(?m)^\| (`[a-z.]+`(?: / `[a-z.]+`)*) \| (.*) \|$", section):
+        fields = set(re.findall(r"`([a-z_]+)`", row[1]))
+        for kind in re.findall(r"`([a-z.]+)`", row[0]):
+            documented[kind] = fields
+    assert set(documented) == set(KINDS)
+    for name, kind in KINDS.items():
+        required = set(kind.data.__required_keys__)  # type: ignore[attr-defined]
+        assert required <= documented[name], (name, sorted(required - documented[name]))
