@@ -50,6 +50,7 @@ from flow_kernel.diagnostics.render import (
     _display_line,
     _excerpt,
     _location,
+    _same,
     render_text,
 )
 from flow_kernel.markup import escape as _e
@@ -154,10 +155,6 @@ def render_html(
     parts += [_diagnostic(d, name) for d in diagnostics]
     parts.append("</div>")
     return "\n".join(parts) + "\n"
-
-
-def _same(name: str) -> str:
-    return name
 
 
 # --- one diagnostic ------------------------------------------------------------------
