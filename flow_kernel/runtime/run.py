@@ -49,9 +49,10 @@ class RunOutcome:
     traces: list[dict[str, Any]] = field(default_factory=list)
     output_bytes: int = 0  # bytes of its events' data (what the output ceiling counts)
     compiled: Compiled | None = None  # the program that ran
-    # file name -> text of every source the run's spans can point into: the program, the
-    # files it `use`s and (from a Session) the earlier cells whose declarations it calls
+    # file name -> text of more sources the run's spans can point into than the program and
+    # the files it `use`s: a Session's cells (its own dict, shared, not copied per run)
     sources: dict[str, str] = field(default_factory=dict, repr=False)
+    shown_as: dict[str, str] = field(default_factory=dict, repr=False)  # a file's shown name -> its name
 
     @property
     def ok(self) -> bool:
@@ -73,11 +74,18 @@ class RunOutcome:
             if not span:
                 return None
             file, line = str(span.get("file")), int(span.get("line") or 0)
-        text = self.sources.get(file)
+        text = self._text_of(self.shown_as.get(file, file))
         if text is None:
             return None
         lines = text.split("\n")
         return lines[line - 1].removesuffix("\r") if 0 < line <= len(lines) else None
+
+    def _text_of(self, file: str) -> str | None:
+        if self.compiled is not None:
+            for source in (self.compiled.check.source, *self.compiled.check.used_files):
+                if source.name == file:
+                    return source.text
+        return self.sources.get(file)
 
     def show_file_as(self, file: str, shown: str) -> None:
         """Name `file` as `shown` in the error's span (the CLI shows paths as typed); its
@@ -85,8 +93,7 @@ class RunOutcome:
         span = self.error.span if self.error is not None else None
         if span and span.get("file") == file and self.error is not None:
             self.error.span = {**span, "file": shown}
-        if file in self.sources:
-            self.sources[shown] = self.sources[file]
+        self.shown_as[shown] = file
 
     def to_json(self) -> dict[str, Any]:
         if self.error is None:
@@ -123,7 +130,7 @@ async def run_compiled(compiled: Compiled, executor: Executor, *, workflow: str 
     if compiled.python is None:
         raise ValueError("the module has compile errors; nothing runs")
     run_id = run_id or new_run_id()
-    known = {**(sources or {}), **{f.name: f.text for f in (*compiled.check.used_files, compiled.check.source)}}
+    known = sources if sources is not None else {}
     try:
         journal = Journal(journal_dir, run_id) if journal_dir is not None else None
     except OSError as exc:  # LinkRefused included: a planted link is never written through

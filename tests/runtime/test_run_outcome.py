@@ -30,6 +30,7 @@ def test_the_failing_line_of_an_earlier_cell_and_the_error_as_data(tmp_path: Pat
     assert error is not None and error.code == "evaluation"
     assert error.span is not None and error.span["file"] == "<cell 1>" and error.span["line"] == 3
     assert failed.source_line() == "  return xs[i]"  # the declaring cell's text, kept by the session
+    assert declared.sources is failed.sources is ok.sources  # the session's, not a copy a run in its history
     assert failed.source_line("<cell 2>", 2) == "nth(n)"
     assert failed.source_line("<cell 2>", 3) is None and failed.source_line("<nowhere>", 1) is None
     assert failed.compiled is not None and failed.compiled.check.source.name == "<cell 2>"
