@@ -57,11 +57,12 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, str, Pa
             browser.close()
 
 
-def _appears(path: Path, seconds: float) -> float | None:
-    """Seconds until `path` exists, or None if it did not within `seconds`."""
+def _appears(path: Path, seconds: float, content: str | None = None) -> float | None:
+    """Seconds until `path` exists (holding `content`, when given: the server creates the
+    file before it writes it), or None if it did not within `seconds`."""
     start = time.monotonic()
     while time.monotonic() - start < seconds:
-        if path.exists():
+        if path.exists() and (content is None or path.read_text() == content):
             return time.monotonic() - start
         time.sleep(0.1)
     return None
@@ -78,9 +79,8 @@ def test_a_published_payload_writes_no_canary(lab: tuple[Any, str, Path]) -> Non
     raw.open("raw.ipynb")
     raw.run_cell(0)
     raw.wait_for_text("Quarterly numbers", index=0)
-    fired = _appears(root / "canary-raw.txt", 30)
+    fired = _appears(root / "canary-raw.txt", 30, content="pwned")
     assert fired is not None, "the raw Markdown's script did not run: the canary cannot see the attack"
-    assert (root / "canary-raw.txt").read_text() == "pwned"
     print(f"raw text/markdown: canary written {fired:.2f} s after the output showed")
     raw.page.close()
 
