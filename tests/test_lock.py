@@ -69,3 +69,17 @@ def test_lock_keeps_the_files_a_cpython_311_or_newer_can_install(filename: str, 
 def test_versions_are_read_from_file_names() -> None:
     assert LOCK.version_of("python-dateutil-4.0.0.tar.gz") == "4.0.0"
     assert LOCK.version_of("opentelemetry_semantic_conventions-0.66b2-py3-none-any.whl") == "0.66b2"
+
+
+def test_every_pin_in_requirements_dev_carries_its_hashes() -> None:
+    """scripts/setup installs with --require-hashes: a pin without hashes (added without
+    running scripts/lock) would stop it. Run `python3 scripts/lock` after changing a pin."""
+    lines = (ROOT / "requirements-dev.txt").read_text().splitlines()
+    unhashed = []
+    for number, line in enumerate(lines):
+        if LOCK.PIN.match(line):
+            following = lines[number + 1] if number + 1 < len(lines) else ""
+            if not (line.rstrip().endswith("\\") and following.strip().startswith("--hash=sha256:")):
+                unhashed.append(line.strip())
+    assert LOCK.pins(lines), "no pins found"
+    assert not unhashed, f"pins without hashes (run python3 scripts/lock): {unhashed}"
