@@ -5,13 +5,12 @@ saved as test artifacts (tests/browser/artifacts or $FLOW_TEST_ARTIFACTS)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.browser.lab import Lab, jupyter_lab, launch, missing, write_notebook
+from tests.browser.lab import Lab, missing, write_notebook
 
 pytestmark = pytest.mark.browser
 
@@ -38,20 +37,6 @@ pipeline "support" {
 }
 ok ? "escalated" : "kept"
 '''
-
-
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, str, Path]]:
-    from playwright.sync_api import sync_playwright
-
-    root = tmp_path_factory.mktemp("lab-root")
-    home = tmp_path_factory.mktemp("lab-home")
-    with jupyter_lab(root, home) as url, sync_playwright() as p:
-        browser = launch(p)
-        try:
-            yield browser, url, root
-        finally:
-            browser.close()
 
 
 def test_approve_clicked_in_the_run_view(lab: tuple[Any, str, Path]) -> None:

@@ -15,13 +15,12 @@ canary (JupyterLab runs what a live kernel's Markdown contains).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.browser.lab import Lab, jupyter_lab, launch, missing, write_notebook
+from tests.browser.lab import Lab, missing, write_notebook
 
 pytestmark = pytest.mark.browser
 
@@ -41,20 +40,6 @@ def payload(canary: str) -> str:
 def flow_string(text: str) -> str:
     escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$").replace("\n", "\\n")
     return f'"{escaped}"'
-
-
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, str, Path]]:
-    from playwright.sync_api import sync_playwright
-
-    root = tmp_path_factory.mktemp("lab-root")
-    home = tmp_path_factory.mktemp("lab-home")
-    with jupyter_lab(root, home) as url, sync_playwright() as p:
-        browser = launch(p)
-        try:
-            yield browser, url, root
-        finally:
-            browser.close()
 
 
 def _appears(path: Path, seconds: float, content: str | None = None) -> float | None:

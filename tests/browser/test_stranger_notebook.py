@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.browser.lab import Lab, jupyter_lab, launch, missing, write_notebook
+from tests.browser.lab import Lab, missing, write_notebook
 
 pytestmark = pytest.mark.browser
 
@@ -24,20 +23,6 @@ if REASON:
     pytest.skip(REASON, allow_module_level=True)
 
 DOCS_IMAGE = Path(__file__).resolve().parents[2] / "docs" / "images" / "capability-prompt.png"
-
-
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, str, Path]]:
-    from playwright.sync_api import sync_playwright
-
-    root = tmp_path_factory.mktemp("lab-root")
-    home = tmp_path_factory.mktemp("lab-home")
-    with jupyter_lab(root, home) as url, sync_playwright() as p:
-        browser = launch(p)
-        try:
-            yield browser, url, root
-        finally:
-            browser.close()
 
 
 def test_deny_at_the_capability_prompt_keeps_everything_shut(lab: tuple[Any, str, Path]) -> None:
