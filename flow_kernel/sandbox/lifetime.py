@@ -23,11 +23,11 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import functools
-import shutil
 import signal
-import subprocess
 import sys
 from collections.abc import Callable
+
+from flow_kernel.sandbox.node import first_unshare_that_runs
 
 PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
@@ -80,19 +80,10 @@ def is_dumpable() -> bool | None:
 def child_namespace() -> list[str] | None:
     """`unshare` with a new user (the caller's uid mapped to itself), network, PID and mount namespace,
     a fresh /proc, and the child killed when `unshare` dies — if the OS allows it."""
-    unshare = shutil.which("unshare")
-    if unshare is None:
-        return None
     # --map-current-user (util-linux 2.38+) keeps the child's own uid inside; older ones
     # only know --map-root-user. Either way its capabilities hold in its namespace only.
-    for user in ("--map-current-user", "--map-root-user"):
-        prefix = [unshare, user, "--net", "--pid", "--fork", "--kill-child", "--mount-proc"]
-        try:
-            if subprocess.run([*prefix, "true"], capture_output=True, timeout=10).returncode == 0:
-                return prefix
-        except (OSError, subprocess.SubprocessError):
-            continue
-    return None
+    return first_unshare_that_runs([[user, "--net", "--pid", "--fork", "--kill-child", "--mount-proc"]
+                                    for user in ("--map-current-user", "--map-root-user")])
 
 
 _PRCTL = _prctl()

@@ -62,10 +62,17 @@ def _version(path: str) -> tuple[int, int, int] | None:
 @functools.cache
 def network_namespace() -> list[str] | None:
     """The command prefix that runs a process without network (`unshare -rn`), if the OS allows it."""
+    return first_unshare_that_runs([["-n"], ["-rn"]])
+
+
+def first_unshare_that_runs(options: list[list[str]]) -> list[str] | None:
+    """`unshare` with the first of `options` under which a process starts here (namespaces
+    an OS or a container may refuse), or None."""
     unshare = shutil.which("unshare")
     if unshare is None:
         return None
-    for prefix in ([unshare, "-n"], [unshare, "-rn"]):
+    for option in options:
+        prefix = [unshare, *option]
         try:
             if subprocess.run([*prefix, "true"], capture_output=True, timeout=10).returncode == 0:
                 return prefix
