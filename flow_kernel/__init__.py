@@ -22,12 +22,12 @@ from flow_kernel.diagnostics import REGISTRY, Diagnostic, Severity
 from flow_kernel.lang import CheckResult, SessionScope, check
 from flow_kernel.source import SourceFile, Span
 
-__version__ = "0.1.0"
-
+# Imported on first use: the runtime and the kernel are not needed to check a program, and
+# the version's metadata lookup pulls in email and socket, which `flow_kernel.lang` must not.
 _LAZY = {"Session": "flow_kernel.runtime.session", "CompileError": "flow_kernel.runtime.session",
          "RunOutcome": "flow_kernel.runtime.run", "FlowError": "flow_kernel.errors",
          "FlowConfig": "flow_kernel.runtime.config", "Operator": "flow_kernel.runtime.operator",
-         "flow_tool": "flow_kernel.runtime.tools"}
+         "flow_tool": "flow_kernel.runtime.tools", "__version__": "flow_kernel.version"}
 
 
 def load_ipython_extension(shell: object) -> None:
@@ -55,3 +55,4 @@ def __getattr__(name: str) -> object:
 __all__ = ["REGISTRY", "CheckResult", "CompileError", "Diagnostic", "FlowConfig", "FlowError", "Operator", "RunOutcome",
            "Session", "SessionScope", "Severity", "SourceFile", "Span", "__version__", "check", "flow_tool",
            "load_ipython_extension", "unload_ipython_extension"]
+

@@ -20,6 +20,7 @@ TYPED = [
     "flow_kernel/markup.py",
     "flow_kernel/terminal_text.py",
     "flow_kernel/short_text.py",
+    "flow_kernel/version.py",
     "flow_kernel/diagnostics",
     "flow_kernel/files.py",
     "flow_kernel/cli",

@@ -16,15 +16,7 @@ from collections.abc import Sequence
 from flow_kernel.cli import check, doctor, explain, schema, trust
 from flow_kernel.cli import run as run_command
 from flow_kernel.cli.common import EXIT_FAILED, EXIT_USAGE
-
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("flow-kernel")
-    except PackageNotFoundError:  # running from a checkout that was never installed
-        return "unknown"
+from flow_kernel.version import VERSION
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -32,7 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="flow",
         description="Flow: a small typed language for orchestrating LLM agents.",
     )
-    parser.add_argument("--version", action="version", version=f"flow {_version()}")
+    parser.add_argument("--version", action="version", version=f"flow {VERSION}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     for command in (check, explain, schema, run_command, doctor, trust):
         command.add_command(commands)

@@ -25,7 +25,6 @@ import contextlib
 import json
 import os
 import traceback
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
@@ -50,20 +49,12 @@ from flow_kernel.runtime.run import RunOutcome, new_run_id
 from flow_kernel.runtime.session import Session
 from flow_kernel.runtime.trust import Capability, CapabilityDenied, Trust
 from flow_kernel.runtime.value_text import render_value
+from flow_kernel.version import VERSION
 from flow_kernel.views.artifacts import artifact_bundle
 from flow_kernel.views.live import LiveView
 from flow_kernel.views.prompts import ALLOW_NOTEBOOK, ALLOW_ONCE, DENY, capability_request
 
-
-def _version() -> str:
-    """This install's version, from its metadata (not through the package facade)."""
-    try:
-        return version("flow-kernel")
-    except PackageNotFoundError:  # a checkout that was never installed
-        return "unknown"
-
-
-__version__ = _version()
+__version__ = VERSION
 
 LANGUAGE_INFO: dict[str, object] = {
     "name": "flow",
