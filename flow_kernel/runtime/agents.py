@@ -96,7 +96,7 @@ class AgentPipeline:
                  recorder: CassetteRecorder | None = None, player: CassettePlayer | None = None,
                  trace_sinks: list[TraceSink] | None = None, debug: bool = False,
                  providers: dict[str, Provider] | None = None,
-                 occurrences: dict[tuple[str, str], int] | None = None) -> None:
+                 scope: str = "") -> None:
         self.check = check
         self.emit = emit
         self.frames = frames
@@ -115,8 +115,11 @@ class AgentPipeline:
                        if entry.kind == "agent" and isinstance(entry.node, ast.AgentDecl)}
         self.providers.setdefault("scripted", ScriptedProvider({n: parse_script(s.decl) for n, s in self.agents.items()}))
         self.providers.setdefault("mock", MockProvider())
-        # calls so far by (agent, label): the cassette key's `occurrence`, shared by a session's runs
-        self._occurrences = occurrences if occurrences is not None else {}
+        # calls so far by (agent, label): the cassette key's `occurrence`, counted within this run
+        # (one pipeline per run), so a re-run cell replays the same answers (runtime/cassette.py)
+        self._occurrences: dict[tuple[str, str], int] = {}
+        self.scope = scope  # the cassette key's program and workflow: cassette.source_scope
+        self._run_token = object()  # this run, for the recorder: its first answer replaces the scope's old ones
         # An agent's calls repeat the same contract: build its validator and system prompt once.
         self._validators: dict[str, jsonschema.protocols.Validator] = {}
         self._systems: dict[tuple[str, str, bool], str] = {}
@@ -325,7 +328,7 @@ class AgentPipeline:
 
     async def _attempt(self, call: _Call, timeout_ms: Any, attempt: int, repair_of: dict[str, Any] | None) -> Any:
         """One provider attempt, answered from the cassette when replaying, written to it when recording."""
-        key = (call.spec.name, call.label, call.occurrence, attempt)
+        key = (self.scope, call.spec.name, call.label, call.occurrence, attempt)
         if self.player is not None:
             replayed = self.player.answer(key, call.prompt)
             self._account(call, replayed)
@@ -345,10 +348,11 @@ class AgentPipeline:
             reply = await self._invoke(call, timeout_ms, repair_of)
         except FlowError as exc:
             if self.recorder is not None:
-                self.recorder.write(key, call.prompt, error=exc)
+                self.recorder.write(key, call.prompt, error=exc, run=self._run_token)
             raise
         if self.recorder is not None:  # the tool calls as the host saw them, approvals included
-            self.recorder.write(key, call.prompt, reply.output, usage=reply.usage, tool_calls=call.tool_calls[before:])
+            self.recorder.write(key, call.prompt, reply.output, usage=reply.usage, tool_calls=call.tool_calls[before:],
+                                run=self._run_token)
         return reply.output
 
     @staticmethod

@@ -55,7 +55,7 @@ class HostServices:
     trace_sinks: list[TraceSink] = field(default_factory=list)
     debug: bool = False
     providers: dict[str, Provider] = field(default_factory=dict)
-    occurrences: dict[tuple[str, str], int] = field(default_factory=dict)
+    cassette_scope: str = ""  # the program and workflow run, in cassette keys (cassette.source_scope)
     ceilings: Ceilings = field(default_factory=Ceilings)
 
     def __post_init__(self) -> None:
@@ -72,7 +72,7 @@ class HostServices:
         self.agents = AgentPipeline(self.check, self.emit, self.frames, config=self.config, tools=self.tools,
                                     approve_tool=self.approve_tool, recorder=self.recorder, player=self.player,
                                     trace_sinks=self.trace_sinks, debug=self.debug, providers=self.providers,
-                                    occurrences=self.occurrences)
+                                    scope=self.cassette_scope)
         self.agents.sandbox_call = self._call_sandbox
 
     async def _call_sandbox(self, op: str, payload: dict[str, Any]) -> Any:

@@ -20,7 +20,7 @@ from flow_kernel.errors import (
 from flow_kernel.lang.compiler import Compiled
 from flow_kernel.lang.sourcemap import span_to_json
 from flow_kernel.runtime.agents import TraceSink
-from flow_kernel.runtime.cassette import CassettePlayer, CassetteRecorder
+from flow_kernel.runtime.cassette import CassettePlayer, CassetteRecorder, source_scope
 from flow_kernel.runtime.ceilings import Ceilings, name_the_ceiling
 from flow_kernel.runtime.config import FlowConfig
 from flow_kernel.runtime.gc_policy import older_objects_frozen
@@ -113,7 +113,6 @@ async def run_compiled(compiled: Compiled, executor: Executor, *, workflow: str 
                        replay: Path | str | CassettePlayer | None = None, config: FlowConfig | None = None,
                        tools: ToolRegistry | None = None, trace_sinks: list[TraceSink] | None = None,
                        debug: bool = False, providers: dict[str, Provider] | None = None,
-                       occurrences: dict[tuple[str, str], int] | None = None,
                        ceilings: Ceilings | None = None, sources: dict[str, str] | None = None) -> RunOutcome:
     """Run a compiled module: its top level, or `workflow` with `input`. Never raises a FlowError:
     failures are in the outcome, with the events up to the failure (and, with `journal_dir`,
@@ -122,8 +121,8 @@ async def run_compiled(compiled: Compiled, executor: Executor, *, workflow: str 
     `config` resolves `model: "default"` and the providers' endpoints; `tools` holds the
     Python tools; `trace_sinks` get one trace per agent call (with the compiled prompt and
     raw output when `debug`); `providers` replaces providers by name (tests, embedding).
-    A session passes one cassette object and one `occurrences` count for all its runs, so
-    that the calls of a notebook's cells have distinct cassette keys. `ceilings` (default:
+    A session passes one cassette object for all its runs; the calls of a run are keyed in
+    it by the run's program and workflow (`cassette.source_scope`). `ceilings` (default:
     `Ceilings.from_env()`) bound every limit the program asks for and its output. `sources`
     (file name -> text) are more sources the run's spans can point into, besides the
     program's own and the files it `use`s (a session's earlier cells)."""
@@ -141,7 +140,7 @@ async def run_compiled(compiled: Compiled, executor: Executor, *, workflow: str 
                         player=replay if isinstance(replay, CassettePlayer | None) else CassettePlayer(replay),
                         config=config or FlowConfig(), tools=tools or ToolRegistry(), trace_sinks=list(trace_sinks or []),
                         debug=debug, providers=dict(providers or {}),
-                        occurrences=occurrences if occurrences is not None else {},
+                        cassette_scope=source_scope(compiled.check.source.name, compiled.check.source.text, workflow),
                         ceilings=ceilings if ceilings is not None else Ceilings.from_env())
     outcome = RunOutcome(run_id, events=host.events, journal=journal.path if journal is not None else None,
                          traces=host.traces, compiled=compiled, sources=known)

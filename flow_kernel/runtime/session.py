@@ -122,7 +122,6 @@ class Session:
         self._executor: Executor | None = None
         self._recorder: CassetteRecorder | None = None
         self._player: CassettePlayer | None = None
-        self._occurrences: dict[tuple[str, str], int] = {}
         self.record(record)
         self.replay(replay)
 
@@ -163,7 +162,6 @@ class Session:
         self._recorder = CassetteRecorder(self.directory / path) if path is not None else None
         if path is not None:
             self._player = None
-        self._occurrences.clear()
 
     def replay(self, path: str | Path | None) -> None:
         """Answer agent calls of the following runs from a cassette (None stops).
@@ -172,7 +170,6 @@ class Session:
                         if path is not None else None)
         if path is not None:
             self._recorder = None
-        self._occurrences.clear()
 
     def set_operator(self, operator: str | Operator) -> None:
         """A policy by name (`%operator`) that answers for the person (auto-approve,
@@ -188,7 +185,6 @@ class Session:
         """Forget every declaration and binding (the runs stay in the history and journal)."""
         self.scope.reset()
         self.values.clear()
-        self._occurrences.clear()
 
     # -- compile ------------------------------------------------------------------------------
     def check(self, source: str, name: str | None = None) -> CheckResult:
@@ -221,7 +217,7 @@ class Session:
             operator=self.operator, allow_run=frozenset(self.allow_run), sinks=self.sinks + list(sinks), run_id=run_id,
             journal_dir=self.journal_dir, record=self._recorder, replay=self._player, config=self.config,
             tools=self.tools, trace_sinks=self.trace_sinks, debug=self.debug, providers=self.providers,
-            occurrences=self._occurrences, ceilings=self.ceilings, sources=self.sources)
+            ceilings=self.ceilings, sources=self.sources)
         self._commit(compiled.check, outcome)
         self.history.append(outcome)
         del self.history[:-HISTORY]  # a long-lived kernel keeps the recent runs; the journals keep all

@@ -105,6 +105,7 @@ def record(live: bool) -> None:
                            "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{stand_in.port}",
                            "ANTHROPIC_API_KEY": "stand-in"})
     session = Session(directory=HERE.parent, operator="none", journal_dir=None)
+    CASSETTE.unlink(missing_ok=True)  # the whole cassette is made here: no entry of an older recording stays
     session.record(CASSETTE)
     try:
         for cell in RECORDED:

@@ -99,22 +99,26 @@ CELLS = [
     A cassette is JSON lines, one per provider attempt:
 
     ```json
-    {"agent":"writer","label":"writer","occurrence":0,"attempt":0,"prompt_hash":"…","output":{"title":"…"},"usage":{…}}
+    {"scope":"cell:b4e9…","agent":"writer","label":"writer@1:44","occurrence":1,"attempt":1,"prompt_hash":"…","prompt":"…","output":{"title":"…"},"usage":{…}}
     ```
 
-    `occurrence` counts calls with the same agent and label in a run (in the order they
-    start, which is deterministic even inside `parallelMap`), `attempt` counts repairs
-    and retries, and `prompt_hash` identifies the exact prompt. There is no key, header,
-    URL or provider setting in it: a cassette can be committed and shared.
+    `scope` is the cell (by a hash of its text: a cell's number changes on every run, its
+    text does not) or the file, and the workflow run; `occurrence` counts calls with the
+    same agent and label *within the run* (in the order they start, which is
+    deterministic even inside `parallelMap`), so running an unchanged cell again replays
+    the same answers again; `attempt` counts repairs and retries, and `prompt_hash`
+    identifies the exact prompt (`prompt` keeps its text, to show what changed). There is
+    no key, header, URL or provider setting in it: a cassette can be committed and shared.
+    Recording a cell again replaces that cell's answers and keeps every other cell's.
 
     ## A changed prompt is a miss
 
-    Replay is exact on purpose. A call is found in the cassette by its agent, its label
-    (by default where the call is written), how many such calls came before it in the
-    run, the attempt, and the hash of its prompt. Change a prompt, or add a call the
-    recording never made, and there is no answer for it: the call fails with
-    `agent-invocation`, naming the call, instead of quietly returning an answer to a
-    different question.
+    Replay is exact on purpose. A call is found in the cassette by its cell or file, its
+    agent, its label (by default where the call is written), how many such calls came
+    before it in the run, the attempt, and the hash of its prompt. Change a prompt, or add
+    a call the recording never made, and there is no answer for it: the call fails with
+    `agent-invocation`, naming the call and the nearest recorded request with a short diff
+    of the prompt, instead of quietly returning an answer to a different question.
     """),
     code("""
     writer("Change: Dark mode everywhere")

@@ -97,7 +97,7 @@ def test_a_torn_last_cassette_line_still_replays(tmp_path: Path) -> None:
     path = tmp_path / "torn.jsonl"
     path.write_text(json.dumps(entry) + "\n" + json.dumps(entry)[:25])  # killed mid-write
     player = CassettePlayer(path)
-    assert player.answer(("a", "a", 1, 1)).output == "ok"
+    assert player.answer(("any.flow", "a", "a", 1, 1)).output == "ok"  # an entry without scope answers any
     path.write_text(json.dumps(entry)[:25] + "\n" + json.dumps(entry) + "\n")  # damage elsewhere is refused
     with pytest.raises(ValueError, match="not a cassette entry"):
         CassettePlayer(path)

@@ -94,12 +94,22 @@ def test_a_new_an_empty_or_an_old_cassette_is_recorded(tmp_path: Path) -> None:
 
 def test_the_reopened_door_truncates_and_writes_through(tmp_path: Path, outside: Path,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    # The old recorder: open the path as it resolves and start a new cassette there.
-    monkeypatch.setattr(cassette, "_open_recordable",
-                        lambda path: os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644))
+    # The old recorder: open the path as it resolves and start a new cassette there (no check
+    # of what it holds), writing through the path as it resolves.
+    def old_open(path: Path) -> int:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        os.ftruncate(fd, 0)
+        return fd
+
+    def old_write(path: Path, data: bytes) -> None:
+        with open(path, "wb") as f:
+            f.write(data)
+
+    monkeypatch.setattr(cassette, "_open_recordable", old_open)
+    monkeypatch.setattr(cassette, "_replace_file", old_write)
     (tmp_path / "calls.jsonl").symlink_to(outside)
     recorder = CassetteRecorder(tmp_path / "calls.jsonl")
-    recorder.write(("w", "w@1", 1, 1), "prompt", output="model-controlled line")
+    recorder.write(("prog.flow", "w", "w@1", 1, 1), "prompt", output="model-controlled line")
     recorder.close()
     assert "model-controlled line" in outside.read_text(encoding="utf-8")
     assert "keep_me" not in outside.read_text(encoding="utf-8")
