@@ -27,6 +27,9 @@ def describe_error(error: FlowError, source_line: Callable[[str, int], str | Non
             width = max(1, int(span["end_column"]) - column if same_line else len(text) - column + 1)
             lines.append(f"   | {text}")
             lines.append("   | " + " " * (column - 1) + "^" * width)
+    place = where_text(error.details, span)
+    if place:
+        lines.append(f"   = failed in {place}")
     if error.stage:
         lines.append(f'   = in stage "{error.stage}"')
     if events:
@@ -37,6 +40,48 @@ def describe_error(error: FlowError, source_line: Callable[[str, int], str | Non
         if done:
             lines.append(f"   = done before the failure: {'; '.join(done)}")
     return lines
+
+
+WHERE_FRAMES = 16  # a `where` deeper than this is shown with its outermost frames cut
+WHERE_NAME = 60  # characters of a task or branch name shown
+
+
+def where_text(details: Any, span: Any = None) -> str | None:
+    """`details.where` of a sandbox error — the `parallelMap` items, `parallel` branches
+    and tasks it escaped, outermost first — in words, innermost first as people say it:
+    `item 3 of parallelMap in task backend at line 12`. The DTO comes from the sandbox, so
+    anything not of the expected shape is left out and names are clipped (callers still
+    escape the text for their medium); None when there is nothing to say."""
+    where = details.get("where") if isinstance(details, dict) else None
+    if not isinstance(where, list):
+        return None
+    parts = [text for frame in where[-WHERE_FRAMES:] if (text := _frame_text(frame))]
+    if not parts:
+        return None
+    if len(where) > WHERE_FRAMES:
+        parts.insert(0, "…")
+    text = " in ".join(reversed(parts))
+    line = span.get("line") if isinstance(span, dict) else None
+    if isinstance(line, int) and not isinstance(line, bool) and line > 0:
+        text += f" at line {line}"
+    return text
+
+
+def _frame_text(frame: Any) -> str | None:
+    if not isinstance(frame, dict):
+        return None
+    item, task, branch = frame.get("item"), frame.get("task"), frame.get("branch")
+    if isinstance(item, int) and not isinstance(item, bool) and 0 < item < 10**12:
+        return f"item {item} of parallelMap"
+    if isinstance(task, str):
+        return f"task {_name(task)}"
+    if isinstance(branch, str):
+        return f"branch {_name(branch)} of parallel"
+    return None
+
+
+def _name(text: str) -> str:
+    return text if len(text) <= WHERE_NAME else text[:WHERE_NAME - 1] + "…"
 
 
 def failed_path(events: list[Event]) -> list[str]:

@@ -174,6 +174,8 @@ def _error(model: RunModel) -> str:
             end = min(limit, int(_number(span.get("end_column")) or column + 1))
             width = max(1, end - column) if span.get("end_line") == span.get("line") else 1
             where += f"<pre>{_e(model.error_line)}\n{' ' * (column - 1)}{'^' * width}</pre>"
+    place = model.error_place()
+    where += f'<div class="meta">failed in {_e(place)}</div>' if place else ""
     stage = f'<div class="meta">in stage “{_e(e.get("stage"))}”</div>' if e.get("stage") else ""
     return (f'<div class="err"><strong>error[{_e(e.get("code"))}]</strong>: {_e(e.get("message"))}</div>'
             f"{where}{stage}")

@@ -20,6 +20,7 @@ from flow_kernel.runtime.events import (
     scope_name,
     scope_of,
 )
+from flow_kernel.runtime.failure_report import where_text
 from flow_kernel.short_text import shorten
 
 
@@ -199,6 +200,13 @@ class RunModel:
             rows.append(("steps", self.steps, _int(self.limits.get("steps"))))
         return rows
 
+    def error_place(self) -> str | None:
+        """Where the error happened — `item 3 of parallelMap at line 12`, `task backend` —
+        from its `details.where` (the sandbox's word: checked and clipped, not trusted)."""
+        if self.error is None:
+            return None
+        return where_text(self.error.get("details"), self.error.get("span"))
+
     def text(self) -> str:
         """The deterministic summary: the tree with states, approvals with who decided, the
         budgets, and the result or the error."""
@@ -214,6 +222,8 @@ class RunModel:
                 lines.append(f"  --> {span.get('file')}:{span.get('line')}:{span.get('column')}")
                 if self.error_line is not None:
                     lines.append(f"   | {self.error_line}")
+            if place := self.error_place():
+                lines.append(f"   = failed in {place}")
         elif self.has_result:
             lines.append(f"result: {shorten(self.result, 200)}")
         return "\n".join(lines)

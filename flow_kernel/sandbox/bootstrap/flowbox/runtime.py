@@ -434,7 +434,8 @@ class Runtime:
         names = list(branches)
         here = self._here()
         fork = here.next()
-        results = await _fail_closed([_in_branch(here.child(fork, n), branches[n]()) for n in names])
+        results = await _fail_closed([_in_branch(here.child(fork, n), _where({"branch": n, "of": "parallel"}, branches[n]()))
+                                      for n in names])
         return dict(zip(names, results, strict=True))
 
     async def parallel_map(self, xs, fn, concurrency):
@@ -456,7 +457,7 @@ class Runtime:
             for i in cursor:
                 token = _branch.set(here.child(fork, i))
                 try:
-                    results[i] = await fn(xs[i], i)
+                    results[i] = await _where({"item": i + 1, "of": "parallelMap"}, fn(xs[i], i))
                 finally:
                     _branch.reset(token)
 
@@ -466,7 +467,7 @@ class Runtime:
     def task(self, name, coro):
         frame = _frame.get()
         here = self._here()
-        handle = TaskHandle(name, _spawn(_in_branch(here.child(here.next(), name), coro)))
+        handle = TaskHandle(name, _spawn(_in_branch(here.child(here.next(), name), _where({"task": name}, coro))))
         frame.tasks.append(handle)
         return handle
 
@@ -598,6 +599,19 @@ def _failure(rt, exc):
         reason = rt.cancel_reason or "cancelled"
         return reason, "the run was cancelled" if reason == "cancelled" else "the run ran past its deadline"
     return "isolate", f"internal error: {type(exc).__name__}: {exc}"
+
+
+async def _where(frame, coro):
+    """Await `coro`; a Flow error escaping it gains `frame` (an item of `parallelMap`, a
+    branch of `parallel`, a task) at the front of its `details.where`, so the failure report
+    names where it happened, outermost first (runtime.md §5). Items count from 1."""
+    try:
+        return await coro
+    except FlowError as exc:
+        inner = exc.details.get("where") if isinstance(exc.details, dict) else None
+        exc.details = {**(exc.details if isinstance(exc.details, dict) else {}),
+                       "where": [frame, *(inner if isinstance(inner, list) else [])]}
+        raise
 
 
 async def _guarded(coro):
