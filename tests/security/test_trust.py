@@ -203,10 +203,14 @@ def test_outside_paths_need_a_grant_in_a_session(tmp_path: Path, monkeypatch: py
     env_granted.set_operator("auto-approve")
     monkeypatch.delenv("FLOW_ALLOW")
 
-    # reopened door: the path check of the old code (join, no grant) truncates the victim
+    # reopened door: with the path check of the old code (join, no grant), a recording run
+    # rewrites the victim (a recorder writes when the first answer comes, not before)
     monkeypatch.setattr(Trust, "path", lambda self, raw, *, purpose: self.folder / raw)
-    Session(directory=folder, sandbox=False, journal_dir=None).record("../victim.jsonl")
-    assert victim.read_text() != precious
+    opened = Session(directory=folder, sandbox=False, journal_dir=None)
+    opened.record("../victim.jsonl")
+    outcome = opened.run('agent a { model: "scripted", script: ["overwritten"] }\nprint a("hi")')
+    assert outcome.ok, outcome.error
+    assert victim.read_text() != precious and "overwritten" in victim.read_text()
 
 
 def test_a_strangers_file_run_headless_is_refused_with_the_instructions(tmp_path: Path,
