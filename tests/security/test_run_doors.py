@@ -14,10 +14,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import socket
 import subprocess
 import sys
-import threading
 import time
 import uuid
 from pathlib import Path
@@ -31,6 +29,9 @@ from flow_kernel.runtime.run import RunOutcome
 from flow_kernel.runtime.session import Session
 from flow_kernel.sandbox.lifetime import child_namespace
 from flow_kernel.sandbox.node import network_namespace
+from tests.security.door_helpers import Listener, listener
+
+__all__ = ["listener"]  # the shared loopback listener fixture
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -169,52 +170,23 @@ def test_reopened_the_child_reads_the_hosts_keys() -> None:
 
 
 # -- network ---------------------------------------------------------------------------------------
-@pytest.fixture
-def listener() -> Any:
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(8)
-    server.settimeout(0.2)
-    accepted: list[Any] = []
-    stop = threading.Event()
-
-    def serve() -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = server.accept()
-            except OSError:
-                continue
-            accepted.append(conn)
-            conn.close()
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    yield server.getsockname()[1], accepted
-    stop.set()
-    thread.join()
-    server.close()
-
-
 CONNECT = 'let r = run "python3" ["-c", "import socket; socket.create_connection((\\"127.0.0.1\\", {port}), 2)"]\nr.exit_code'
 
 
 @pytest.mark.skipif(child_namespace() is None and network_namespace() is None,
                     reason="this OS gives no network namespace to a child (unshare is missing or refused)")
-def test_a_child_cannot_reach_a_loopback_listener_of_the_host(listener: Any) -> None:
-    port, accepted = listener
-    outcome = run(Session(journal_dir=None, allow_run=["python3"]), CONNECT.format(port=port))
+def test_a_child_cannot_reach_a_loopback_listener_of_the_host(listener: Listener) -> None:
+    outcome = run(Session(journal_dir=None, allow_run=["python3"]), CONNECT.format(port=listener.port))
     assert outcome is not None and outcome.error is not None and outcome.error.code == "process"
-    time.sleep(0.3)
-    assert accepted == []
+    assert listener.settle() == []
 
 
-def test_reopened_without_a_namespace_the_child_connects(listener: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_reopened_without_a_namespace_the_child_connects(listener: Listener,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(processes, "isolation_prefix", lambda: [])
-    port, accepted = listener
-    outcome = run(Session(journal_dir=None, allow_run=["python3"]), CONNECT.format(port=port))
+    outcome = run(Session(journal_dir=None, allow_run=["python3"]), CONNECT.format(port=listener.port))
     assert outcome is not None and outcome.result == 0, outcome.error
-    time.sleep(0.3)
-    assert len(accepted) == 1
+    assert len(listener.settle()) == 1
 
 
 # -- lifetime: timeout, deadline, cancel -------------------------------------------------------------
