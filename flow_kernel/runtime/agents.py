@@ -1,9 +1,12 @@
 """The host-side agent pipeline (runtime.md §4), in its order:
 
-cancellation/deadline (enforced by the sandbox, which stops waiting at the run deadline;
-the host drops the call's task when the run ends) → `agent_runs` budget → concurrency
-gate → target resolution → tools narrowing → write policy → output contract → attempt
-loop (timed invocation, validation, `expect`, repair, retry) → events and a trace.
+cancellation/deadline (a call that arrives past the run's deadline is `workflow-timeout`;
+the sandbox stops waiting at the deadline and the host drops the call's task when the run
+ends) → `agent_runs` budget (the first attempt is charged here, before any wait: a call
+over budget never takes a concurrency slot) → concurrency gate → target resolution → tools
+narrowing → write policy → output contract → attempt loop (each later attempt, repair and
+retry charged before it starts; timed invocation, validation, `expect`, repair, retry) →
+events and a trace.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from flow_kernel.errors import (
     FlowError,
     LimitExceededError,
     OutputValidationError,
+    WorkflowTimeoutError,
 )
 from flow_kernel.lang import ast
 from flow_kernel.lang.check_result import CheckResult
@@ -108,6 +112,7 @@ class AgentPipeline:
         self.trace_sinks = list(trace_sinks or [])
         self.debug = debug
         self.sandbox_call: SandboxCall | None = None
+        self.deadline: float | None = None  # time.monotonic() at which the run's duration ends (host.py)
         self.providers: dict[str, Provider] = dict(providers or {})
         self.traces: list[Trace] = []
         self.agents = {name: _agent_spec(entry.node, entry.agent.tools if entry.agent else [])
@@ -129,24 +134,31 @@ class AgentPipeline:
     async def call(self, payload: dict[str, Any]) -> Any:
         options = _checked_options(payload)
         label = options.get("label")
-        try:
-            name = self._resolve(payload)
-        except FlowError as exc:
-            self._event("agent.failed", payload, {"agent": payload.get("member"), "team": payload.get("team"),
-                                                  "label": label, "code": exc.code, "message": exc.message})
-            raise
         started = time.monotonic()
         prepared: _Call | None = None
+        name = str(payload.get("agent") or f"{payload.get('team')}.{payload.get('member')}")  # until resolved
+        reported = False  # a resolution failure's event is out already
         try:
+            self._check_deadline()
             frame = payload.get("frame")
+            self._charge(frame, name)  # the first attempt, before the gate (runtime.md §4)
             gate = self.frames[frame].gate if frame in self.frames else None
             async with gate if gate is not None else contextlib.nullcontext():
+                try:
+                    name = self._resolve(payload)
+                except FlowError as exc:
+                    self._event("agent.failed", payload, {"agent": payload.get("member"), "team": payload.get("team"),
+                                                          "label": label, "code": exc.code, "message": exc.message})
+                    reported = True
+                    raise
                 prepared = self._prepare(name, payload, options)
                 self._event("agent.started", payload, {"agent": name, "label": label, "prompt": payload.get("prompt"),
                                                        "provider": prepared.provider, "model": prepared.model,
                                                        "tools": [t.name for t in prepared.tools]})
                 output = await self._contract(prepared, options)
         except FlowError as exc:
+            if reported:
+                raise
             if prepared is None:
                 self._event("agent.started", payload, {"agent": name, "label": label, "prompt": payload.get("prompt")})
             latency = round((time.monotonic() - started) * 1000)
@@ -253,6 +265,11 @@ class AgentPipeline:
                                        f"(known: {', '.join((*LOCAL_PROVIDERS, *PROVIDERS))})")
         return provider, name
 
+    def _check_deadline(self) -> None:
+        """A call that arrives once the run's deadline has passed does not start."""
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            raise WorkflowTimeoutError("the run's duration ended before this agent call could start")
+
     def _charge(self, frame: str | None, agent: str) -> None:
         if frame not in self.frames:
             # Every call the bootstrap makes names a frame its `workflow.started` announced;
@@ -287,11 +304,14 @@ class AgentPipeline:
             validator = self._validators[call.schema_key] = schema_validator(call.schema)
         log = call.log
         last_error: FlowError | None = None
+        charged = True  # the call's first attempt was charged before the gate (`call`)
         for attempt in range(1, attempts_total + 1):
             repairs_left = repair
             fresh = True  # a retry starts over: a new attempt, not a repair of the last output
             while True:
-                self._charge(call.payload.get("frame"), spec.name)
+                if not charged:
+                    self._charge(call.payload.get("frame"), spec.name)
+                charged = False
                 is_repair = not fresh and bool(log) and bool(log[-1].get("invalid"))
                 fresh = False
                 kind = "repair" if is_repair else "attempt"

@@ -64,7 +64,7 @@ class HostServices:
         self.output_bytes = 0  # bytes of event data so far, against `ceilings.output_bytes`
         self.failure: FlowError | None = None  # set when the host stops the run (see `fail`)
         self._stop: asyncio.Future[FlowError] | None = None
-        self.deadline: float | None = None  # time.monotonic() at which the run's duration ends
+        self._deadline: float | None = None
         self.run_policy = processes.RunPolicy(self.allow_run)
         self.children = processes.Children(min(processes.CHILDREN_AT_ONCE, self.ceilings.concurrency))  # killed when the run ends
         self._validators: dict[tuple[str, str], Any] = {}  # (workflow, error code) -> its schema's validator
@@ -80,6 +80,16 @@ class HostServices:
         if self.sandbox_call is None:
             return []
         return await self.sandbox_call(op, payload)
+
+    @property
+    def deadline(self) -> float | None:
+        """time.monotonic() at which the run's duration ends; the agent pipeline checks it too."""
+        return self._deadline
+
+    @deadline.setter
+    def deadline(self, value: float | None) -> None:
+        self._deadline = value
+        self.agents.deadline = value
 
     @property
     def traces(self) -> list[dict[str, Any]]:

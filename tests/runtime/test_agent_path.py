@@ -151,3 +151,60 @@ s''')
     assert outcome.result == "short"
     done = next(e for e in outcome.events if e["type"] == "agent.completed")
     assert done["data"]["attempts"][0]["errors"] == ["at most 10 characters"]
+
+
+def test_an_over_budget_call_never_takes_a_concurrency_slot(peak: dict[str, int]) -> None:
+    """runtime.md §4: budget → gate. With one slot held by a slow call and the budget spent,
+    the next call fails with `limit-exceeded` at once, not after waiting for the slot: its
+    failure comes before the slow call ends, and only the slow call reached a provider."""
+    source = '''agent slow { model: "scripted", script: [slow(300ms, "done")] }
+agent quick { model: "scripted", script: ["never"] }
+workflow w() -> any {
+  limits { agent_runs: 1, concurrency: 1 }
+  return parallel { a: slow("first"), b: quick("second") }
+}
+w()'''
+    outcome = run(source)
+    assert outcome.error is not None and outcome.error.code == "limit-exceeded"
+    kinds = [(e["type"], e["data"].get("agent")) for e in outcome.events if e["type"].startswith("agent.")]
+    assert ("agent.failed", "quick") in kinds
+    quick_failed = kinds.index(("agent.failed", "quick"))
+    assert ("agent.completed", "slow") not in kinds[:quick_failed]  # it did not wait for the slot
+    assert peak["calls"] == 1
+
+
+def test_the_order_budget_gate_resolution_in_the_pipeline() -> None:
+    """Driven directly: the gate is held by someone else and the frame's budget is spent, so
+    the pipeline must answer `limit-exceeded` without ever waiting on the gate; a call with
+    budget left waits for the gate before the target is resolved (a non-member call that
+    cannot get a slot has not failed yet)."""
+    from flow_kernel.errors import CapabilityViolationError, LimitExceededError
+    from flow_kernel.runtime.agents import AgentPipeline, FrameBudget
+    from flow_kernel.runtime.config import FlowConfig
+    from flow_kernel.runtime.tools import ToolRegistry
+
+    compiled = compile_source(SourceFile("o.flow", 'agent a { model: "scripted", script: ["x"] }\n'
+                                         'agent c { model: "scripted", script: ["x"] }\nteam t { main: a }\n'))
+
+    async def main() -> None:
+        gate = asyncio.Semaphore(1)
+        frames = {"f": FrameBudget(None, 1, used=1, name="w", gate=gate)}
+
+        async def approve(*args: Any) -> tuple[bool, str]:
+            return True, "test"
+
+        pipeline = AgentPipeline(compiled.check, lambda e: None, frames, config=FlowConfig(), tools=ToolRegistry(),
+                                 approve_tool=approve)
+        await gate.acquire()  # someone else holds the only slot
+        with pytest.raises(LimitExceededError):
+            await asyncio.wait_for(pipeline.call({"agent": "a", "frame": "f", "prompt": "p", "call": "c1"}), 1)
+        frames["f"].used = 0
+        waiting = asyncio.ensure_future(pipeline.call({"team": "t", "member": "c", "frame": "f", "prompt": "p",
+                                                       "call": "c2"}))
+        await asyncio.sleep(0.05)
+        assert not waiting.done()  # resolution comes after the gate
+        gate.release()
+        with pytest.raises(CapabilityViolationError):
+            await asyncio.wait_for(waiting, 1)
+
+    asyncio.run(main())
