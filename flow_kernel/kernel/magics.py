@@ -329,6 +329,29 @@ def _tools(session: Session, args: str, plan: CellPlan) -> None:
     plan.outputs.append(text_output(f"tools from {words[0]}: {', '.join(found)}"))
 
 
+@magic("mcp", "%mcp [SERVER]", "start the MCP servers of the configuration ([mcp.NAME] in flow.toml) and list "
+       "their tools as Flow declarations")
+def _mcp(session: Session, args: str, plan: CellPlan) -> None:
+    """The servers are the configuration's, which applies only when the person granted it
+    (config.py), so listing them needs no capability of its own."""
+    from flow_kernel.runtime.mcp_client import server_report
+
+    servers = session.config.mcp
+    wanted = _words(args, "mcp")
+    if not servers:
+        hint = session.config.ignored_warning() or "declare one as [mcp.NAME] in flow.toml"
+        raise MagicError(f"%mcp: no MCP server is declared in the configuration that applies ({hint})")
+    unknown = [w for w in wanted if w not in servers]
+    if unknown:
+        raise MagicError(f"%mcp: no MCP server `{unknown[0]}` (declared: {', '.join(sorted(servers))})")
+    folder = session.config.path.parent if session.config.path is not None else None
+    lines: list[str] = []
+    for name, started, detail, tools in server_report(servers, folder, wanted or None):
+        lines.append(f"{name}: {detail}" if started else f"{name}: not started: {detail}")
+        lines += [f"  {t}" for t in tools]
+    plan.outputs.append(text_output("\n".join(lines)))
+
+
 @magic("input", "%input NAME = JSON", "bind a session value from JSON, as if an earlier cell had `let` it")
 def _input(session: Session, args: str, plan: CellPlan) -> None:
     name, sep, raw = args.partition("=")

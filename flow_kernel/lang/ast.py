@@ -460,6 +460,9 @@ class ToolDecl(Decl):
     params: list[Param]
     returns: TypeExpr | None
     requires_approval: bool
+    # `from mcp "server"` or `from mcp "server/remote-name"`: the tool is lent by an MCP server
+    # the configuration declares (runtime/mcp_client.py), not a Python function on the host.
+    mcp: str | None = field(default=None, kw_only=True)
 
 
 @dataclass(eq=False)

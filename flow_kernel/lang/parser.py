@@ -134,6 +134,7 @@ class Parser(ExprParser):
         name = self.ident("a tool name")
         params = self.params()
         returns = self.type_expr() if self.accept_op("->") else None
+        mcp = self._mcp_source()
         approval = False
         if self.peek().is_word("requires"):
             self.advance()
@@ -141,7 +142,23 @@ class Parser(ExprParser):
                 raise self.fail("`approval` after `requires`")
             self.advance()
             approval = True
-        return ast.ToolDecl(self.span_from(kw.span), name, params, returns, approval)
+        if mcp is None:
+            mcp = self._mcp_source()
+        return ast.ToolDecl(self.span_from(kw.span), name, params, returns, approval, mcp=mcp)
+
+    def _mcp_source(self) -> str | None:
+        """`from mcp "server"` (or `"server/remote-name"`) after a tool's signature."""
+        if not self.peek().is_word("from"):
+            return None
+        self.advance()
+        if not self.peek().is_word("mcp"):
+            raise self.fail('`mcp` after `from`, e.g. `from mcp "docs"`')
+        self.advance()
+        tok = self.peek()
+        if tok.kind is not Kind.STRING or tok.value is None or not str(tok.value).strip():
+            raise self.fail('the MCP server\'s name as a string, e.g. `from mcp "docs"` or `from mcp "docs/get-page"`')
+        self.advance()
+        return str(tok.value)
 
     def _fields(self, what: str) -> list[ast.AgentField]:
         opener = self.expect_op("{", f"`{{` opening the {what} body")

@@ -36,6 +36,7 @@ from flow_kernel.lang.schema import type_schema
 from flow_kernel.runtime.cassette import CassettePlayer, CassetteRecorder
 from flow_kernel.runtime.config import FlowConfig
 from flow_kernel.runtime.events import Event, sub_order
+from flow_kernel.runtime.mcp_client import McpConnections
 from flow_kernel.runtime.prompts import system_prompt, user_prompt
 from flow_kernel.runtime.provider_base import Provider, ProviderReply, ProviderRequest, ToolSpec
 from flow_kernel.runtime.provider_table import LOCAL_PROVIDERS, PROVIDERS
@@ -129,6 +130,12 @@ class AgentPipeline:
         self._validators: dict[str, jsonschema.protocols.Validator] = {}
         self._systems: dict[tuple[str, str, bool], str] = {}
         self._compiled_schemas: dict[str, dict[str, Any]] | None = None  # made on the first call
+        # MCP servers lending tools (`tool … from mcp "NAME"`), opened on first use, closed by `aclose`
+        self.mcp = McpConnections(config.mcp, config.path.parent if config.path is not None else None)
+
+    async def aclose(self) -> None:
+        """After the run: close what the run opened (its MCP servers)."""
+        await self.mcp.aclose()
 
     # -- the pipeline ------------------------------------------------------------------------
     async def call(self, payload: dict[str, Any]) -> Any:
@@ -217,11 +224,13 @@ class AgentPipeline:
         if isinstance(options.get("choice"), list):
             schema = {"type": "string", "enum": options["choice"]}
         requested = options.get("tools")
-        tools, missing = narrow(self.check, spec.tools, requested if isinstance(requested, list) else None, self.registry)
+        tools, missing = narrow(self.check, spec.tools, requested if isinstance(requested, list) else None, self.registry,
+                                self.mcp)
         if missing and provider != "scripted":  # scripted replies never call tools
             raise CapabilityViolationError(
                 f"`{name}` may use {', '.join(f'`{m}`' for m in missing)}, but no implementation is registered on this "
-                "host (register it with Session.tool or @flow_tool)", details={"tools": missing})
+                "host (register it with Session.tool or @flow_tool; a tool `from mcp \"NAME\"` needs [mcp.NAME] in "
+                "the configuration that applies)", details={"tools": missing})
         label = str(options.get("label"))
         occurrence = self._occurrences[(name, label)] = self._occurrences.get((name, label), 0) + 1
         context = options.get("context")
@@ -397,7 +406,7 @@ class AgentPipeline:
 
         async def use_tool(tool: str, arguments: dict[str, Any]) -> Any:
             decisions.clear()
-            result = await call_tool(self.check, self.registry, call.tools, tool, arguments, approve)
+            result = await call_tool(self.check, self.registry, call.tools, tool, arguments, approve, self.mcp)
             record: dict[str, Any] = {"tool": tool, "arguments": arguments, "result": result}
             if decisions:
                 record["approval"] = decisions[0]

@@ -39,6 +39,12 @@ from flow_kernel.runtime.provider_table import (
     PROVIDERS,
     ProviderSettings,
 )
+from flow_kernel.runtime.remote_config import (
+    A2AAgentSettings,
+    McpServerSettings,
+    parse_a2a,
+    parse_mcp,
+)
 
 if TYPE_CHECKING:
     from flow_kernel.runtime.trust import Trust
@@ -57,6 +63,8 @@ class FlowConfig:
     providers: dict[str, ProviderSettings] = field(default_factory=dict)
     path: Path | None = None  # where it was read from
     ignored: Path | None = None  # a configuration found but not applied: its folder is not trusted
+    mcp: dict[str, McpServerSettings] = field(default_factory=dict)  # [mcp.NAME]: servers lending tools
+    a2a: dict[str, A2AAgentSettings] = field(default_factory=dict)  # [a2a.NAME]: remote agents, `a2a/NAME`
 
     def provider(self, name: str) -> ProviderSettings:
         return self.providers.get(name, ProviderSettings())
@@ -107,7 +115,7 @@ def load_config(path: Path | str) -> FlowConfig:
 
 def parse_config(table: dict[str, Any], path: Path | None = None) -> FlowConfig:
     where = f"{path}" if path is not None else "the configuration"
-    known = {"default_model", "operator", "allow_run", "providers"}
+    known = {"default_model", "operator", "allow_run", "providers", "mcp", "a2a"}
     for key in table:
         if key not in known:
             raise ConfigError(f"{where}: unknown key `{key}` (known: {', '.join(sorted(known))})")
@@ -129,7 +137,13 @@ def parse_config(table: dict[str, Any], path: Path | None = None) -> FlowConfig:
         if not isinstance(raw, dict):
             raise ConfigError(f"{where}: `providers.{name}` must be a table")
         providers[name] = _provider(name, raw, where)
-    return FlowConfig(default_model, _opt_str(table, "operator", where), tuple(allow), providers, path)
+    try:  # other agents' doors (runtime/remote_config.py)
+        mcp = parse_mcp(table.get("mcp", {}), where)
+        a2a = parse_a2a(table.get("a2a", {}), where)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    return FlowConfig(default_model, _opt_str(table, "operator", where), tuple(allow), providers, path=path,
+                      mcp=mcp, a2a=a2a)
 
 
 def _provider(name: str, raw: dict[str, Any], where: str) -> ProviderSettings:

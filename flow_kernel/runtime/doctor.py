@@ -68,4 +68,11 @@ def doctor_report() -> list[tuple[str, bool | None, str]]:
                          if config.path else "no flow.toml or [tool.flow] here (model \"default\" is not configured)"))
     except ValueError as exc:  # ConfigError, or a malformed FLOW_ALLOW
         rows.append(("config", False, str(exc)))
+        return rows
+    if config.mcp:  # each declared MCP server started and listed (runtime/mcp_client.py)
+        from flow_kernel.runtime.mcp_client import server_report
+
+        folder = config.path.parent if config.path is not None else None
+        for name, started, detail, _ in server_report(config.mcp, folder):
+            rows.append((f"mcp {name}", started, detail))
     return rows

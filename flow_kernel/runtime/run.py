@@ -149,6 +149,7 @@ async def run_compiled(compiled: Compiled, executor: Executor, *, workflow: str 
             return await _run(compiled, executor, host, outcome, workflow, input, session_values)
     finally:
         outcome.output_bytes = host.output_bytes
+        await host.agents.aclose()  # the run's MCP servers
         host.release()
         if journal is not None:
             journal.close()

@@ -20,6 +20,12 @@ from typing import Any
 
 from flow_kernel.lang import ast
 from flow_kernel.lang.check_result import CheckResult
+from flow_kernel.runtime.mcp_client import (
+    McpConnections,
+    McpUnavailable,
+    needs_approval,
+    split_source,
+)
 from flow_kernel.runtime.provider_base import ToolSpec
 from flow_kernel.runtime.validation import schema_errors
 
@@ -70,10 +76,17 @@ def tool_spec(check: CheckResult, name: str) -> ToolSpec | None:
                     entry.node.requires_approval)
 
 
+def mcp_source(check: CheckResult, name: str) -> str | None:
+    """`from mcp "…"` of a tool declaration: the tool is lent by an MCP server (mcp_client.py)."""
+    entry = check.decls.get(name)
+    return entry.node.mcp if entry is not None and isinstance(entry.node, ast.ToolDecl) else None
+
+
 def narrow(check: CheckResult, agent_tools: list[str], requested: list[str] | None,
-           registry: ToolRegistry) -> tuple[list[ToolSpec], list[str]]:
+           registry: ToolRegistry, mcp: McpConnections | None = None) -> tuple[list[ToolSpec], list[str]]:
     """requested ∩ the agent's ∩ host policy, in the agent's order; and those of them that
-    have no implementation on this host (the caller reports them)."""
+    have no implementation on this host (the caller reports them): a Python tool not
+    registered, or an MCP tool whose server the configuration does not declare."""
     names = [n for n in agent_tools if (requested is None or n in requested)
              and (registry.policy is None or n in registry.policy)]
     specs: list[ToolSpec] = []
@@ -82,7 +95,8 @@ def narrow(check: CheckResult, agent_tools: list[str], requested: list[str] | No
         spec = tool_spec(check, n)
         if spec is None:
             continue
-        if n in registry:
+        source = mcp_source(check, n)
+        if n in registry if source is None else (mcp is not None and mcp.knows(split_source(source, n)[0])):
             specs.append(spec)
         else:
             missing.append(n)
@@ -90,7 +104,7 @@ def narrow(check: CheckResult, agent_tools: list[str], requested: list[str] | No
 
 
 async def call_tool(check: CheckResult, registry: ToolRegistry, allowed: list[ToolSpec], name: str,
-                    arguments: dict[str, Any], approver: Approver) -> Any:
+                    arguments: dict[str, Any], approver: Approver, mcp: McpConnections | None = None) -> Any:
     """One tool call from the model, as the JSON the model gets back."""
     spec = next((t for t in allowed if t.name == name), None)
     if spec is None:
@@ -99,6 +113,9 @@ async def call_tool(check: CheckResult, registry: ToolRegistry, allowed: list[To
     problems = schema_errors(spec.parameters, arguments)
     if problems:
         return {"error": f"invalid arguments for `{name}`: {'; '.join(problems)}"}
+    source = mcp_source(check, name)
+    if source is not None:
+        return await _call_mcp(check, mcp, spec, source, arguments, approver)
     if spec.requires_approval:
         allowed_now, how = await approver(name, arguments)
         if not allowed_now:
@@ -117,6 +134,31 @@ async def call_tool(check: CheckResult, registry: ToolRegistry, allowed: list[To
         result = json.loads(json.dumps(result))
     except (TypeError, ValueError):
         return {"error": f"`{name}` returned a value that is not JSON ({type(result).__name__})"}
+    return _checked_result(check, name, result)
+
+
+async def _call_mcp(check: CheckResult, mcp: McpConnections | None, spec: ToolSpec, source: str,
+                    arguments: dict[str, Any], approver: Approver) -> Any:
+    """A tool lent by an MCP server: its annotations may add an approval (never remove one)."""
+    name = spec.name
+    server, remote = split_source(source, name)
+    if mcp is None:
+        return {"error": f"`{name}` is lent by the MCP server `{server}`, which this host does not use"}
+    try:
+        tool = await mcp.tool(server, remote)
+    except McpUnavailable as exc:
+        return {"error": str(exc)}
+    if needs_approval(mcp.servers[server], tool, spec.requires_approval):
+        allowed_now, how = await approver(name, arguments)
+        if not allowed_now:
+            return {"denied": True, "reason": f"the operator denied this call of `{name}` ({how})"}
+    result = await mcp.call(server, remote, arguments)
+    if isinstance(result, dict) and set(result) == {"error"}:
+        return result
+    return _checked_result(check, name, result)
+
+
+def _checked_result(check: CheckResult, name: str, result: Any) -> Any:
     output_schema = (check.schema_for(name) or {}).get("output")
     if isinstance(output_schema, dict):
         problems = schema_errors(output_schema, result)
