@@ -1,6 +1,30 @@
-"""The journal of a run: its events as JSON lines in `.flow/runs/<run>.jsonl`
-(runtime.md §7), written and flushed as each event happens, so a failed run, a
-killed sandbox or a killed host loses nothing that was already done.
+"""The journal of a run, `.flow/runs/<run>.jsonl` (runtime.md §7; docs/durability.md): its
+events as JSON lines, written and flushed as each event happens, so a failed run, a killed
+sandbox or a killed host loses nothing that was already done — and, between them, the
+run's *checkpoint records*: lines with a `"journal"` key instead of an event `type`.
+
+- `header` (first line): what the run executed — the program (a file's path, or a cell's
+  text), hashes of its source, of each declaration it used and of its input (resume.py);
+- `effect`: one completed effect that left the sandbox (a provider attempt, a tool result,
+  an approval or answer, a `run` result, `now()`, `uuid()`), keyed by where the program
+  asked for it, with a fingerprint of the request;
+- `pending`: a question the `defer` operator left for later; `answer`: its answer, with who
+  gave it (`flow answer`, `%answer`, the widget);
+- `resumed`: a later execution of the same run starts; `end`: an execution ended
+  (`completed`, `failed` or `waiting`).
+
+Checkpoint records are written, flushed and `fdatasync`ed before the run goes on (the
+effect is then on the disk, not only with the OS); events are flushed to the OS only
+(a killed process keeps them; a power cut may lose the last ones, which a resume makes
+again). Each record is sealed with an HMAC chained from the previous record's, under a
+key only this user's account holds (`journal.key` in the config folder, 0600): a journal
+is content — copied in with a repository, or edited — and one that was not written by this
+user's Flow does not verify, so it cannot answer an approval, skip a call or change what
+a resume runs (`JournalForged`). Events carry no seal: nothing is decided from them.
+
+While a process writes a journal it holds an exclusive `flock` on it (released by the OS
+when the process dies): `flow answer` and `flow runs` tell a run going on from one that
+was interrupted by it.
 
 The journal is never written through a symbolic link: `.flow` and `.flow/runs` are made
 or entered without following one, and the run's file is created new (its id is fresh)
@@ -10,27 +34,115 @@ the link points at, or be lost without a word."""
 
 from __future__ import annotations
 
+import contextlib
+import datetime
+import fcntl
+import hashlib
+import hmac
 import json
 import os
+import re
+import secrets
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
 from flow_kernel.runtime.nofollow import LinkRefused, create_new_file, open_folder
 
 OWN_FOLDERS = 2  # `.flow/runs`: the folders the runtime makes; above them, the person's folder
+RECORD = "journal"  # the key of a checkpoint record (an event has `type` instead)
+FORMAT = 1
+RUN_ID = re.compile(r"^r[0-9a-f]{12}$")  # run.new_run_id: anything else names no journal
+KEY_FILE = "journal.key"
+
+
+class JournalForged(ValueError):
+    """A checkpoint record whose seal does not verify: not written by this user's Flow."""
+
+
+class RunLocked(Exception):
+    """Another process is writing this run's journal (the run is going on)."""
+
+
+def canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def digest(value: Any) -> str:
+    """A short hash of a JSON value (or text) for headers and fingerprints."""
+    text = value if isinstance(value, str) else canonical(value)
+    return hashlib.sha256(text.encode()).hexdigest()[:24]
+
+
+def now_text() -> str:
+    return datetime.datetime.now(datetime.UTC).isoformat(timespec="milliseconds")
+
+
+def _seal_key() -> bytes:
+    """This user's journal key, made on first use (0600, never through a link). It lives in
+    the person's config folder, never beside the journals it seals."""
+    from flow_kernel.runtime.trust import config_home
+
+    home = config_home()
+    home.mkdir(parents=True, exist_ok=True)
+    path = home / KEY_FILE
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    except FileExistsError:
+        fd = -1
+    if fd >= 0:
+        with os.fdopen(fd, "w", encoding="ascii") as out:
+            out.write(secrets.token_hex(32))
+            out.flush()
+            os.fsync(out.fileno())
+    read = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    with os.fdopen(read, encoding="ascii") as key_file:
+        text = key_file.read().strip()
+    if len(text) < 32:
+        raise JournalForged(f"{path}: the journal key is unreadable (remove it to make a new one; "
+                            "journals sealed with the old key can then no longer be resumed)")
+    return text.encode()
+
+
+def _mac(key: bytes, previous: str, record: dict[str, Any]) -> str:
+    body = {k: v for k, v in record.items() if k != "mac"}
+    return hmac.new(key, (previous + canonical(body)).encode(), hashlib.sha256).hexdigest()[:32]
+
+
+def journal_path(directory: Path | str, run_id: str) -> Path:
+    """The journal of `run_id`; ValueError for anything that is not a run id (no path
+    tricks: the id becomes a file name)."""
+    if not RUN_ID.match(run_id):
+        raise ValueError(f"{run_id[:40]!r} is not a run id (they look like r1a2b3c4d5e6f; see `flow runs`)")
+    return Path(directory) / f"{run_id}.jsonl"
 
 
 class Journal:
-    """An event sink that appends each event as one line."""
+    """An event sink that appends each event as one line, and the writer of the run's
+    checkpoint records (`record`). `append=True` continues an existing journal (a resume):
+    a torn last line (the previous writer was killed mid-line) is cut off first."""
 
-    def __init__(self, directory: Path | str, run_id: str) -> None:
+    def __init__(self, directory: Path | str, run_id: str, *, append: bool = False, last_mac: str = "") -> None:
+        self.run_id = run_id
         self.path = Path(directory) / f"{run_id}.jsonl"
         folder = open_folder(Path(directory), own=OWN_FOLDERS)
         try:
-            fd = create_new_file(folder, self.path.name, self.path)
+            if append:
+                fd = _open_existing(folder, self.path)
+            else:
+                fd = create_new_file(folder, self.path.name, self.path)
         finally:
             os.close(folder)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise RunLocked(f"run {run_id} is going on in another process") from None
+        if append:
+            _cut_torn_tail(fd)
         self._file: TextIO | None = open(fd, "a", encoding="utf-8")  # noqa: SIM115 - open for the run's lifetime
+        self._key: bytes | None = None
+        self.last_mac = last_mac
 
     def __call__(self, event: dict[str, Any]) -> None:
         if self._file is None:
@@ -38,18 +150,97 @@ class Journal:
         self._file.write(json.dumps(event, ensure_ascii=False, separators=(",", ":")) + "\n")
         self._file.flush()  # to the OS at once: a crash of this process keeps every line written
 
+    def record(self, kind: str, fields: dict[str, Any]) -> dict[str, Any]:
+        """Write one sealed checkpoint record and put it on the disk before returning."""
+        if self._key is None:
+            self._key = _seal_key()
+        record = {RECORD: kind, "run": self.run_id, **fields}
+        record["mac"] = self.last_mac = _mac(self._key, self.last_mac, record)
+        if self._file is not None:
+            self._file.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
+            self._file.flush()
+            os.fdatasync(self._file.fileno())
+        return record
+
     def close(self) -> None:
         if self._file is not None:
             self._file.flush()
             os.fsync(self._file.fileno())
-            self._file.close()
+            self._file.close()  # the lock goes with the descriptor
             self._file = None
 
 
-def read_journal(path: Path | str) -> list[dict[str, Any]]:
-    """The events of a journal; a torn last line (the writer was killed mid-line) is skipped.
-    A link is not read (`LinkRefused`): no journal is one, so it was planted, maybe to show
-    another file's lines in a notebook's `%events`."""
+def _open_existing(folder: int, path: Path) -> int:
+    from flow_kernel.runtime.nofollow import _NOFOLLOW, _refusal
+
+    try:
+        return os.open(path.name, os.O_RDWR | os.O_APPEND | _NOFOLLOW | os.O_CLOEXEC, dir_fd=folder)
+    except OSError as exc:
+        raise _refusal(exc, path, folder, path.name) from None
+
+
+def _cut_torn_tail(fd: int) -> None:
+    """Drop a last line without its newline: it was being written when the writer died."""
+    size = os.fstat(fd).st_size
+    if size == 0:
+        return
+    tail = os.pread(fd, min(size, 1 << 20), max(0, size - (1 << 20)))
+    if tail.endswith(b"\n"):
+        return
+    cut = tail.rfind(b"\n")
+    os.ftruncate(fd, size - len(tail) + cut + 1 if cut >= 0 else max(0, size - len(tail)))
+
+
+@contextlib.contextmanager
+def locked_for_append(directory: Path | str, run_id: str) -> Any:
+    """The journal of a run that no process is writing, held for a short append (an
+    answer); `RunLocked` when a process is writing it."""
+    path = journal_path(directory, run_id)
+    folder = open_folder(Path(directory), own=OWN_FOLDERS)
+    try:
+        fd = _open_existing(folder, path)
+    finally:
+        os.close(folder)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        raise RunLocked(f"run {run_id} is going on in another process") from None
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def append_record(fd: int, run_id: str, last_mac: str, kind: str, fields: dict[str, Any]) -> dict[str, Any]:
+    """One sealed record appended to a journal held by `locked_for_append`, on the disk when it returns."""
+    _cut_torn_tail(fd)
+    record = {RECORD: kind, "run": run_id, **fields}
+    record["mac"] = _mac(_seal_key(), last_mac, record)
+    data = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+    os.fdatasync(fd)
+    return record
+
+
+def is_locked(path: Path) -> bool:
+    """Whether a process is writing the journal at `path` now."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def _lines(path: Path | str) -> list[dict[str, Any]]:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
@@ -58,10 +249,96 @@ def read_journal(path: Path | str) -> list[dict[str, Any]]:
         raise
     with open(fd, encoding="utf-8") as journal:
         text = journal.read()
-    events: list[dict[str, Any]] = []
+    lines: list[dict[str, Any]] = []
     for line in text.splitlines():
         try:
-            events.append(json.loads(line))
+            value = json.loads(line)
         except ValueError:
-            break
+            break  # a torn last line: the writer was killed mid-line
+        if isinstance(value, dict):
+            lines.append(value)
+    return lines
+
+
+def read_journal(path: Path | str, *, every_execution: bool = False) -> list[dict[str, Any]]:
+    """The events of a journal: of its last execution (a resumed run re-executes from the
+    start and says everything again), or of all of them. A torn last line is skipped. A
+    link is not read (`LinkRefused`): no journal is one, so it was planted, maybe to show
+    another file's lines in a notebook's `%events`."""
+    events: list[dict[str, Any]] = []
+    for line in _lines(path):
+        if RECORD in line:
+            if line[RECORD] == "resumed" and not every_execution:
+                events = []
+            continue
+        events.append(line)
     return events
+
+
+@dataclass
+class Checkpoint:
+    """What a run's journal says was done, verified (`read_checkpoint`)."""
+
+    run: str
+    path: Path
+    header: dict[str, Any] | None = None
+    effects: dict[str, dict[str, Any]] = field(default_factory=dict)
+    pending: dict[str, dict[str, Any]] = field(default_factory=dict)
+    answers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    ends: list[dict[str, Any]] = field(default_factory=list)
+    executions: int = 0
+    last_mac: str = ""
+    ended: bool = False  # the last execution wrote its end
+
+    @property
+    def status(self) -> str:
+        """`completed`, `failed`, `waiting`, or `interrupted` (its last execution has no end)."""
+        if not self.ended or not self.ends:
+            return "interrupted"
+        return str(self.ends[-1].get("status"))
+
+    def unanswered(self) -> list[dict[str, Any]]:
+        """The pending requests of the last wait that have no answer yet."""
+        if self.status != "waiting":
+            return []
+        ids = self.ends[-1].get("pending") or []
+        return [self.pending[i] for i in ids if i in self.pending and i not in self.answers]
+
+
+def read_checkpoint(path: Path | str) -> Checkpoint:
+    """The checkpoint records of a journal, each seal verified in order; `JournalForged`
+    names the first that does not verify (or a record of another run)."""
+    path = Path(path)
+    checkpoint = Checkpoint(path.stem, path)
+    key: bytes | None = None
+    for number, line in enumerate(_lines(path), 1):
+        if RECORD not in line:
+            continue
+        if key is None:
+            key = _seal_key()
+        mac = line.get("mac")
+        if line.get("run") != checkpoint.run or not isinstance(mac, str) \
+                or not hmac.compare_digest(mac, _mac(key, checkpoint.last_mac, line)):
+            raise JournalForged(f"{path.name}:{number}: a `{str(line.get(RECORD))[:20]}` record that this user's Flow "
+                                "did not write (its seal does not verify): the journal was edited or copied in; "
+                                "it is not resumed or answered")
+        checkpoint.last_mac = mac
+        kind = line[RECORD]
+        if kind == "header":
+            if checkpoint.header is not None:
+                raise JournalForged(f"{path.name}:{number}: a second header")
+            checkpoint.header = line
+            checkpoint.executions = 1
+        elif kind == "resumed":
+            checkpoint.executions += 1
+            checkpoint.ended = False
+        elif kind == "effect":
+            checkpoint.effects.setdefault(str(line.get("key")), line)
+        elif kind == "pending":
+            checkpoint.pending.setdefault(str(line.get("id")), line)
+        elif kind == "answer":
+            checkpoint.answers.setdefault(str(line.get("id")), line)
+        elif kind == "end":
+            checkpoint.ends.append(line)
+            checkpoint.ended = True
+    return checkpoint
