@@ -14,6 +14,7 @@ import sys
 from collections.abc import Sequence
 
 from flow_kernel.cli import check, doctor, explain, schema, trust
+from flow_kernel.cli import eval as eval_command
 from flow_kernel.cli import run as run_command
 from flow_kernel.cli.common import EXIT_FAILED, EXIT_USAGE
 from flow_kernel.version import VERSION
@@ -26,7 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"flow {VERSION}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for command in (check, explain, schema, run_command, doctor, trust):
+    for command in (check, explain, schema, run_command, doctor, trust, eval_command):
         command.add_command(commands)
 
     bench = commands.add_parser(

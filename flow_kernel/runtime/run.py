@@ -113,7 +113,8 @@ async def run_compiled(compiled: Compiled, executor: Executor, *, workflow: str 
                        replay: Path | str | CassettePlayer | None = None, config: FlowConfig | None = None,
                        tools: ToolRegistry | None = None, trace_sinks: list[TraceSink] | None = None,
                        debug: bool = False, providers: dict[str, Provider] | None = None,
-                       ceilings: Ceilings | None = None, sources: dict[str, str] | None = None) -> RunOutcome:
+                       ceilings: Ceilings | None = None, sources: dict[str, str] | None = None,
+                       cassette_scope: str | None = None) -> RunOutcome:
     """Run a compiled module: its top level, or `workflow` with `input`. Never raises a FlowError:
     failures are in the outcome, with the events up to the failure (and, with `journal_dir`,
     in `<journal_dir>/<run>.jsonl` as they happen).
@@ -125,7 +126,9 @@ async def run_compiled(compiled: Compiled, executor: Executor, *, workflow: str 
     it by the run's program and workflow (`cassette.source_scope`). `ceilings` (default:
     `Ceilings.from_env()`) bound every limit the program asks for and its output. `sources`
     (file name -> text) are more sources the run's spans can point into, besides the
-    program's own and the files it `use`s (a session's earlier cells)."""
+    program's own and the files it `use`s (a session's earlier cells). `cassette_scope` replaces
+    the run's scope in cassette keys: an eval runs one workflow for many items, each its own
+    scope (runtime/eval), so that items neither share nor replace each other's answers."""
     if compiled.python is None:
         raise ValueError("the module has compile errors; nothing runs")
     run_id = run_id or new_run_id()
@@ -140,7 +143,8 @@ async def run_compiled(compiled: Compiled, executor: Executor, *, workflow: str 
                         player=replay if isinstance(replay, CassettePlayer | None) else CassettePlayer(replay),
                         config=config or FlowConfig(), tools=tools or ToolRegistry(), trace_sinks=list(trace_sinks or []),
                         debug=debug, providers=dict(providers or {}),
-                        cassette_scope=source_scope(compiled.check.source.name, compiled.check.source.text, workflow),
+                        cassette_scope=cassette_scope or source_scope(compiled.check.source.name,
+                                                                      compiled.check.source.text, workflow),
                         ceilings=ceilings if ceilings is not None else Ceilings.from_env())
     outcome = RunOutcome(run_id, events=host.events, journal=journal.path if journal is not None else None,
                          traces=host.traces, compiled=compiled, sources=known)

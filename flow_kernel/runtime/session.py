@@ -253,6 +253,40 @@ class Session:
         finally:
             await self.aclose()
 
+    # -- eval and batch (runtime/eval, docs/eval.md) ----------------------------------------------
+    async def eval_async(self, workflow: str, data: str | Path, *, scorers: Iterable[str] = (),
+                         program: Compiled | str | None = None, epochs: int = 1, concurrency: int = 4,
+                         executor: str = "local", ray_address: str | None = None, workers: int | None = None,
+                         out: str | Path | None = None, resume: bool = False,
+                         on_result: Callable[[Any], None] | None = None) -> Any:
+        """Run `workflow` (declared by an earlier cell, or in `program`) over every case of
+        `data` (.jsonl/.csv), scored by `scorers` ("exact", "field:a.b", "workflow:NAME",
+        "judge:AGENT", ...; none: a batch). Returns an `EvalReport` (its summary, its items;
+        a notebook shows it as a table). `EvalUsageError` for what is wrong before anything
+        runs; a failing item is a failure in the report, never an exception."""
+        from flow_kernel.runtime.eval.api import EvalCompileError, evaluate
+
+        try:
+            return await evaluate(self, workflow, data, scorers=list(scorers), program=program, epochs=epochs,
+                                  concurrency=concurrency, executor=executor, ray_address=ray_address,
+                                  workers=workers, out=out, resume=resume, on_result=on_result)
+        except EvalCompileError as exc:
+            raise CompileError(exc.diagnostics) from None
+
+    def eval(self, workflow: str, data: str | Path, **options: Any) -> Any:
+        """`eval_async` for code that has no event loop running (scripts, tests)."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self._eval_then_close(workflow, data, options))
+        raise RuntimeError("an event loop is running here: use `await session.eval_async(...)`")
+
+    async def _eval_then_close(self, workflow: str, data: str | Path, options: dict[str, Any]) -> Any:
+        try:
+            return await self.eval_async(workflow, data, **options)
+        finally:
+            await self.aclose()
+
     def _commit(self, result: CheckResult, outcome: RunOutcome) -> None:
         self.scope.commit(result, bindings=False)
         for binding_name, value in outcome.bindings.items():
