@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, TextIO
 
 from flow_kernel.terminal_text import terminal_safe
@@ -58,20 +58,33 @@ def display_name(name: str) -> str:
     return name if relative.startswith(os.pardir) else relative
 
 
-def load_file(loader: FileSystemLoader, path: str) -> CheckResult:
-    """Check one file named on the command line; `UsageError` if it cannot be read."""
+def load_file(loader: FileSystemLoader, path: str, models: Mapping[str, str] | None = None) -> CheckResult:
+    """Check one file named on the command line; `UsageError` if it cannot be read. `models`
+    is the `[models]` table that applies (by default, of the configuration found for the
+    file, if the person trusts it): a `model: "for:…"` it does not set is F4026."""
     from flow_kernel.files import SourceReadError
     from flow_kernel.lang import check
 
     if os.path.isdir(path):
         raise UsageError(f"{path}: is a directory, not a Flow file")
+    if models is None:
+        models = _models_for(path)
     try:
         source = loader(path, None)
         if source is None:
             raise UsageError(f"{path}: no such file")
-        return check(source, loader=loader)
+        return check(source, loader=loader, models=models)
     except SourceReadError as e:  # the file itself, or a file it `use`s
         raise UsageError(f"{display_name(e.path)}: {e.reason}") from None
+
+
+def _models_for(path: str) -> Mapping[str, str]:
+    from flow_kernel.runtime.config import ConfigError, config_folder, find_config
+
+    try:
+        return find_config(config_folder(path)).models
+    except ConfigError:  # a broken flow.toml is `flow run`'s to report; here it sets no model
+        return {}
 
 
 def guarded_loader(path: str, allow_paths: Sequence[str] = ()) -> FileSystemLoader:

@@ -97,9 +97,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         RunPolicy(args.allow_run)  # a malformed entry is a usage error, before anything runs
         Ceilings.from_env()  # so is a bad FLOW_MAX_* value
         trust = _trust(args)
-        result = load_file(FileSystemLoader(guard=trust.use_guard()), args.file)
-        data = _parse_input(args.input)
         config = load_config(args.config) if args.config else find_config(config_folder(args.file), trust=trust)
+        result = load_file(FileSystemLoader(guard=trust.use_guard()), args.file, models=config.models)
+        data = _parse_input(args.input)
         if config.ignored is not None:
             print_error(f"warning: {config.ignored_warning()}", command="run")
         policy = args.operator or config.operator

@@ -726,6 +726,10 @@ def _decl_doc(cell: _Cell, entry: DeclEntry, detail_level: int) -> _Doc:
         info = entry.agent
         if info is not None:
             doc.item("model", info.model)
+            for pf in info.prompt_files:  # `file("…")` fields: where the text comes from, and how it begins
+                first = next((line.strip() for line in (pf.text or "").splitlines() if line.strip()), "")
+                shown = f" — {first[:80]}" if first else " (read when the cell is checked with its folder)"
+                doc.item(pf.used_for, f'file("{pf.path}"){shown}')
         role = _string_field(node, "role")
         if role:
             doc.item("role", role)

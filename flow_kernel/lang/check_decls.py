@@ -10,6 +10,7 @@ from flow_kernel.errors import RETRYABLE, RUNTIME_CODES
 from flow_kernel.lang import ast
 from flow_kernel.lang import types as T
 from flow_kernel.lang.check_common import article, closest, type_names
+from flow_kernel.lang.check_prompts import file_call
 from flow_kernel.lang.env import (
     AgentInfo,
     DeclEntry,
@@ -21,6 +22,7 @@ from flow_kernel.lang.env import (
 from flow_kernel.lang.graphs import find_cycles
 from flow_kernel.lang.literals import NOT_LITERAL, literal_value
 from flow_kernel.lang.patterns import pattern_problem
+from flow_kernel.lang.purposes import purpose_of
 from flow_kernel.lang.schema_rules import schema_problems
 
 if TYPE_CHECKING:
@@ -240,26 +242,46 @@ class DeclChecker:
 
     def _agent_model(self: Checker, info: AgentInfo, f: ast.AgentField, _: dict[str, ast.AgentField]) -> None:
         value = literal_value(f.value)
+        if isinstance(value, str) and purpose_of(value) is not None:  # model by purpose (check_prompts.py)
+            if self.checked_model(value, f.value.span):
+                info.model = value
+            return
         if not isinstance(value, str) or not (value in ("default", "mock", "scripted") or MODEL_RE.match(value)):
-            self.report("F4015", f.value.span, "malformed `model`: expected \"provider/model\", \"default\", \"mock\" or \"scripted\"",
+            self.report("F4015", f.value.span, "malformed `model`: expected \"provider/model\", \"for:<purpose>\", "
+                                               "\"default\", \"mock\" or \"scripted\"",
                         hints=('for example `model: "openai/gpt-4o-mini"`',))
             return
         info.model = value
 
-    def _agent_text(self: Checker, f: ast.AgentField) -> None:
-        if not isinstance(literal_value(f.value), str):
-            self.report("F4002", f.value.span, f"agent field `{f.name.name}` must be a constant string")
+    def _agent_text(self: Checker, info: AgentInfo, f: ast.AgentField) -> None:
+        # a constant string, or `file("…")` read now (check_prompts.py)
+        text = self.prompt_text(f.value, f.name.name, info.prompt_files) if isinstance(f.value, ast.Expr) else NOT_LITERAL
+        if text is NOT_LITERAL:
+            self.report("F4002", f.value.span, f"agent field `{f.name.name}` must be a constant string or `file(\"path\")`")
+        elif isinstance(text, str) and file_call(f.value) is not None:
+            info.texts[f.name.name] = text
 
     _agent_role = _agent_persona = _agent_instructions = _agent_uncertainty = (
-        lambda self, info, f, fields: self._agent_text(f)
+        lambda self, info, f, fields: self._agent_text(info, f)
     )
 
-    def _agent_string_list(self: Checker, f: ast.AgentField) -> None:
-        value = literal_value(f.value)
-        if not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
-            self.report("F4002", f.value.span, f"agent field `{f.name.name}` must be a list of constant strings")
+    def _agent_string_list(self: Checker, info: AgentInfo, f: ast.AgentField) -> None:
+        items = f.value.items if isinstance(f.value, ast.ArrayLit) else None
+        if items is None or not any(file_call(item) is not None for item in items):
+            value = literal_value(f.value)
+            if not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+                self.report("F4002", f.value.span, f"agent field `{f.name.name}` must be a list of constant strings")
+            return
+        texts: list[str] = []
+        for i, item in enumerate(items, 1):
+            text = self.prompt_text(item, f"{f.name.name}[{i}]", info.prompt_files)
+            if text is NOT_LITERAL:
+                self.report("F4002", item.span, f"`{f.name.name}` lists constant strings or `file(\"path\")`")
+            elif isinstance(text, str):
+                texts.append(text)
+        info.texts[f.name.name] = texts
 
-    _agent_constraints = _agent_hints = lambda self, info, f, fields: self._agent_string_list(f)
+    _agent_constraints = _agent_hints = lambda self, info, f, fields: self._agent_string_list(info, f)
 
     def _agent_tools(self: Checker, info: AgentInfo, f: ast.AgentField, _: dict[str, ast.AgentField]) -> None:
         if not isinstance(f.value, ast.ArrayLit):

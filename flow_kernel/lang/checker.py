@@ -20,6 +20,7 @@ from flow_kernel.lang.builtins import BUILTINS
 from flow_kernel.lang.check_calls import CallChecker
 from flow_kernel.lang.check_decls import DeclChecker
 from flow_kernel.lang.check_exprs import ExprChecker
+from flow_kernel.lang.check_prompts import PromptChecker
 from flow_kernel.lang.check_stmts import StmtChecker
 from flow_kernel.lang.env import Binding, DeclEntry, Frame, Scope, WorkflowContext
 from flow_kernel.lang.graphs import find_cycles
@@ -32,7 +33,7 @@ def decl_kind(node: ast.Decl) -> str:
     return DECL_KINDS[type(node)]
 
 
-class Checker(DeclChecker, ExprChecker, CallChecker, StmtChecker):
+class Checker(DeclChecker, ExprChecker, CallChecker, StmtChecker, PromptChecker):
     def __init__(self, reporter: Reporter, reportable: set[SourceFile], *, file_mode: bool) -> None:
         self.reporter = reporter
         self.reportable = {id(s) for s in reportable}

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from flow_kernel.lang import ast
 from flow_kernel.lang import types as T
 from flow_kernel.source import Span
+
+if TYPE_CHECKING:
+    from flow_kernel.lang.check_prompts import PromptFile
 
 DEFAULT_LIMITS = {"agent_runs": 100, "duration": 600_000, "concurrency": 4, "steps": 1000}
 
@@ -18,6 +22,10 @@ class AgentInfo:
     model: str = "default"
     timeout_ms: int | None = None
     timeout_span: Span | None = None
+    # Prompt fields whose text is read from files (`file("…")`), resolved at check time:
+    # field -> text (or list of texts), and every file with its digest (check_prompts.py).
+    texts: dict[str, object] = field(default_factory=dict)
+    prompt_files: list[PromptFile] = field(default_factory=list)
 
 
 @dataclass

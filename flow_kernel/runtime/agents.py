@@ -30,8 +30,11 @@ from flow_kernel.errors import (
     WorkflowTimeoutError,
 )
 from flow_kernel.lang import ast
+from flow_kernel.lang.check_prompts import PromptFile
 from flow_kernel.lang.check_result import CheckResult
+from flow_kernel.lang.env import AgentInfo
 from flow_kernel.lang.literals import NOT_LITERAL, literal_value
+from flow_kernel.lang.purposes import purpose_of, unset_message
 from flow_kernel.lang.schema import type_schema
 from flow_kernel.runtime.cassette import CassettePlayer, CassetteRecorder
 from flow_kernel.runtime.config import FlowConfig
@@ -72,6 +75,7 @@ class AgentSpec:
     fields: dict[str, Any]
     tools: list[str]
     decl: ast.AgentDecl
+    prompt_files: list[PromptFile] = field(default_factory=list)  # read at check time (lang/check_prompts.py)
 
 
 @dataclass
@@ -88,6 +92,7 @@ class _Call:
     system: str
     prompt: str
     tools: list[ToolSpec]
+    identity: str = ""  # what the cassette hashes: the prompt, plus the digests of the agent's prompt files
     log: list[dict[str, Any]] = field(default_factory=list)
     usage: dict[str, int] = field(default_factory=lambda: {"input_tokens": 0, "output_tokens": 0})
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
@@ -116,7 +121,7 @@ class AgentPipeline:
         self.deadline: float | None = None  # time.monotonic() at which the run's duration ends (host.py)
         self.providers: dict[str, Provider] = dict(providers or {})
         self.traces: list[Trace] = []
-        self.agents = {name: _agent_spec(entry.node, entry.agent.tools if entry.agent else [])
+        self.agents = {name: _agent_spec(entry.node, entry.agent.tools if entry.agent else [], entry.agent)
                        for name, entry in check.decls.items()
                        if entry.kind == "agent" and isinstance(entry.node, ast.AgentDecl)}
         self.providers.setdefault("scripted", ScriptedProvider({n: parse_script(s.decl) for n, s in self.agents.items()}))
@@ -239,8 +244,9 @@ class AgentPipeline:
         system = self._systems.get(system_key)
         if system is None:
             system = self._systems[system_key] = system_prompt(spec.fields, schema, has_context=context is not None)
-        call = _Call(spec, payload, label, occurrence, schema, provider, model, system,
-                     user_prompt(str(payload.get("prompt")), context), tools)
+        prompt = user_prompt(str(payload.get("prompt")), context)
+        call = _Call(spec, payload, label, occurrence, schema, provider, model, system, prompt, tools,
+                     prompt + prompt_files_identity(spec.prompt_files))
         call.schema_key = schema_key
         return call
 
@@ -258,7 +264,17 @@ class AgentPipeline:
         return type_schema(declared.output) if declared is not None else {}
 
     def _model(self, spec: AgentSpec) -> tuple[str, str]:
+        unread = next((f for f in spec.prompt_files if f.text is None), None)
+        if unread is not None:  # a declaration from an earlier cell whose file went away since
+            raise AgentInvocationError(f"`{spec.name}`: {unread.problem or f'prompt file {unread.path!r} was not read'}",
+                                       details={"agent": spec.name, "path": unread.path})
         model = spec.model
+        purpose = purpose_of(model)
+        if purpose is not None:  # model by purpose: the configuration's [models] table (fails closed)
+            if purpose not in self.config.models:
+                raise AgentInvocationError(f"`{spec.name}` uses model \"{model}\", and {unset_message(purpose)}",
+                                           details={"agent": spec.name, "key": f"models.{purpose}"})
+            model = self.config.models[purpose]
         if model == "default":
             if self.config.default_model is None:
                 raise AgentInvocationError(
@@ -359,7 +375,7 @@ class AgentPipeline:
         """One provider attempt, answered from the cassette when replaying, written to it when recording."""
         key = (self.scope, call.spec.name, call.label, call.occurrence, attempt)
         if self.player is not None:
-            replayed = self.player.answer(key, call.prompt)
+            replayed = self.player.answer(key, call.identity)
             self._account(call, replayed)
             for record in replayed.tool_calls:  # what the tools did when it was recorded, shown again
                 if not isinstance(record, dict):
@@ -377,10 +393,10 @@ class AgentPipeline:
             reply = await self._invoke(call, timeout_ms, repair_of)
         except FlowError as exc:
             if self.recorder is not None:
-                self.recorder.write(key, call.prompt, error=exc, run=self._run_token)
+                self.recorder.write(key, call.identity, error=exc, run=self._run_token)
             raise
         if self.recorder is not None:  # the tool calls as the host saw them, approvals included
-            self.recorder.write(key, call.prompt, reply.output, usage=reply.usage, tool_calls=call.tool_calls[before:],
+            self.recorder.write(key, call.identity, reply.output, usage=reply.usage, tool_calls=call.tool_calls[before:],
                                 run=self._run_token)
         return reply.output
 
@@ -490,11 +506,21 @@ def _expect_messages(reply: Any) -> list[str]:
     return reply
 
 
-def _agent_spec(node: ast.Decl, tools: list[str]) -> AgentSpec:
+def _agent_spec(node: ast.Decl, tools: list[str], info: AgentInfo | None = None) -> AgentSpec:
     assert isinstance(node, ast.AgentDecl)
     fields: dict[str, Any] = {}
     for f in node.fields:
         value = literal_value(f.value) if isinstance(f.value, ast.Expr) else NOT_LITERAL
         if value is not NOT_LITERAL:
             fields[f.name.name] = value
-    return AgentSpec(node.name.name, str(fields.get("model", "default")), fields, list(tools), node)
+    if info is not None:
+        fields.update(info.texts)  # the texts of `file("…")` fields, as the checker read them
+    return AgentSpec(node.name.name, str(fields.get("model", "default")), fields, list(tools), node,
+                     list(info.prompt_files) if info is not None else [])
+
+
+def prompt_files_identity(files: list[PromptFile]) -> str:
+    """The part of a call's cassette identity that stands for its prompt files: one line per
+    file with the digest of its text, so an edited file is a replay miss whose diff names it.
+    Empty when the agent has none (cassettes recorded before prompt files still match)."""
+    return "".join(f"\n[prompt file {f.path} ({f.used_for}): sha256 {f.digest}]" for f in files)

@@ -12,6 +12,10 @@ api_key_env = "OLLAMA_API_KEY"         # the variable holding the key (never the
 
 [providers.anthropic]
 max_tokens = 2048
+
+[models]                               # what `model: "for:<purpose>"` means (lang/purposes.py)
+deep-judgement = "anthropic/claude-sonnet-4-5"
+high-volume-mechanical = "openai/gpt-4o-mini"
 ```
 Keys live in the environment only: a config file that holds one is refused, so that a
 committed `flow.toml` cannot leak it.
@@ -32,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from flow_kernel.lang.purposes import PURPOSES
 from flow_kernel.runtime.processes import entries_from_config
 from flow_kernel.runtime.provider_table import (
     KEY_WORDS,
@@ -63,6 +68,7 @@ class FlowConfig:
     providers: dict[str, ProviderSettings] = field(default_factory=dict)
     path: Path | None = None  # where it was read from
     ignored: Path | None = None  # a configuration found but not applied: its folder is not trusted
+    models: dict[str, str] = field(default_factory=dict)  # [models]: purpose -> "provider/model" (lang/purposes.py)
     mcp: dict[str, McpServerSettings] = field(default_factory=dict)  # [mcp.NAME]: servers lending tools
     a2a: dict[str, A2AAgentSettings] = field(default_factory=dict)  # [a2a.NAME]: remote agents, `a2a/NAME`
 
@@ -116,6 +122,7 @@ def load_config(path: Path | str) -> FlowConfig:
 def parse_config(table: dict[str, Any], path: Path | None = None) -> FlowConfig:
     where = f"{path}" if path is not None else "the configuration"
     known = {"default_model", "operator", "allow_run", "providers", "mcp", "a2a"}
+    known.add("models")
     for key in table:
         if key not in known:
             raise ConfigError(f"{where}: unknown key `{key}` (known: {', '.join(sorted(known))})")
@@ -143,7 +150,25 @@ def parse_config(table: dict[str, Any], path: Path | None = None) -> FlowConfig:
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
     return FlowConfig(default_model, _opt_str(table, "operator", where), tuple(allow), providers, path=path,
-                      mcp=mcp, a2a=a2a)
+                      mcp=mcp, a2a=a2a,
+                      models=parse_models(table.get("models", {}), where))
+
+
+def parse_models(raw: Any, where: str) -> dict[str, str]:
+    """`[models]`: one model for each purpose a program may ask for (`model: "for:…"`), each a
+    "provider/model" of the one provider table, or "mock"/"scripted"."""
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}: `models` must be a table")
+    models: dict[str, str] = {}
+    for purpose, model in raw.items():
+        if purpose not in PURPOSES:
+            raise ConfigError(f"{where}: unknown purpose `models.{purpose}` (known: {', '.join(PURPOSES)})")
+        provider = model.partition("/")[0] if isinstance(model, str) else ""
+        if not isinstance(model, str) or not (model in LOCAL_PROVIDERS or ("/" in model and provider in PROVIDERS)):
+            raise ConfigError(f"{where}: `models.{purpose}` must be \"provider/model\" with a provider of "
+                              f"{', '.join(PROVIDERS)}, or \"mock\" or \"scripted\"")
+        models[purpose] = model
+    return models
 
 
 def _provider(name: str, raw: dict[str, Any], where: str) -> ProviderSettings:
