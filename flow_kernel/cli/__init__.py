@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from flow_kernel.cli import check, doctor, explain, schema, trust
 from flow_kernel.cli import eval as eval_command
 from flow_kernel.cli import run as run_command
+from flow_kernel.cli import serve as serve_command
 from flow_kernel.cli.common import EXIT_FAILED, EXIT_USAGE
 from flow_kernel.version import VERSION
 
@@ -29,6 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     for command in (check, explain, schema, run_command, doctor, trust, eval_command):
         command.add_command(commands)
+    serve_command.add_command(commands)  # flow serve: workflows as MCP tools or an A2A agent
 
     bench = commands.add_parser(
         "bench",

@@ -1,0 +1,192 @@
+"""What `flow serve --mcp` and `flow serve --a2a` share (docs/protocols.md): the served file's
+workflows, one Session that runs them in the sandbox (each call a run with its journal in
+`.flow/runs`), the operator that routes `approve`/`ask` to the caller of the run, and the
+door rules — loopback unless the person names a host, and then a bearer token.
+
+`approve`/`ask` inside a served run go to the request that started it (`Channel`): an MCP
+client's elicitation, an A2A task's `input-required`. When the caller cannot answer, a
+configured operator policy (`--operator`, or `operator` in the applied flow.toml) does;
+without one the run fails closed with `operator-unavailable`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import ipaddress
+import os
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from flow_kernel.errors import OperatorUnavailableError
+from flow_kernel.lang import ast
+from flow_kernel.lang.check_result import CheckResult
+from flow_kernel.runtime.events import Event
+from flow_kernel.runtime.operator import Operator
+from flow_kernel.runtime.run import RunOutcome
+from flow_kernel.runtime.session import Session
+
+
+class Channel(Protocol):
+    """The caller of one served run: sees its events, answers its questions (or cannot)."""
+
+    def event(self, event: Event) -> None: ...
+
+    async def approve(self, question: str, details: Any) -> bool | None: ...  # None: cannot answer
+
+    async def ask(self, question: str, choice: list[str] | None) -> str | None: ...
+
+
+@dataclass(frozen=True)
+class ServedWorkflow:
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    output_schema: dict[str, Any]
+
+
+def served_workflows(check: CheckResult) -> list[ServedWorkflow]:
+    """The file's workflows with their schemas and `##` doc comments, in the file's order."""
+    found = []
+    for name, entry in check.decls.items():
+        if entry.kind != "workflow" or not isinstance(entry.node, ast.WorkflowDecl):
+            continue
+        schemas = check.schema_for(name) or {}
+        doc = (entry.node.doc or "").strip() or f"The Flow workflow `{name}`."
+        given, result = schemas.get("input"), schemas.get("output")
+        found.append(ServedWorkflow(name, doc, dict(given) if isinstance(given, dict) else {"type": "object"},
+                                    dict(result) if isinstance(result, dict) else {}))
+    return found
+
+
+class WorkflowHost:
+    """Runs the served file's workflows, one at a time (one sandbox), each with its caller's channel."""
+
+    def __init__(self, session: Session, compiled: Any, fallback: Operator | None) -> None:
+        self.session = session
+        self.compiled = compiled
+        self.workflows = {w.name: w for w in served_workflows(compiled.check)}
+        self.fallback = fallback  # the person's configured policy, when the caller cannot answer
+        self._lock = asyncio.Lock()
+        self._channel: Channel | None = None
+        session.operator = Operator("interactive", callback=self._answer)
+        session.interactive_callback = self._answer
+
+    async def run(self, name: str, arguments: dict[str, Any], channel: Channel) -> RunOutcome:
+        async with self._lock:
+            # Runs take turns, so the run now going is this channel's. (Not a context variable:
+            # the session's sandbox reader task, which asks the operator, outlives one run.)
+            self._channel = channel
+            try:
+                return await self.session.run_async(self.compiled, workflow=name, input=arguments,
+                                                    sinks=[channel.event])
+            finally:
+                self._channel = None
+
+    async def _answer(self, request: dict[str, Any]) -> Any:
+        """The operator of served runs: the caller first, then the configured policy, else fail closed."""
+        channel = self._channel
+        question = str(request.get("question"))
+        choice = request.get("choice") if isinstance(request.get("choice"), list) else None
+        if channel is not None:
+            answer: Any = (await channel.approve(question, request.get("details")) if request.get("kind") == "approve"
+                           else await channel.ask(question, choice))
+            if answer is not None:
+                return answer
+        if self.fallback is not None:
+            if request.get("kind") == "approve":
+                return (await self.fallback.approve(question, request.get("details"), request))[0]
+            return (await self.fallback.ask(question, choice, request))[0]
+        raise OperatorUnavailableError(f"no operator to answer {question!r}: the client cannot answer and no operator "
+                                       "policy is configured for `flow serve` (--operator)")
+
+    async def aclose(self) -> None:
+        await self.session.aclose()
+
+
+def outcome_error(outcome: RunOutcome) -> dict[str, Any]:
+    assert outcome.error is not None
+    return {"code": outcome.error.code, "message": outcome.error.message}
+
+
+# -- the door ----------------------------------------------------------------------------------------
+class ExposureError(ValueError):
+    """Serving on a host that is not loopback without a token, or a token variable that is unset."""
+
+
+def parse_address(text: str, what: str) -> tuple[str, int]:
+    host, colon, port = text.rpartition(":")
+    if not colon or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ExposureError(f"{what}: {text!r} is not HOST:PORT (e.g. 127.0.0.1:8765)")
+    return host.strip("[]"), int(port)
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def required_token(host: str, token_env: str | None) -> str | None:
+    """The bearer token clients must send: required off loopback, optional on it."""
+    if token_env is None:
+        if not is_loopback(host):
+            raise ExposureError(f"serving on {host} reaches beyond this machine: pass --token-env VAR with a bearer "
+                                "token in VAR (clients send `Authorization: Bearer <token>`)")
+        return None
+    token = os.environ.get(token_env, "")
+    if len(token) < 16:
+        raise ExposureError(f"--token-env {token_env}: the variable must hold a token of at least 16 characters")
+    return token
+
+
+ASGIApp = Callable[[dict[str, Any], Callable[[], Awaitable[Any]], Callable[[Any], Awaitable[None]]], Awaitable[None]]
+
+
+def bearer_guard(app: ASGIApp, token: str | None) -> ASGIApp:
+    """Every HTTP request needs `Authorization: Bearer <token>` (compared in constant time)."""
+    if token is None:
+        return app
+    expected = f"Bearer {token}".encode()
+
+    async def guarded(scope: dict[str, Any], receive: Callable[[], Awaitable[Any]],
+                      send: Callable[[Any], Awaitable[None]]) -> None:
+        if scope.get("type") == "http":
+            given = dict(scope.get("headers") or []).get(b"authorization", b"")
+            if not hmac.compare_digest(given, expected):
+                await send({"type": "http.response.start", "status": 401,
+                            "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")]})
+                await send({"type": "http.response.body", "body": b'{"error": "unauthorized"}'})
+                return
+        await app(scope, receive, send)
+
+    return guarded
+
+
+async def serve_http(app: ASGIApp, host: str, port: int, ready: Callable[[Any], None] | None = None) -> None:
+    """Serve `app` with uvicorn until interrupted; `ready(server)` once it listens (the
+    caller may stop it with `server.should_exit = True`)."""
+    import uvicorn
+
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on"))
+
+    async def announce() -> None:
+        while not server.started:
+            await asyncio.sleep(0.05)
+        if ready is not None:
+            ready(server)
+
+    task = asyncio.create_task(announce())
+    try:
+        await server.serve()
+    finally:
+        task.cancel()
+
+
+def file_folder(path: str) -> Path:
+    return Path(path).resolve().parent

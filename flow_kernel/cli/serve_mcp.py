@@ -1,0 +1,185 @@
+"""`flow serve FILE --mcp [--http HOST:PORT]`: the file's workflows as MCP tools, with the
+official SDK's server (docs/protocols.md).
+
+Each workflow is a tool: its input schema is the workflow's, its description the `##` doc
+comment, its result the structured content (a result that is not an object is wrapped as
+`{"result": …}`, the output schema saying so). A call is a Flow run in the sandbox with its
+journal; its events become progress notifications when the client asked for progress; a
+failed run is an `isError` result naming the error's code. `approve`/`ask` go to the client
+as elicitation when it declared that capability (approve: a yes/no form; ask: one text
+field, or a choice); else the configured operator policy answers, else the run fails with
+`operator-unavailable`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from flow_kernel.cli.serve_common import (
+    ServedWorkflow,
+    WorkflowHost,
+    bearer_guard,
+    outcome_error,
+    serve_http,
+)
+from flow_kernel.runtime.events import Event
+
+# Events worth a progress notification: what a person watching a long call wants to see.
+_PROGRESS = ("stage.started", "agent.started", "agent.completed", "progress", "approval.requested",
+             "artifact.published")
+
+
+def output_schema(workflow: ServedWorkflow) -> tuple[dict[str, Any], bool]:
+    """The tool's output schema, and whether results are wrapped in {"result": …} (MCP's
+    structured content is an object)."""
+    schema = {k: v for k, v in workflow.output_schema.items() if k != "$schema"}
+    defs = schema.pop("$defs", None)
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/") and isinstance(defs, dict) and len(schema) == 1:
+        schema = dict(defs.get(ref[len("#/$defs/"):], {}))  # a named type: its definition at the root
+    if schema.get("type") == "object":
+        return ({**schema, "$defs": defs} if defs else schema), False
+    wrapped: dict[str, Any] = {"type": "object", "properties": {"result": schema}, "required": ["result"]}
+    if defs:
+        wrapped["$defs"] = defs
+    return wrapped, True
+
+
+def progress_message(event: Event) -> str | None:
+    kind = event.get("type")
+    data = event.get("data") or {}
+    if kind not in _PROGRESS:
+        return None
+    if kind == "stage.started":
+        return f"stage {data.get('name')}"
+    if kind == "agent.started":
+        return f"agent {data.get('agent')} started"
+    if kind == "agent.completed":
+        return f"agent {data.get('agent')} answered"
+    if kind == "approval.requested":
+        return f"asks: {data.get('question')}"
+    if kind == "artifact.published":
+        return f"published {data.get('name')}"
+    return str(data.get("message") or data.get("text") or kind)
+
+
+class _McpChannel:
+    """One tool call: its progress notifications (in order, by one sender task) and its
+    elicitations."""
+
+    def __init__(self, ctx: Any) -> None:
+        self.ctx = ctx
+        self.count = 0
+        self.queue: asyncio.Queue[str | None] = asyncio.Queue()
+        self.sender = asyncio.create_task(self._send())
+
+    def event(self, event: Event) -> None:
+        message = progress_message(event)
+        if message is not None:
+            self.queue.put_nowait(message)
+
+    async def _send(self) -> None:
+        while (message := await self.queue.get()) is not None:
+            self.count += 1
+            try:
+                await self.ctx.session.report_progress(self.count, None, message)
+            except Exception:  # a client gone mid-call: the run's result still matters to the journal
+                return
+
+    async def finish(self) -> None:
+        self.queue.put_nowait(None)
+        try:
+            await asyncio.wait_for(self.sender, 5)
+        except (TimeoutError, asyncio.CancelledError):
+            self.sender.cancel()
+
+    def _can_elicit(self) -> bool:
+        session = self.ctx.session
+        capabilities = session.client_capabilities
+        return bool(capabilities is not None and capabilities.elicitation is not None and session.can_send_request)
+
+    async def approve(self, question: str, details: Any) -> bool | None:
+        if not self._can_elicit():
+            return None
+        message = question if details is None else f"{question}\n\n{json.dumps(details, ensure_ascii=False)[:2000]}"
+        schema = {"type": "object", "properties": {"approve": {"type": "boolean", "title": "Approve"}},
+                  "required": ["approve"]}
+        result = await self.ctx.session.elicit_form(message, schema, related_request_id=self.ctx.request_id)
+        return result.action == "accept" and bool((result.content or {}).get("approve"))
+
+    async def ask(self, question: str, choice: list[str] | None) -> str | None:
+        if not self._can_elicit():
+            return None
+        field: dict[str, Any] = {"type": "string", "title": "Answer"}
+        if choice:
+            field["enum"] = list(choice)
+        schema = {"type": "object", "properties": {"answer": field}, "required": ["answer"]}
+        result = await self.ctx.session.elicit_form(question, schema, related_request_id=self.ctx.request_id)
+        answer = (result.content or {}).get("answer") if result.action == "accept" else None
+        return answer if isinstance(answer, str) else None
+
+
+def build_server(host: WorkflowHost, name: str) -> Any:
+    """The SDK's low-level server, whose tools are `host`'s workflows."""
+    import mcp.types as types
+    from mcp.server import Server
+
+    def tool(workflow: ServedWorkflow) -> Any:
+        schema, _ = output_schema(dict_copy(workflow))
+        return types.Tool(name=workflow.name, description=workflow.description, input_schema=workflow.input_schema,
+                          output_schema=schema)
+
+    async def list_tools(ctx: Any, params: Any) -> Any:
+        return types.ListToolsResult(tools=[tool(w) for w in host.workflows.values()])
+
+    def error(text: str, structured: dict[str, Any] | None = None) -> Any:
+        return types.CallToolResult(content=[types.TextContent(text=text)], structured_content=structured, is_error=True)
+
+    async def call_tool(ctx: Any, params: Any) -> Any:
+        workflow = host.workflows.get(params.name)
+        if workflow is None:
+            return error(f"no workflow `{params.name}` in this server (it has: {', '.join(host.workflows)})")
+        channel = _McpChannel(ctx)
+        try:
+            outcome = await host.run(workflow.name, dict(params.arguments or {}), channel)
+        finally:
+            await channel.finish()
+        if outcome.error is not None:
+            problem = outcome_error(outcome)
+            return error(f"{problem['code']}: {problem['message']}", {"error": problem, "run": outcome.run_id})
+        _, wrapped = output_schema(dict_copy(workflow))
+        structured = {"result": outcome.result} if wrapped else outcome.result
+        return types.CallToolResult(content=[types.TextContent(text=json.dumps(outcome.result, ensure_ascii=False))],
+                                    structured_content=structured)
+
+    return Server(name, version=_version(), instructions="Each tool runs a Flow workflow in a sandbox.",
+                  on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+def dict_copy(workflow: ServedWorkflow) -> ServedWorkflow:
+    """`output_schema` moves `$defs`: work on a copy of the workflow's schemas."""
+    return ServedWorkflow(workflow.name, workflow.description, json.loads(json.dumps(workflow.input_schema)),
+                          json.loads(json.dumps(workflow.output_schema)))
+
+
+def _version() -> str:
+    from flow_kernel.version import VERSION
+
+    return VERSION
+
+
+async def serve_stdio(host: WorkflowHost, name: str) -> None:
+    from mcp.server.stdio import stdio_server
+
+    server = build_server(host, name)
+    async with stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())
+
+
+async def serve_streamable_http(host: WorkflowHost, name: str, address: str, port: int, token: str | None,
+                                ready: Any = None) -> None:
+    server = build_server(host, name)
+    app = server.streamable_http_app(host=address)
+    await serve_http(bearer_guard(app, token), address, port, ready)
