@@ -98,6 +98,7 @@ class FlowMagics:
         # In a Jupyter kernel the loop lives as long as the kernel: keep the sandbox warm.
         self.persistent_loop = getattr(shell, "kernel", None) is not None
         self.live: LiveView | None = None  # the running cell's run view
+        self.view_display: Any = None  # its display handle (the summary replaces it)
 
     async def _ask(self, request: dict[str, Any]) -> Any:
         """Interactive prompts in the cell's run view, when a person is there (the frontend
@@ -112,8 +113,11 @@ class FlowMagics:
                                        "(use %%flow --operator auto-approve | auto-deny | answers:PATH)")
 
     def _open_view(self, name: str) -> Any:
-        if self.shell.__class__.__name__ != "ZMQInteractiveShell":
-            return None  # a terminal: no widgets
+        """The live view where a person watches (the frontend allows input); headless —
+        nbclient, nbval, a terminal — the cell gets only the summary at the end."""
+        kernel = getattr(self.shell, "kernel", None)
+        if self.shell.__class__.__name__ != "ZMQInteractiveShell" or not getattr(kernel, "_allow_stdin", False):
+            return None
         try:
             from IPython.display import display
 
@@ -122,7 +126,8 @@ class FlowMagics:
             view = RunView(name)
         except ImportError:
             return None
-        display(view.mimebundle(), raw=True)
+        # With a display id: the summary replaces the live view in place when the run ends.
+        self.view_display = display(view.mimebundle(), raw=True, display_id=True)
         return view
 
     async def run(self, line: str, code: str) -> Any:
@@ -151,7 +156,8 @@ class FlowMagics:
 
             diagnostics = compiled.check.diagnostics
             raise FlowCompileError(diagnostics, render_text(diagnostics))
-        live = self.live = LiveView(lambda: self._open_view(name))
+        self.view_display = None
+        live = self.live = LiveView(lambda: self._open_view(name), name)
         # Events reach the sinks from the sandbox's reader task, whose context is the cell
         # that started the process; ipykernel takes an output's parent from the context, so
         # the sinks run in this cell's.
@@ -171,7 +177,9 @@ class FlowMagics:
             if not self.persistent_loop:
                 await self.session.aclose()
         bundle = live.finish(outcome)
-        if bundle is not None:
+        if bundle is not None and self.view_display is not None:
+            self.view_display.update(bundle, raw=True)
+        elif bundle is not None:
             from IPython.display import display
 
             display(bundle, raw=True)

@@ -94,6 +94,7 @@ class FlowKernel(Kernel):
         self._cell_task: asyncio.Task[Any] | None = None
         self._cell_parent: dict[str, Any] | None = None
         self.views: dict[str, Any] = {}  # run id -> its live RunView, while it runs
+        self.view_displays: dict[str, str] = {}  # run id -> the display id of its live view
         self.interactive: dict[str, bool] = {}  # run id -> whether a person can answer its prompts
         self.background: dict[str, asyncio.Task[Any]] = {}  # run id -> the task of a %background run
         self._cell_loop: asyncio.AbstractEventLoop | None = None
@@ -193,7 +194,7 @@ class FlowKernel(Kernel):
         self.interactive[run_id] = self._allow_stdin or background
         parent = self._cell_parent
         self._cell_loop = asyncio.get_running_loop()
-        view = LiveView(lambda: self.new_view(name, run_id, silent, parent))
+        view = LiveView(lambda: self.new_view(name, run_id, silent, parent, compiled), name)
         task = asyncio.ensure_future(self.flow.run_async(
             compiled, run_id=run_id, sinks=[lambda event: self._on_event(event, silent, parent), view.sink]))
         if background:
@@ -206,7 +207,7 @@ class FlowKernel(Kernel):
         try:
             outcome: RunOutcome = await task
         except asyncio.CancelledError:
-            self._drop_view(run_id, view)
+            self._interrupt_view(run_id, view, silent)
             return self._error("cancelled", "the cell was interrupted", ["error[cancelled]: the cell was interrupted"], silent)
         finally:
             self._cell_task = None
@@ -284,30 +285,53 @@ class FlowKernel(Kernel):
             return False
         return True
 
-    def new_view(self, name: str, run_id: str, silent: bool, parent: dict[str, Any] | None) -> Any:
-        if not self._widgets_on(silent):
+    def new_view(self, name: str, run_id: str, silent: bool, parent: dict[str, Any] | None,
+                 compiled: Compiled | None = None) -> Any:
+        """The live view, where a person watches (the frontend allows input, or the run goes
+        on in the background); headless (nbclient, nbval) the cell gets only the summary."""
+        if not self._widgets_on(silent) or not self.interactive.get(run_id):
             return None
         try:
             from flow_kernel.views.run_view import RunView
 
-            view = RunView(name, run_id)
+            view = RunView(name, run_id, agents=_declared_agents(compiled))
         except ImportError:  # ipywidgets missing: the cell still runs, without a live view
             return None
         self.views[run_id] = view
-        self._display(view.mimebundle(), silent, parent)
+        # Shown with a display id: the summary replaces it in place when the run ends, so the
+        # saved notebook keeps no live view's leftover.
+        self.view_displays[run_id] = display_id = f"flow-run-{run_id}"
+        if not silent:
+            self._iopub("display_data", {"data": view.mimebundle(), "metadata": {},
+                                         "transient": {"display_id": display_id}}, parent)
         return view
 
     def _finish_view(self, run_id: str, live: LiveView, outcome: RunOutcome, silent: bool,
                      parent: dict[str, Any] | None = None) -> None:
         self.views.pop(run_id, None)
         self.interactive.pop(run_id, None)
-        bundle = live.finish(outcome)
-        if bundle is not None:
+        self._show_summary(run_id, live.finish(outcome), silent, parent)
+
+    def _interrupt_view(self, run_id: str, live: LiveView, silent: bool, parent: dict[str, Any] | None = None) -> None:
+        self.views.pop(run_id, None)
+        self.interactive.pop(run_id, None)
+        self._show_summary(run_id, live.interrupt(), silent, parent)
+
+    def _show_summary(self, run_id: str, bundle: dict[str, Any] | None, silent: bool,
+                      parent: dict[str, Any] | None) -> None:
+        display_id = self.view_displays.pop(run_id, None)
+        if bundle is None or silent:
+            return
+        if display_id is None:
             self._display(bundle, silent, parent)
+        else:
+            self._iopub("update_display_data", {"data": bundle, "metadata": {}, "transient": {"display_id": display_id}},
+                        parent)
 
     def _drop_view(self, run_id: str, live: LiveView) -> None:
         self.views.pop(run_id, None)
         self.interactive.pop(run_id, None)
+        self.view_displays.pop(run_id, None)
         live.drop()
 
     def _finish_background(self, run_id: str, task: asyncio.Task[Any], view: LiveView, silent: bool,
@@ -486,6 +510,22 @@ class FlowKernel(Kernel):
         from flow_kernel.kernel.assist import is_complete
 
         return is_complete(code)
+
+
+def _declared_agents(compiled: Compiled | None) -> dict[str, dict[str, Any]]:
+    """Each agent's role and instructions as declared (literal strings), for its cards."""
+    from flow_kernel.lang import ast
+
+    agents: dict[str, dict[str, Any]] = {}
+    decls = compiled.check.decls if compiled is not None else {}
+    for name, entry in decls.items():
+        node = getattr(entry, "node", None)
+        if not isinstance(node, ast.AgentDecl):
+            continue
+        agents[name] = {f.name.name: f.value.constant for f in node.fields
+                        if f.name.name in ("role", "instructions") and isinstance(f.value, ast.StrLit)
+                        and f.value.constant is not None}
+    return agents
 
 
 def _text(text: str) -> dict[str, Any]:

@@ -3,7 +3,7 @@
 `RunModel.apply(event)` folds one event in; the same events give the same model, so a
 run view rebuilt from a journal shows what the live one showed. `text()` is the
 deterministic summary (no timestamps, durations or random ids: nbval compares it);
-`html()` is the full view, timings included (`views/run_html.py`).
+`views/run_html.py` is its static HTML.
 """
 
 from __future__ import annotations
@@ -44,6 +44,14 @@ class Node:
     started: str | None = None  # ISO timestamps, for the HTML view only
     ended: str | None = None
     progress: dict[str, Any] | None = None
+    # An agent call as the model writes it (live `agent.delta` events, runtime/streaming.py):
+    # the answer's text so far, the partial structured value, the tool calls being written.
+    partial_text: str = ""
+    partial_value: Any = None
+    partial_tools: list[dict[str, Any]] = field(default_factory=list)
+    partial_at: tuple[Any, Any] = (None, None)  # (attempt, round) the partial belongs to
+    waiting: dict[str, Any] | None = None  # held by the provider's limits: {provider, reason, wait_ms}
+    item: tuple[str, int] | None = None  # an agent call in a parallelMap: (its group, the item's index from 0)
 
     @property
     def attempts(self) -> list[dict[str, Any]]:
@@ -69,6 +77,62 @@ class Approval:
         return self.by is None and self.error is None
 
 
+@dataclass
+class Group:
+    """The calls of one `parallelMap`, shown as one row: counts, then a few of its items."""
+
+    key: str
+    calls: list[Node] = field(default_factory=list)
+
+    def count(self, state: str) -> int:
+        return sum(1 for c in self.calls if c.state == state)
+
+    @property
+    def retried(self) -> int:
+        return sum(1 for c in self.calls if any(a.get("kind") != "attempt" for a in c.attempts))
+
+    @property
+    def agents(self) -> list[str]:
+        return sorted({c.name for c in self.calls})
+
+    def shown(self) -> list[Node]:
+        """The items a summary lists: all of a small map; of a large one, its failures."""
+        if len(self.calls) <= GROUP_LISTED:
+            return self.calls
+        return [c for c in self.calls if c.state != "completed"][:GROUP_LISTED]
+
+
+GROUP_LISTED = 10  # a parallelMap of more calls lists only its failed ones (that many at most)
+CARDS = 60  # agent calls a summary lists at most; past that, how many more there were
+
+
+def grouped(children: list[Node | Item]) -> list[Node | Item | Group]:
+    """A scope's children with the calls of each parallelMap gathered into one `Group` (at
+    the place of its first call)."""
+    out: list[Node | Item | Group] = []
+    groups: dict[str, Group] = {}
+    for child in children:
+        if isinstance(child, Node) and child.kind == "agent" and child.item is not None:
+            group = groups.get(child.item[0])
+            if group is None:
+                group = groups[child.item[0]] = Group(child.item[0])
+                out.append(group)
+            group.calls.append(child)
+        else:
+            out.append(child)
+    return out
+
+
+def call_label(node: Node) -> str:
+    """What tells one call from another: its label, else the start of its prompt; and its
+    item number in a parallelMap (`#3`)."""
+    label = node.data.get("label")
+    text = f"[{label}]" if isinstance(label, str) and label and not is_default_label(label) \
+        else f'"{shorten(" ".join(str(node.data.get("prompt") or "").split()), 40)}"' if node.data.get("prompt") else ""
+    index = f"#{node.item[1] + 1}" if node.item is not None else ""
+    return " ".join(p for p in (index, text) if p)
+
+
 class RunModel:
     def __init__(self, run_id: str | None = None, title: str | None = None) -> None:
         self.run_id = run_id
@@ -84,6 +148,7 @@ class RunModel:
         self.error: dict[str, Any] | None = None
         self.error_line: str | None = None  # the Flow source line the error points to
         self.approvals: list[Approval] = []
+        self.breakers: dict[str, str] = {}  # provider -> its circuit breaker's state, as last reported
         self.artifacts: list[dict[str, Any]] = []
         self.started: str | None = None
         self.ended: str | None = None
@@ -108,17 +173,20 @@ class RunModel:
         if self.run_id is None:
             self.run_id = event.get("run")
         if scope is not None:
-            self._scope(*scope, data, span, event.get("ts"))
+            self._scope(*scope, data, span, event.get("ts"), event.get("order"))
         elif kind in POINTS:
             self._point(kind, data, span)
 
-    def _scope(self, head: str, phase: str, data: dict[str, Any], span: dict[str, Any], ts: Any) -> None:
+    def _scope(self, head: str, phase: str, data: dict[str, Any], span: dict[str, Any], ts: Any,
+               order: Any = None) -> None:
         node_id = str(span.get("id"))
         parent = span.get("parent")
         node = self.nodes.get(node_id)
         if node is None:
             name = str(scope_name(head, data))
             node = Node(head, node_id, parent, name, started=ts if isinstance(ts, str) else None)
+            if head == "agent":
+                node.item = item_of(order)
             self.nodes[node_id] = node
             container = self.nodes.get(str(parent)) if parent is not None else None
             if container is not None:
@@ -144,6 +212,9 @@ class RunModel:
     def _point(self, kind: str, data: dict[str, Any], span: dict[str, Any]) -> None:
         # Point events name their scope in span.id; a tool approval names its agent call.
         container = self.nodes.get(str(span.get("id"))) or (self.roots[-1] if self.roots else None)
+        if kind.startswith("provider.") or kind == "agent.delta":
+            self._provider(kind, data, self.nodes.get(str(span.get("id"))))
+            return
         if kind == "progress" and container is not None:
             container.progress = dict(data)
             return
@@ -157,6 +228,35 @@ class RunModel:
             self.artifacts.append(dict(data))
         if container is not None and kind != "approval.resolved":
             container.children.append(item)
+
+    def _provider(self, kind: str, data: dict[str, Any], node: Node | None) -> None:
+        """Live state of a call (streamed text, waits for the provider's limits) and of the
+        providers (their breakers): shown while the run goes, never in `text()` — these
+        kinds are not in the canonical sequence."""
+        if kind == "provider.breaker":
+            self.breakers[str(data.get("provider"))] = str(data.get("state"))
+        if node is None or node.kind != "agent":
+            return
+        if kind == "provider.waiting":
+            node.waiting = dict(data)
+        elif kind == "provider.resumed":
+            node.waiting = None
+        elif kind == "agent.delta":
+            node.waiting = None
+            at = (data.get("attempt"), data.get("round"))
+            if at != node.partial_at:  # a new attempt or tool round writes from the start
+                node.partial_at, node.partial_text, node.partial_value, node.partial_tools = at, "", None, []
+            text = data.get("text")
+            node.partial_text += text if isinstance(text, str) else ""
+            if "value" in data:
+                node.partial_value = data.get("value")
+            tools = data.get("tools")
+            if isinstance(tools, list):
+                node.partial_tools = [t for t in tools if isinstance(t, dict)]
+
+    def waiting_calls(self) -> list[Node]:
+        """Agent calls held right now by a provider's rate limit, bulkhead or Retry-After."""
+        return [n for n in self.nodes.values() if n.kind == "agent" and n.state == "running" and n.waiting is not None]
 
     def _approval(self, kind: str, data: dict[str, Any], span: dict[str, Any]) -> None:
         if kind == "approval.requested":
@@ -207,14 +307,18 @@ class RunModel:
             return None
         return where_text(self.error.get("details"), self.error.get("span"))
 
-    def text(self) -> str:
+    def text(self, result: bool = True) -> str:
         """The deterministic summary: the tree with states, approvals with who decided, the
-        budgets, and the result or the error."""
+        budgets, and the error or (with `result`) the result — a cell's summary leaves it to
+        the cell's `Out`, so it shows once."""
         lines = [f"Flow run: {self.status}" + (f" — {self.title}" if self.title else "")]
+        budget = [CARDS, 0]
         for root in self.roots:
-            self._text_node(root, 0, lines)
-        budget = ", ".join(f"{name} {used}" + (f"/{limit}" if limit is not None else "") for name, used, limit in self.budgets())
-        lines.append(budget)
+            self._text_node(root, 0, lines, budget)
+        if budget[1]:
+            lines.append(f"… {budget[1]} more agent call{'s' if budget[1] != 1 else ''} not listed")
+        lines.append(", ".join(f"{name} {used}" + (f"/{limit}" if limit is not None else "")
+                               for name, used, limit in self.budgets()))
         if self.error is not None:
             lines.append(f"error[{self.error.get('code')}]: {self.error.get('message')}")
             span = self.error.get("span")
@@ -224,22 +328,26 @@ class RunModel:
                     lines.append(f"   | {self.error_line}")
             if place := self.error_place():
                 lines.append(f"   = failed in {place}")
-        elif self.has_result:
+        elif self.has_result and result:
             lines.append(f"result: {shorten(self.result, 200)}")
         return "\n".join(lines)
 
-    def _text_node(self, node: Node, depth: int, lines: list[str]) -> None:
+    def _text_node(self, node: Node, depth: int, lines: list[str], budget: list[int] | None = None) -> None:
+        budget = budget if budget is not None else [CARDS, 0]  # agent calls still to list, calls left out
         pad = "  " * depth
-        mark = {"completed": "✓", "failed": "✗"}.get(node.state, "…")
+        mark = _MARKS.get(node.state, "…")
         if node.kind == "agent":
+            if budget[0] <= 0:
+                budget[1] += 1
+                return
+            budget[0] -= 1
             attempts = node.attempts
             extra = f"  {len(attempts)} attempt{'s' if len(attempts) != 1 else ''}" if attempts else ""
             repairs = sum(1 for a in attempts if a.get("kind") == "repair")
             if repairs:
                 extra += f" ({repairs} repair{'s' if repairs != 1 else ''})"
-            label = node.data.get("label")
-            shown = f" [{label}]" if label and not is_default_label(label) else ""
-            head = f"{pad}{mark} agent {node.name}{shown}{extra}"
+            label = call_label(node)
+            head = f"{pad}{mark} agent {node.name}{' ' + label if label else ''}{extra}"
             if node.state == "failed":
                 head += f": {node.data.get('code')} {_first_line(node.data.get('message'))}"
             elif "output" in node.data:
@@ -262,17 +370,29 @@ class RunModel:
         if node.state == "failed" and node.data.get("code"):
             head += f": {node.data.get('code')}"
         lines.append(head)
-        for child in node.children:
-            if isinstance(child, Node):
-                self._text_node(child, depth + 1, lines)
+        for part in grouped(node.children):
+            if isinstance(part, Group):
+                self._text_group(part, depth + 1, lines, budget)
+            elif isinstance(part, Node):
+                self._text_node(part, depth + 1, lines, budget)
             else:
-                line = self._text_item(child)
+                line = self._text_item(part)
                 if line:
                     lines.append(f"{pad}  {line}")
         if node.progress is not None:  # the latest progress of the scope, after what it reports on
             done, total = node.progress.get("done"), node.progress.get("total")
             lines.append(f"{pad}  progress {done if done is not None else ''}"
                          f"{'/' + str(total) if total is not None else ''} {node.progress.get('message') or ''}".rstrip())
+
+    def _text_group(self, group: Group, depth: int, lines: list[str], budget: list[int]) -> None:
+        pad = "  " * depth
+        lines.append(f"{pad}{_MARKS.get(group_state(group), '…')} parallelMap {', '.join(group.agents)}: {group_counts(group)}")
+        shown = group.shown()
+        for call in shown:
+            self._text_node(call, depth + 1, lines, budget)
+        hidden = len(group.calls) - len(shown)
+        if hidden > 0:
+            lines.append(f"{pad}  … {hidden} more call{'s' if hidden != 1 else ''} not listed")
 
     def _text_item(self, item: Item) -> str | None:
         d = item.data
@@ -295,6 +415,43 @@ class RunModel:
             answer = "yes" if approval.answer is True else "no" if approval.answer is False else approval.answer
             return text + f" → {answer} ({approval.by})"
         return None
+
+
+def item_of(order: Any) -> tuple[str, int] | None:
+    """A `parallelMap` item's (group, index) from an event's `order` (runtime/events.py):
+    its innermost `[fork, key]` when the key is an int (a `parallel` branch or a task is
+    keyed by its name). The group is the path to the fork, so two maps are two groups."""
+    if not isinstance(order, list):
+        return None
+    for k in range(len(order) - 1, -1, -1):
+        step = order[k]
+        if isinstance(step, list) and len(step) == 2:
+            fork, key = step
+            if isinstance(key, int) and not isinstance(key, bool) and isinstance(fork, int | str):
+                path = ".".join(f"{s[0]}:{s[1]}" for s in order[:k] if isinstance(s, list) and len(s) == 2)
+                return f"{path}/{fork}", key
+            return None
+    return None
+
+
+_MARKS = {"completed": "✓", "failed": "✗", "interrupted": "⊘", "cancelled": "⊘"}
+
+
+def group_state(group: Group) -> str:
+    states = {c.state for c in group.calls}
+    return "running" if "running" in states else "failed" if "failed" in states else "completed"
+
+
+def group_counts(group: Group) -> str:
+    """`5 calls: 4 done, 1 failed, 2 retried` (what a summary says of a parallelMap)."""
+    n = len(group.calls)
+    parts = [f"{group.count('completed')} done"]
+    for state in ("failed", "running"):
+        if group.count(state):
+            parts.append(f"{group.count(state)} {state}")
+    if group.retried:
+        parts.append(f"{group.retried} retried")
+    return f"{n} call{'s' if n != 1 else ''}: " + ", ".join(parts)
 
 
 def _int(value: Any) -> int | None:

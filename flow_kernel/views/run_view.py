@@ -1,38 +1,48 @@
-"""The live run view: an ipywidgets box with the run's HTML (re-rendered as events come,
-at most every `RENDER_EVERY` seconds) and the operator's prompts (Approve / Deny, the
-choices of an `ask`, or a text box), answered while the cell still runs.
+"""The live run view: the widget built from widgets/ (views/run_widget.py), fed the run's
+events as compact records in batches (views/run_stream.py), above the operator's prompts
+(Approve / Deny, the choices of an `ask`, a text box; views/prompts.py), answered while the
+cell still runs. The browser builds the tree; the host keeps the `RunModel` for a card's
+details (asked for when the card opens) and for the static summary.
 
-When the run ends, the widget is closed and the cell keeps the static summary
-(`static_bundle`): deterministic `text/plain` for nbval, the full HTML for people. The
-widget's own output carries a constant `text/plain`, so a re-executed notebook compares
-equal however the run went.
+When the run ends, the kernel replaces the widget's output with the static summary
+(`static_bundle`, views/run_summary.py) and closes the widget, so a saved notebook keeps
+the summary alone.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
+from flow_kernel.short_text import shorten
 from flow_kernel.views.prompts import Prompts
-from flow_kernel.views.run_html import render_html
-from flow_kernel.views.run_model import RunModel
+from flow_kernel.views.run_html import summary_bundle
+from flow_kernel.views.run_model import Node, RunModel
+from flow_kernel.views.run_stream import Batcher, Compactor
 
-RENDER_EVERY = 0.1
 LIVE_TEXT = "Flow run (live view)"
+DETAIL_TEXT = 4000  # characters of a card's prompt or instructions sent to the browser
+DETAIL_JSON = 16000  # bytes of a card's output sent as a tree; past that, its text shortened
 
 
 class RunView:
-    def __init__(self, title: str | None = None, run_id: str | None = None) -> None:
+    def __init__(self, title: str | None = None, run_id: str | None = None,
+                 agents: dict[str, dict[str, Any]] | None = None) -> None:
         import ipywidgets as w
 
-        self.w = w
+        from flow_kernel.views.run_widget import RunWidget
+
         self.model = RunModel(run_id, title)
+        self.agents = agents or {}  # agent name -> its declared fields (role, instructions) for the cards
         self.loop = asyncio.get_running_loop()
-        self.body = w.HTML(render_html(self.model))
-        # re-rendered after an answer: the model shows who decided
-        self.prompts = Prompts(on_closed=lambda: self.sink({"type": "_prompt.closed"}))
-        self.box = w.VBox([self.body, self.prompts.box])
-        self._render_due: asyncio.TimerHandle | None = None
+        self.widget = RunWidget(title=title or "")
+        self.compact = Compactor()
+        self.batcher = Batcher(self.widget.send, self.loop)
+        self.ended: dict[str, Any] | None = None
+        self.widget.on_msg(self._on_message)
+        self.prompts = Prompts()
+        self.box = w.VBox([self.widget, self.prompts.box])
 
     # -- display ---------------------------------------------------------------------------------
     def mimebundle(self) -> dict[str, Any]:
@@ -41,34 +51,87 @@ class RunView:
         return bundle
 
     def static_bundle(self) -> dict[str, Any]:
-        return {"text/plain": self.model.text(), "text/html": render_html(self.model, live=False)}
+        return summary_bundle(self.model)
 
     def sink(self, event: dict[str, Any]) -> None:
         self.model.apply(event)
-        if self._render_due is None:
-            self._render_due = self.loop.call_later(RENDER_EVERY, self.render)
+        record = self.compact(event)
+        if record is not None:
+            self.batcher.add(record)
 
-    def render(self) -> None:
-        self._render_due = None
-        self.body.value = render_html(self.model)
+    def _on_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        """The browser's requests: `hello` (a view opened: what it has not seen), `detail`
+        (a card opened: its full text). Handed to the run's loop (a comm message may come on
+        another thread)."""
+        if isinstance(content, dict):
+            self.loop.call_soon_threadsafe(self._answer, content)
+
+    def _answer(self, content: dict[str, Any]) -> None:
+        if content.get("t") == "hello":
+            have = content.get("have")
+            self.batcher.replay(have if isinstance(have, int) and not isinstance(have, bool) else 0)
+            if self.ended is not None:
+                self.widget.send(self.ended)
+        elif content.get("t") == "detail" and isinstance(content.get("i"), str):
+            node = self.model.nodes.get(content["i"])
+            if node is not None and node.kind == "agent":
+                self.widget.send({"t": "detail", "i": node.id, "d": self.detail(node)})
+
+    def detail(self, node: Node) -> dict[str, Any]:
+        """A card's full text, each part bounded."""
+        d = node.data
+        declared = self.agents.get(node.name, {})
+        out: dict[str, Any] = {"agent": node.name, "provider": d.get("provider"), "model": d.get("model")}
+        for key in ("role", "instructions"):
+            if isinstance(declared.get(key), str):
+                out[key] = shorten(declared[key].strip(), DETAIL_TEXT)
+        if d.get("prompt") is not None:
+            out["prompt"] = shorten(str(d.get("prompt")), DETAIL_TEXT)
+        if "output" in d:
+            text = json.dumps(d.get("output"), ensure_ascii=False, default=str)
+            out["output"] = d.get("output") if len(text) <= DETAIL_JSON else shorten(text, DETAIL_JSON)
+        if node.state == "failed":
+            out["code"], out["message"] = str(d.get("code")), shorten(str(d.get("message") or ""), DETAIL_TEXT)
+        out["attempts"] = [{k: shorten(v, 300) if isinstance(v, str) else v for k, v in a.items()
+                            if k in ("kind", "attempt", "ok", "error", "message", "invalid")} for a in node.attempts[:20]]
+        calls = d.get("tool_calls")
+        if isinstance(calls, list):
+            out["tool_calls"] = [{"tool": str(c.get("tool")), "arguments": shorten(c.get("arguments"), 300, as_json=True),
+                                  "result": shorten(c.get("result"), 300, as_json=True)}
+                                 for c in calls[:20] if isinstance(c, dict)]
+        return out
 
     def finish(self, result: Any = None, error: dict[str, Any] | None = None, steps: int | None = None,
                error_line: str | None = None, events: list[dict[str, Any]] | None = None) -> None:
         """The final state; with the run's `events`, rebuilt in their canonical order, so the
         summary is the same however concurrent branches interleaved."""
-        if self._render_due is not None:
-            self._render_due.cancel()
-            self._render_due = None
+        self._end("completed" if error is None else "failed")
         if events is not None:
             self.model = RunModel.from_events(events, self.model.title)
         self.model.finish(result, error, steps, error_line)
         self.prompts.cancel()
-        self.render()
+
+    def interrupt(self) -> None:
+        """The run was cancelled: what was running shows as cancelled, not running."""
+        self._end("interrupted")
+        self.model.status = "interrupted"
+        self.prompts.cancel()
+
+    def _end(self, status: str) -> None:
+        self.batcher.close()
+        self.batcher.flush()
+        self.ended = {"t": "end", "s": status, "ms": self.compact_elapsed()}
+        self.widget.send(self.ended)
+
+    def compact_elapsed(self) -> int | None:
+        times = [r.get("t") for r in self.batcher.records[-1:]]
+        return times[0] if times and isinstance(times[0], int) else None
 
     def close(self) -> None:
-        self.box.close()
-        self.body.close()
+        self.batcher.close()
         self.prompts.close()
+        self.box.close()
+        self.widget.close()
 
     # -- prompts (views/prompts.py: the one prompt machinery) --------------------------------------
     @property

@@ -50,8 +50,14 @@ def run_and_click(kc: Any, code: str, button: str) -> Any:
 
 
 def summary(reply: Any) -> str:
-    texts = [c["data"]["text/plain"] for c in reply.of("display_data") if c["data"].get("text/plain", "").startswith("Flow run:")]
+    """The summary, which replaces the live view in place (update_display_data, same id)."""
+    live = [c for c in reply.of("display_data") if "application/vnd.jupyter.widget-view+json" in c["data"]]
+    assert live and live[0]["data"]["text/plain"] == "Flow run (live view)", reply.outputs
+    display_id = live[0]["transient"]["display_id"]
+    texts = [c["data"]["text/plain"] for c in reply.of("update_display_data")
+             if c["transient"]["display_id"] == display_id and c["data"]["text/plain"].startswith("Flow run:")]
     assert texts, reply.outputs
+    assert not [c for c in reply.of("display_data") if c["data"].get("text/plain", "").startswith("Flow run:")]
     return str(texts[-1])
 
 
@@ -59,8 +65,15 @@ def test_approve_clicked_while_the_cell_runs(kernel: Any) -> None:
     reply = run_and_click(kernel, 'let ok = approve "Ship it?"\nok', "Approve")
     assert reply.status == "ok" and reply.result == "true"
     assert 'approve "Ship it?" → yes (interactive)' in summary(reply)
-    live = [c for c in reply.of("display_data") if "application/vnd.jupyter.widget-view+json" in c["data"]]
-    assert live and live[0]["data"]["text/plain"] == "Flow run (live view)"
+    assert "true" not in summary(reply).splitlines()[-1]  # the result shows once: as Out
+
+
+def test_headless_cells_get_the_summary_and_no_live_view(kernel: Any) -> None:
+    reply = execute(kernel, 'log "hello"\n40 + 2')  # allow_stdin False: nbclient, nbval
+    assert reply.status == "ok" and reply.result == "42"
+    assert not [c for c in reply.of("display_data") if "application/vnd.jupyter.widget-view+json" in c["data"]]
+    texts = [c["data"]["text/plain"] for c in reply.of("display_data")]
+    assert len(texts) == 1 and texts[0].startswith("Flow run: completed") and "log: hello" in texts[0]
 
 
 def test_deny_clicked(kernel: Any) -> None:

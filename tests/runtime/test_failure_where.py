@@ -85,5 +85,5 @@ def test_the_run_view_shows_the_place(tmp_path: Path) -> None:
     model = RunModel()
     model.finish(error=error, error_line="parallelMap([1, 0], x => 1 / x)")
     assert "   = failed in item 2 of parallelMap at line 1" in model.text()
-    assert '<div class="meta">failed in item 2 of parallelMap at line 1</div>' in render_html(model, live=False)
+    assert ">failed in item 2 of parallelMap at line 1</div>" in render_html(model, live=False)
     assert FlowError.from_dto({"code": "evaluation", "message": "m", **error}).details == error["details"]

@@ -27,6 +27,7 @@ class Policy:
     attributes: dict[str, frozenset[str]]  # tag -> allowed attributes ("*": on every tag)
     styles: frozenset[str] = frozenset()  # the exact <style> texts allowed (the views' own)
     classes: bool = False  # `class` values must then be plain words
+    inline_styles: bool = False  # `style=` allowed, each declaration a plain property and value (SAFE_STYLE)
 
 
 # What sanitised Markdown may contain.
@@ -38,15 +39,36 @@ MARKDOWN = Policy(
 
 
 def view_policy(*styles: str) -> Policy:
-    """What the run view, the diagnostics view and `<pre>` text outputs may contain."""
+    """What the run view, the diagnostics view and `<pre>` text outputs may contain. Inline
+    styles (the run summary's, which must survive sanitisers that drop `<style>`) only as
+    declarations of a known property with a value of colours, lengths and words: no url(),
+    no expression(), no quotes, nothing from data could be one of them unescaped."""
     return Policy(
         tags=frozenset({"style", "div", "header", "section", "p", "span", "strong", "em", "mark", "ul", "li",
                         "details", "summary", "progress", "pre", "code"}),
-        attributes={"*": frozenset({"class"}), "details": frozenset({"class", "open"}),
+        attributes={"*": frozenset({"class", "style"}), "details": frozenset({"class", "open", "style"}),
                     "progress": frozenset({"value", "max"}), "section": frozenset({"class", "data-code"})},
         styles=frozenset(s.removeprefix("<style>").removesuffix("</style>") for s in styles),
         classes=True,
+        inline_styles=True,
     )
+
+
+SAFE_STYLE_PROPERTIES = frozenset({
+    "font-family", "font-size", "font-weight", "line-height", "color", "background", "border", "border-left",
+    "border-radius", "padding", "padding-left", "margin", "margin-left", "margin-bottom", "max-width", "text-align",
+    "display", "width", "height", "overflow", "vertical-align", "white-space"})
+SAFE_STYLE_VALUE = re.compile(r"[#\w .%,-]+")
+
+
+def style_findings(value: str) -> list[str]:
+    findings = []
+    for declaration in filter(None, (d.strip() for d in value.split(";"))):
+        prop, colon, val = declaration.partition(":")
+        if not colon or prop.strip() not in SAFE_STYLE_PROPERTIES or not SAFE_STYLE_VALUE.fullmatch(val.strip()) \
+                or re.search(r"url|expression|import|\\", val, re.IGNORECASE):
+            findings.append(f"style {declaration[:80]!r}")
+    return findings
 
 
 class _Reader(html.parser.HTMLParser):
@@ -69,6 +91,8 @@ class _Reader(html.parser.HTMLParser):
                 self.findings.append(f"attribute {name}= on <{tag}>")
             if name in URL_ATTRIBUTES and value is not None and not _safe_url(value):
                 self.findings.append(f"address {value!r} in {name}= on <{tag}>")
+            if name == "style" and value is not None:
+                self.findings.extend(style_findings(value) if policy.inline_styles else [f"style= on <{tag}>"])
             if name == "class" and policy.classes and value is not None and not re.fullmatch(r"[\w -]*", value):
                 self.findings.append(f"class {value!r} on <{tag}>")
             if tag == "progress" and name in ("value", "max") and not re.fullmatch(r"-?[\d.e+-]*", value or ""):

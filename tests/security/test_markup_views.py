@@ -172,15 +172,20 @@ def test_the_reopened_door_lets_the_forged_fields_through(monkeypatch: pytest.Mo
 
 
 def test_the_reopened_progress_door(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Before: a progress event's `total` went into `max="…"` as it came."""
+    """A progress event's counts make the width of the summary's bar, an inline style (it
+    once went into `max="…"` as it came): only a number computed here gets there."""
     payload = '" onmouseover="alert(1)" x="'
     events = [e for e in forged(payload, "text") if e["type"] in ("workflow.started", "progress")]
     events[1]["data"]["done"] = 2
     model = RunModel.from_events(events)
     assert live_markup(render_html(model), POLICY) == []
-    monkeypatch.setattr(run_html, "_number", lambda value: value)
-    monkeypatch.setattr(run_html, "_e", lambda value: "" if value is None else str(value))
-    assert "event handler onmouseover= on <progress>" in live_markup(render_html(model), POLICY)
+    events[1]["data"].update(done=payload, total=1)
+    model = RunModel.from_events(events)
+    assert live_markup(render_html(model), POLICY) == []
+    # Reopened: the counts unchecked, the style written from what came.
+    monkeypatch.setattr(run_html, "progress_fraction", lambda done, total: done)
+    monkeypatch.setattr(run_html, "fill_style", lambda fraction, colour: f"width:{fraction}")
+    assert "event handler onmouseover= on <span>" in live_markup(render_html(model), POLICY)
 
 
 # --- the approval prompt ------------------------------------------------------------------------

@@ -84,14 +84,14 @@ def test_every_part_of_the_view(tmp_path: Path) -> None:
     model.finish(None, {"code": outcome.error.code, "message": outcome.error.message, "span": outcome.error.span},
                  outcome.steps, error_line="  return flaky(\"will fail\")")
     text = model.text()
-    assert "✓ agent fixer  2 attempts (1 repair)" in text
-    assert "✗ agent flaky  1 attempt: agent-invocation down" in text
+    assert '✓ agent fixer "fix it"  2 attempts (1 repair)' in text  # labelled by the start of its prompt
+    assert '✗ agent flaky "will fail"  1 attempt: agent-invocation down' in text
     assert "progress 1/2 half" in text and "log: fixed 2" in text and "✓ verify two" in text
     assert "published notes/summary.md" in text and 'approve "Ship it?" → yes (auto-approve)' in text
     assert text.splitlines()[-3].startswith("error[agent-invocation]")
     assert model.status == "failed" and model.agent_runs == 3
     page = render_html(model)
-    for part in ('<span class="badge failed">failed</span>', "agent runs 3", "<progress", "invalid output",
+    for part in ("background:#cf222e\">failed</span>", "agent runs 3", "progress 1/2", "invalid output",
                  "fix it", "<details", "Ship it?", "approved", "by auto-approve", "notes/summary.md",
                  "error[agent-invocation]", "return flaky"):
         assert part in page, part

@@ -1,0 +1,44 @@
+"""The run view's front end (widgets/): its reducer and renderer tested in Node on streams
+recorded from real runs (widgets/test/*.test.mjs), and the bundle anywidget serves
+(flow_kernel/views/static/) being exactly what widgets/build.mjs makes of the sources."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+from flow_kernel.sandbox.node import find_node
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def node(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([find_node().path, *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+
+
+def test_the_reducer_and_renderer_pass_their_node_tests() -> None:
+    result = node("--test", "widgets/test/")
+    print(result.stdout[-600:])
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "# fail 0" in result.stdout and "# pass 0" not in result.stdout
+
+
+def test_the_shipped_bundle_is_built_from_the_sources(tmp_path: Path) -> None:
+    assert node("widgets/build.mjs", "--check").returncode == 0, "run: node widgets/build.mjs"
+    # The check can fail: a copy whose source changed is reported stale.
+    shutil.copytree(ROOT / "widgets" / "src", tmp_path / "widgets" / "src")
+    shutil.copy(ROOT / "widgets" / "build.mjs", tmp_path / "widgets" / "build.mjs")
+    shutil.copytree(ROOT / "flow_kernel" / "views" / "static", tmp_path / "flow_kernel" / "views" / "static")
+    assert node("widgets/build.mjs", "--check", cwd=tmp_path).returncode == 0
+    source = tmp_path / "widgets" / "src" / "format.js"
+    source.write_text(source.read_text() + "\nexport const EXTRA = 1;\n")
+    stale = node("widgets/build.mjs", "--check", cwd=tmp_path)
+    assert stale.returncode == 1 and "run_view.js" in stale.stderr
+
+
+def test_the_bundle_is_one_module_with_nothing_fetched() -> None:
+    js = (ROOT / "flow_kernel" / "views" / "static" / "run_view.js").read_text()
+    assert "\nimport " not in js and "export default { render };" in js
+    for fetch in ("fetch(", "http://", "https://", "import(", "XMLHttpRequest", "WebSocket"):
+        assert fetch not in js, fetch

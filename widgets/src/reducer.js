@@ -1,0 +1,228 @@
+// The run view's state, built from the host's compact events (flow_kernel/views/run_stream.py
+// writes them; docs/widgets.md lists the fields). Pure: no DOM, no clock — `apply` folds one
+// message in, so Node tests replay recorded streams (widgets/test/) and the browser renders
+// whatever state results. Every field is data from the run: checked for its type here,
+// escaped when rendered.
+
+export const BINS = [10, 30, 100, 300, 1000, 3000, 10000]; // latency bin upper bounds (ms); one more for slower
+
+export function emptyState() {
+  return {
+    n: 0, // compact events applied: a batch says where it starts, so a replay never counts twice
+    status: "running", // running | completed | failed | interrupted
+    t: 0, // the latest event's time (ms since the run started)
+    nodes: new Map(), // scope id -> {id, kind, parent, name, state, t0, t1, code, msg, children: [{ref} | item], progress}
+    roots: [],
+    calls: new Map(), // agent call id -> {id, agent, label, idx, group, parent, stage, state, t0, ms, n, r, out, code, msg}
+    groups: new Map(), // parallelMap group -> {id, parent, agents:Set, items:[call ids], done, running, failed, retried, cancelled, hist}
+    approvals: [],
+    agents: new Set(),
+    stages: new Set(),
+    inflight: 0,
+    attempts: 0,
+    details: new Map(), // call id -> its full card (asked for when opened)
+    gap: false, // a batch started past what we have: ask for the whole stream again
+  };
+}
+
+const str = (v) => (typeof v === "string" ? v : typeof v === "number" || typeof v === "boolean" ? String(v) : "");
+const num = (v) => (typeof v === "number" && Number.isFinite(v) ? v : null);
+
+// One message from the host: {t: "batch", from, ev: [...]}, {t: "end", s}, {t: "detail", i, d}.
+export function applyMessage(state, msg) {
+  if (!msg || typeof msg !== "object") return state;
+  if (msg.t === "batch" && Array.isArray(msg.ev)) {
+    const from = num(msg.from) ?? state.n;
+    if (from > state.n) {
+      state.gap = true;
+      return state;
+    }
+    for (let k = state.n - from; k < msg.ev.length; k++) applyEvent(state, msg.ev[k]);
+  } else if (msg.t === "end") {
+    end(state, str(msg.s) || "completed");
+  } else if (msg.t === "detail" && typeof msg.i === "string") {
+    state.details.set(msg.i, msg.d && typeof msg.d === "object" ? msg.d : {});
+  }
+  return state;
+}
+
+export function applyEvent(state, e) {
+  state.n += 1;
+  if (!e || typeof e !== "object") return;
+  const t = num(e.t);
+  if (t !== null && t > state.t) state.t = t;
+  const id = str(e.i);
+  switch (e.e) {
+    case "s": return openScope(state, e, id, t);
+    case "x": return closeScope(state, e, id, t);
+    case "a": return startCall(state, e, id, t);
+    case "b": return endCall(state, e, id);
+    case "r": return request(state, e, id);
+    case "d": return resolve(state, e);
+    case "p": {
+      const node = state.nodes.get(id);
+      if (node) node.progress = { done: num(e.d), total: num(e.n), msg: str(e.m) };
+      return;
+    }
+    default:
+      // log (l), verify (v), require (q), artifact (f), any newer kind: an item of its scope
+      return addItem(state, id, { kind: str(e.e), ok: e.ok === true, text: str(e.m), name: str(e.n) });
+  }
+}
+
+function openScope(state, e, id, t) {
+  const kind = ["workflow", "pipeline", "stage"].includes(e.k) ? e.k : "workflow";
+  const node = { id, kind, parent: str(e.p) || null, name: str(e.n), state: "running", t0: t, t1: null,
+    code: "", msg: "", children: [], progress: null };
+  if (state.nodes.has(id)) return;
+  state.nodes.set(id, node);
+  const parent = node.parent && state.nodes.get(node.parent);
+  if (parent) parent.children.push({ ref: id });
+  else state.roots.push(id);
+  if (kind === "stage") state.stages.add(node.name);
+  if (kind === "workflow" && !node.parent && e.lim && typeof e.lim === "object") state.limits = e.lim;
+}
+
+function closeScope(state, e, id, t) {
+  const node = state.nodes.get(id);
+  if (!node) return;
+  node.state = e.s === "failed" ? "failed" : "completed";
+  node.t1 = t;
+  node.code = str(e.c);
+  node.msg = str(e.m);
+  if (node.kind === "workflow" && !node.parent && state.status === "running") state.status = node.state;
+}
+
+function stageOf(state, id) {
+  for (let node = state.nodes.get(id); node; node = state.nodes.get(node.parent)) {
+    if (node.kind === "stage") return node.name;
+  }
+  return "";
+}
+
+function startCall(state, e, id, t) {
+  if (state.calls.has(id)) return;
+  const parent = str(e.p);
+  const call = { id, agent: str(e.a), label: str(e.l), idx: num(e.x), group: e.g == null ? null : str(e.g), parent,
+    stage: stageOf(state, parent), state: "running", t0: t, ms: null, n: 0, r: 0, out: "", code: "", msg: "" };
+  state.calls.set(id, call);
+  state.agents.add(call.agent);
+  state.inflight += 1;
+  if (call.group !== null) {
+    let group = state.groups.get(call.group);
+    if (!group) {
+      group = { id: call.group, parent, agents: new Set(), items: [], done: 0, running: 0, failed: 0, retried: 0,
+        cancelled: 0, hist: new Array(BINS.length + 1).fill(0), total: num(e.of) };
+      state.groups.set(call.group, group);
+      addChild(state, parent, { group: call.group });
+    }
+    group.agents.add(call.agent);
+    group.items.push(id);
+    group.running += 1;
+    if (num(e.of) !== null) group.total = num(e.of);
+  } else {
+    addChild(state, parent, { call: id });
+  }
+}
+
+function endCall(state, e, id) {
+  const call = state.calls.get(id);
+  if (!call || call.state !== "running") return;
+  call.state = e.s === "failed" ? "failed" : "completed";
+  call.ms = num(e.ms);
+  call.n = num(e.n) ?? 0;
+  call.r = num(e.r) ?? 0;
+  call.out = str(e.o);
+  call.code = str(e.c);
+  call.msg = str(e.m);
+  state.inflight = Math.max(0, state.inflight - 1);
+  state.attempts += call.n;
+  const group = call.group !== null ? state.groups.get(call.group) : null;
+  if (group) {
+    group.running -= 1;
+    if (call.state === "failed") group.failed += 1;
+    else group.done += 1;
+    if (call.r > 0) group.retried += 1;
+    if (call.ms !== null) group.hist[bin(call.ms)] += 1;
+  }
+}
+
+export function bin(ms) {
+  const k = BINS.findIndex((b) => ms < b);
+  return k === -1 ? BINS.length : k;
+}
+
+function request(state, e, id) {
+  const approval = { scope: id, kind: str(e.k), question: str(e.q), answer: null, by: "", error: "", pending: true };
+  state.approvals.push(approval);
+  addChild(state, id, { approval: state.approvals.length - 1 });
+}
+
+function resolve(state, e) {
+  const approval = state.approvals.find((a) => a.pending && a.question === str(e.q));
+  if (!approval) return;
+  approval.pending = false;
+  approval.answer = e.a ?? null;
+  approval.by = str(e.by);
+  approval.error = str(e.c);
+}
+
+function addItem(state, id, item) {
+  addChild(state, id, { item });
+}
+
+function addChild(state, id, child) {
+  const node = state.nodes.get(id) || state.nodes.get(state.roots[state.roots.length - 1]);
+  if (node) node.children.push(child);
+}
+
+// The run ended without finishing (interrupted, or the kernel gave up): what was running is
+// cancelled, not left with a running dot.
+export function end(state, status) {
+  if (state.status === "running" || status === "interrupted") state.status = status;
+  if (status !== "interrupted" && status !== "cancelled") return;
+  for (const call of state.calls.values()) {
+    if (call.state !== "running") continue;
+    call.state = "cancelled";
+    state.inflight = Math.max(0, state.inflight - 1);
+    const group = call.group !== null ? state.groups.get(call.group) : null;
+    if (group) {
+      group.running -= 1;
+      group.cancelled += 1;
+    }
+  }
+  for (const node of state.nodes.values()) if (node.state === "running") node.state = "cancelled";
+  for (const approval of state.approvals) if (approval.pending) {
+    approval.pending = false;
+    approval.error = "cancelled";
+  }
+}
+
+// -- reading the state: what a filter keeps ---------------------------------------------------
+export function keeps(filter, call) {
+  if (!filter) return true;
+  if (filter.failed && call.state !== "failed") return false;
+  if (filter.agent && call.agent !== filter.agent) return false;
+  if (filter.stage && call.stage !== filter.stage) return false;
+  return true;
+}
+
+// A group's items a filter keeps, one page of them: {rows, total, page, pages}.
+export function page(state, group, filter, pageIndex, size) {
+  const all = filter && (filter.failed || filter.agent || filter.stage)
+    ? group.items.filter((id) => keeps(filter, state.calls.get(id)))
+    : group.items;
+  const pages = Math.max(1, Math.ceil(all.length / size));
+  const p = Math.min(Math.max(0, pageIndex), pages - 1);
+  return { rows: all.slice(p * size, p * size + size).map((id) => state.calls.get(id)), total: all.length, page: p, pages };
+}
+
+export function counts(state) {
+  let done = 0, failed = 0, cancelled = 0;
+  for (const call of state.calls.values()) {
+    if (call.state === "completed") done += 1;
+    else if (call.state === "failed") failed += 1;
+    else if (call.state === "cancelled") cancelled += 1;
+  }
+  return { calls: state.calls.size, done, failed, cancelled, inflight: state.inflight };
+}
