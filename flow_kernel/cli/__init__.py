@@ -1,5 +1,5 @@
 """The `flow` command line (runtime.md §8): `main` and the argument wiring. Each command
-is a module of this package — `check`, `explain`, `schema`, `run`, `doctor`, `trust` —
+is a module of this package — `check`, `explain`, `schema`, `run`, `durable` (resume, answer, runs), `doctor`, `trust` —
 with its `add_command(commands)` and handler; `flow bench` lives in `bench/suite.py`.
 What they share (exit codes, `UsageError`, the error printer, the file loader) is in
 `common.py`. A new command: a module here with `add_command`, and one line in
@@ -13,7 +13,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from flow_kernel.cli import check, doctor, explain, schema, trust
+from flow_kernel.cli import check, doctor, durable, explain, schema, trust
 from flow_kernel.cli import eval as eval_command
 from flow_kernel.cli import run as run_command
 from flow_kernel.cli import serve as serve_command
@@ -28,7 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"flow {VERSION}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for command in (check, explain, schema, run_command, doctor, trust, eval_command):
+    for command in (check, explain, schema, run_command, durable, doctor, trust, eval_command):
         command.add_command(commands)
     serve_command.add_command(commands)  # flow serve: workflows as MCP tools or an A2A agent
 

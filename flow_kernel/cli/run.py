@@ -2,7 +2,7 @@
 
 `flow run FILE [WORKFLOW]`: the CLI's front end over `Session` (runtime/session.py: the
 one path a cell or a file takes), which runs the checked file. Exit 0 success, 1 runtime
-error, 2 compile errors or a usage error. Human output: `print` on stdout, live progress on stderr when it is a
+error, 2 compile errors or a usage error, 3 waiting (`--operator defer`). Human output: `print` on stdout, live progress on stderr when it is a
 terminal, the result on stdout. `--format json`: one object on stdout, `print` on
 stderr.
 
@@ -48,7 +48,9 @@ def add_command(commands: Any) -> None:
     run.add_argument("file", metavar="FILE")
     run.add_argument("workflow", metavar="WORKFLOW", nargs="?")
     run.add_argument("--input", metavar="JSON|@FILE", help="the workflow's input object")
-    run.add_argument("--operator", metavar="POLICY", help="interactive, auto-approve, auto-deny, answers:PATH or none")
+    run.add_argument("--operator", metavar="POLICY",
+                     help="interactive, auto-approve, auto-deny, answers:PATH, none, or defer (stop `waiting` at an "
+                     "approval or question, exit 3; `flow answer` then `flow resume`)")
     run.add_argument("--allow-run", metavar="EXE", action="append", default=[],
                      help="allow `run` of EXE; 'EXE PATTERN…' pins its arguments, e.g. 'git status', 'git log *' "
                      "(repeatable)")
@@ -145,6 +147,16 @@ def cmd_run(args: argparse.Namespace) -> int:
         print_error(str(exc), command="run")
         return EXIT_USAGE
     outcome = asyncio.run(_run(session, compile_checked(result), args.workflow, data))
+    return report(outcome, json_mode)
+
+
+def report(outcome: Any, json_mode: bool) -> int:
+    """The outcome of a run (or a resumed one) on stdout/stderr, and its exit code: 0 completed,
+    1 failed, 3 waiting for an operator's answer (`--operator defer`: cli/durable.py)."""
+    if outcome.pending:
+        from flow_kernel.cli.durable import report_waiting
+
+        return report_waiting(outcome, json_mode)
     if outcome.error is not None and outcome.error.span:
         file = str(outcome.error.span["file"])
         outcome.show_file_as(file, display_name(file))

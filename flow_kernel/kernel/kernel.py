@@ -99,6 +99,7 @@ class FlowKernel(Kernel):
         self.background: dict[str, asyncio.Task[Any]] = {}  # run id -> the task of a %background run
         self._cell_loop: asyncio.AbstractEventLoop | None = None
         self._config_warned = False  # an untrusted flow.toml is named once, above the first cell's output
+        self._resuming: Any = None  # the run a `%resume RUN` cell goes on with (kernel/durable.py)
         self._wire_comms()
 
     def _wire_comms(self) -> None:
@@ -177,12 +178,16 @@ class FlowKernel(Kernel):
             return self._error("cancelled", "the cell was interrupted", ["error[cancelled]: the cell was interrupted"], silent)
         for bundle in plan.outputs:
             self._display(bundle, silent)
-        if not plan.code.strip():
+        resuming, self._resuming = self._resuming, None
+        if not plan.code.strip() and resuming is None:
             return self._ok()
+        if resuming is not None and plan.code.strip():
+            return self._error("MagicError", "%resume runs the journaled program: put nothing after it",
+                               ["MagicError: %resume runs the journaled program: put nothing after it"], silent)
         name = plan.name or f"<cell {self.execution_count}>"
         # Checked once, here: a cell with errors shows its diagnostics and nothing runs (no
         # run view either); the session runs exactly what was checked.
-        compiled = self.flow.compile(plan.code, name)
+        compiled = self.flow.compile(plan.code, name) if resuming is None else resuming.compiled
         if not compiled.ok:
             return self._diagnostics_error(compiled.check.diagnostics, silent)
         if plan.mode != "run":
@@ -190,13 +195,14 @@ class FlowKernel(Kernel):
         warnings = [d for d in compiled.check.diagnostics if not d.is_error]
         if warnings:  # above the run they are about (runtime.md §8)
             self._stream("stderr", _render_diagnostics(warnings), silent)
-        run_id = new_run_id()
+        run_id = new_run_id() if resuming is None else resuming.run_id
         self.interactive[run_id] = self._allow_stdin or background
         parent = self._cell_parent
         self._cell_loop = asyncio.get_running_loop()
         view = LiveView(lambda: self.new_view(name, run_id, silent, parent, compiled), name)
         task = asyncio.ensure_future(self.flow.run_async(
-            compiled, run_id=run_id, sinks=[lambda event: self._on_event(event, silent, parent), view.sink]))
+            compiled, run_id=run_id, sinks=[lambda event: self._on_event(event, silent, parent), view.sink],
+            **({"workflow": resuming.workflow, "input": resuming.input, "resume": resuming.checkpoint} if resuming else {})))
         if background:
             self.background[run_id] = task
             task.add_done_callback(lambda t: self._finish_background(run_id, t, view, silent, parent))
@@ -212,6 +218,11 @@ class FlowKernel(Kernel):
         finally:
             self._cell_task = None
         self._finish_view(run_id, view, outcome, silent)
+        if outcome.pending:  # `%operator defer`: the run stopped for an answer (kernel/durable.py)
+            from flow_kernel.kernel.durable import waiting_text
+
+            self._display(_text(waiting_text(outcome)), silent)
+            return self._ok()
         if outcome.error is not None:
             return self._flow_error(outcome, silent)
         if outcome.result is not None and not silent:
@@ -351,6 +362,7 @@ class FlowKernel(Kernel):
         session: they are taken off the top of the cell here (line numbers kept)."""
         lines = code.split("\n")
         background = False
+        self._resuming = None  # only this cell's `%resume` counts
         index = 0
         while index < len(lines):
             line = lines[index].strip()
@@ -361,6 +373,10 @@ class FlowKernel(Kernel):
                 self._approve_magic(args.strip(), silent)
             elif word == "%wait":
                 await self._wait_magic(args.strip(), silent)
+            elif word == "%resume":
+                from flow_kernel.kernel.durable import open_run
+
+                self._resuming = await open_run(self, args.strip(), silent)
             else:
                 break
             index += 1

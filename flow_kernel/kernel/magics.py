@@ -448,29 +448,35 @@ def _who(session: Session, args: str, plan: CellPlan) -> None:
     plan.outputs.append(text_output("\n".join(lines) or "the session is empty"))
 
 
-@magic("runs", "%runs", "the runs of this session and the journals in .flow/runs, with how each ended")
+@magic("runs", "%runs [--waiting]", "the runs journaled in .flow/runs with their status (completed, failed, waiting, "
+       "interrupted, running), and what each waiting run asks")
 def _runs(session: Session, args: str, plan: CellPlan) -> None:
-    from flow_kernel.runtime.journal import read_journal
+    from flow_kernel.runtime.resume import list_runs, runs_table
 
-    rows = []
-    journal_dir = session.journal_dir
-    files = sorted((p for p in journal_dir.glob("*.jsonl") if not p.is_symlink()),  # a link is no journal
-                   key=lambda p: p.stat().st_mtime) if journal_dir and journal_dir.is_dir() else []
-    for path in files:
-        events = read_journal(path)
-        rows.append(f"{path.stem:<15} {_ending(events):<28} {len(events):>5} events")
-    plan.outputs.append(text_output("\n".join(rows) or "no runs yet"))
+    if args.strip() not in ("", "--waiting"):
+        raise MagicError("usage: %runs [--waiting]")
+    infos = list_runs(session.journal_dir, waiting=args.strip() == "--waiting")
+    plan.outputs.append(text_output(runs_table(infos) or ("no waiting runs" if args.strip() else "no runs yet")))
 
 
-def _ending(events: list[dict[str, Any]]) -> str:
-    top = next((e for e in events if e.get("type") == "workflow.started" and (e.get("span") or {}).get("parent") is None), None)
-    for event in reversed(events):
-        if event.get("type") in ("workflow.completed", "workflow.failed") and \
-                (top is None or (event.get("span") or {}).get("id") == (top.get("span") or {}).get("id")):
-            if event["type"] == "workflow.completed":
-                return "completed"
-            return f"failed: {(event.get('data') or {}).get('code')}"
-    return "interrupted (no end recorded)"
+@magic("answer", "%answer RUN PENDING_ID VALUE", "answer a waiting run's approval (true/false) or question (text); "
+       "then %resume RUN goes on")
+def _answer(session: Session, args: str, plan: CellPlan) -> None:
+    from flow_kernel.runtime.resume import ResumeRefused
+
+    words = args.split(maxsplit=2)
+    if len(words) != 3:
+        raise MagicError("usage: %answer RUN PENDING_ID VALUE (the ids are in %runs --waiting)")
+    run, pending, text = words
+    try:
+        value: Any = json.loads(text)
+    except ValueError:
+        value = text  # a question's answer as typed
+    try:
+        session.answer(run, pending, value, by="%answer")
+    except ResumeRefused as exc:
+        raise MagicError(f"%answer: error[{exc.code}]: {exc.message}") from None
+    plan.outputs.append(text_output(f"answered {pending} of run {run}: {json.dumps(value)}; %resume {run} goes on"))
 
 
 @magic("events", "%events RUN", "the events of a run, in canonical order")
@@ -513,7 +519,9 @@ def _kernel_only(name: str) -> Callable[[Session, str, CellPlan], None]:
 for _name, _usage, _help in (
         ("background", "%background", "the cell returns at once with the live view; the run goes on"),
         ("approve", "%approve RUN yes|no", "answer a background run's pending approval"),
-        ("wait", "%wait RUN", "wait for a background run to end")):
+        ("wait", "%wait RUN", "wait for a background run to end"),
+        ("resume", "%resume RUN", "go on with a waiting or interrupted run from its journal (its open requests are "
+         "asked first)")):
     MAGICS[_name] = Magic(_name, _usage, _help, _kernel_only(_name), kernel_only=True)
 
 

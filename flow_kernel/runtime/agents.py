@@ -37,8 +37,10 @@ from flow_kernel.lang.literals import NOT_LITERAL, literal_value
 from flow_kernel.lang.purposes import purpose_of, unset_message
 from flow_kernel.lang.schema import type_schema
 from flow_kernel.runtime.cassette import CassettePlayer, CassetteRecorder
+from flow_kernel.runtime.checkpoint import RunCheckpoint, position
 from flow_kernel.runtime.config import FlowConfig
 from flow_kernel.runtime.events import Event, sub_order
+from flow_kernel.runtime.journal import digest
 from flow_kernel.runtime.mcp_client import McpConnections
 from flow_kernel.runtime.prompts import system_prompt, user_prompt
 from flow_kernel.runtime.provider_base import Provider, ProviderReply, ProviderRequest, ToolSpec
@@ -53,8 +55,9 @@ SandboxCall = Callable[[str, dict[str, Any]], Awaitable[Any]]
 # Asks the operator about one call of an approval-gated tool: (agent, tool, arguments, the
 # agent call's payload for the event's span) -> (allowed, who decided how).
 # A replay passes the recorded decision, which is shown again (events), not asked again.
-ToolApprover = Callable[[str, str, dict[str, Any], dict[str, Any], "tuple[bool, str] | None"],
-                        Awaitable[tuple[bool, str]]]
+# And, by keyword, `key`: the tool call's place in the run, where its decision is journaled
+# (HostServices.approve_tool).
+ToolApprover = Callable[..., Awaitable[tuple[bool, str]]]
 
 
 @dataclass
@@ -106,8 +109,9 @@ class AgentPipeline:
                  recorder: CassetteRecorder | None = None, player: CassettePlayer | None = None,
                  trace_sinks: list[TraceSink] | None = None, debug: bool = False,
                  providers: dict[str, Provider] | None = None,
-                 scope: str = "") -> None:
+                 scope: str = "", checkpoint: RunCheckpoint | None = None) -> None:
         self.check = check
+        self.checkpoint = checkpoint  # the run's journal: attempts and tool results answered from it, written to it
         self.emit = emit
         self.frames = frames
         self.config = config
@@ -374,6 +378,9 @@ class AgentPipeline:
     async def _attempt(self, call: _Call, timeout_ms: Any, attempt: int, repair_of: dict[str, Any] | None) -> Any:
         """One provider attempt, answered from the cassette when replaying, written to it when recording."""
         key = (self.scope, call.spec.name, call.label, call.occurrence, attempt)
+        journaled = self._journaled_attempt(call, attempt, repair_of)
+        if journaled is not None:
+            return journaled
         if self.player is not None:
             replayed = self.player.answer(key, call.identity)
             self._account(call, replayed)
@@ -392,13 +399,35 @@ class AgentPipeline:
         try:
             reply = await self._invoke(call, timeout_ms, repair_of)
         except FlowError as exc:
+            if self.checkpoint is not None and exc.code == "agent-invocation":  # the provider's answer: not asked again
+                self.checkpoint.done(position("agent", call.payload, attempt), _attempt_request(call, repair_of), error=exc)
             if self.recorder is not None:
                 self.recorder.write(key, call.identity, error=exc, run=self._run_token)
             raise
         if self.recorder is not None:  # the tool calls as the host saw them, approvals included
             self.recorder.write(key, call.identity, reply.output, usage=reply.usage, tool_calls=call.tool_calls[before:],
                                 run=self._run_token)
+        if self.checkpoint is not None:  # on the disk before the sandbox hears the answer
+            self.checkpoint.done(position("agent", call.payload, attempt), _attempt_request(call, repair_of),
+                                 {"output": reply.output, "usage": reply.usage, "tool_calls": call.tool_calls[before:]})
         return reply.output
+
+    def _journaled_attempt(self, call: _Call, attempt: int, repair_of: dict[str, Any] | None) -> Any:
+        """The attempt's reply from the run's journal (an earlier execution made it), or None.
+        Its tool calls are shown as they were made, not made again."""
+        if self.checkpoint is None:
+            return None
+        record = self.checkpoint.replayed(position("agent", call.payload, attempt), _attempt_request(call, repair_of))
+        if record is None:
+            return None
+        if "error" in record:
+            raise FlowError.from_dto(dict(record["error"]))
+        result = record.get("result")
+        reply: dict[str, Any] = result if isinstance(result, dict) else {}
+        usage, tool_calls = reply.get("usage"), reply.get("tool_calls")
+        self._account(call, ProviderReply(reply.get("output"), dict(usage) if isinstance(usage, dict) else {}))
+        call.tool_calls.extend(t for t in (tool_calls if isinstance(tool_calls, list) else []) if isinstance(t, dict))
+        return reply.get("output")
 
     @staticmethod
     def _account(call: _Call, reply: ProviderReply) -> None:
@@ -414,15 +443,23 @@ class AgentPipeline:
         agent = call.spec.name
 
         decisions: list[dict[str, Any]] = []
-
-        async def approve(tool: str, arguments: dict[str, Any]) -> tuple[bool, str]:
-            answer, how = await self.approve_tool(agent, tool, arguments, call.payload, None)
-            decisions.append({"answer": answer, "by": how})
-            return answer, how
+        attempt_number, used = len(call.log) + 1, [0]  # this attempt, and its tool calls so far (journal keys)
 
         async def use_tool(tool: str, arguments: dict[str, Any]) -> Any:
             decisions.clear()
-            result = await call_tool(self.check, self.registry, call.tools, tool, arguments, approve, self.mcp)
+            used[0] += 1
+            where = position("tool", call.payload, attempt_number, used[0])
+
+            async def approve(tool: str, arguments: dict[str, Any]) -> tuple[bool, str]:
+                answer, how = await self.approve_tool(agent, tool, arguments, call.payload, None, key=where + ":approval")
+                decisions.append({"answer": answer, "by": how})
+                return answer, how
+
+            async def live() -> Any:
+                return await call_tool(self.check, self.registry, call.tools, tool, arguments, approve, self.mcp)
+
+            result = await (self.checkpoint.effect(where, digest([tool, arguments]), live) if self.checkpoint is not None
+                            else live())
             record: dict[str, Any] = {"tool": tool, "arguments": arguments, "result": result}
             if decisions:
                 record["approval"] = decisions[0]
@@ -457,6 +494,11 @@ class AgentPipeline:
         for sink in self.trace_sinks:
             with contextlib.suppress(Exception):  # trace sinks are best-effort (runtime.md §4)
                 sink(trace)
+
+
+def _attempt_request(call: _Call, repair_of: dict[str, Any] | None) -> str:
+    """What identifies a provider attempt's request in the journal."""
+    return digest([call.spec.name, call.provider, call.model, call.identity, repair_of])
 
 
 def _compiled_output_schemas(check: CheckResult) -> dict[str, dict[str, Any]]:

@@ -13,7 +13,7 @@ import datetime
 import json
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,8 +30,10 @@ from flow_kernel.runtime import processes
 from flow_kernel.runtime.agents import AgentPipeline, FrameBudget, SandboxCall, TraceSink
 from flow_kernel.runtime.cassette import CassettePlayer, CassetteRecorder
 from flow_kernel.runtime.ceilings import Ceilings
+from flow_kernel.runtime.checkpoint import RunCheckpoint, position
 from flow_kernel.runtime.config import FlowConfig
 from flow_kernel.runtime.events import HOST_ONLY_PREFIXES, LAST, Event, sub_order
+from flow_kernel.runtime.journal import digest
 from flow_kernel.runtime.operator import Operator
 from flow_kernel.runtime.provider_base import Provider
 from flow_kernel.runtime.tools import ToolRegistry
@@ -57,6 +59,7 @@ class HostServices:
     providers: dict[str, Provider] = field(default_factory=dict)
     cassette_scope: str = ""  # the program and workflow run, in cassette keys (cassette.source_scope)
     ceilings: Ceilings = field(default_factory=Ceilings)
+    checkpoint: RunCheckpoint | None = None  # the journal's effects: answered from, written to (checkpoint.py)
 
     def __post_init__(self) -> None:
         self.events: list[Event] = []
@@ -72,7 +75,7 @@ class HostServices:
         self.agents = AgentPipeline(self.check, self.emit, self.frames, config=self.config, tools=self.tools,
                                     approve_tool=self.approve_tool, recorder=self.recorder, player=self.player,
                                     trace_sinks=self.trace_sinks, debug=self.debug, providers=self.providers,
-                                    scope=self.cassette_scope)
+                                    scope=self.cassette_scope, checkpoint=self.checkpoint)
         self.agents.sandbox_call = self._call_sandbox
 
     async def _call_sandbox(self, op: str, payload: dict[str, Any]) -> Any:
@@ -110,6 +113,8 @@ class HostServices:
         the sandbox at once and the run fails with `error`."""
         if self.failure is None:
             self.failure = error
+            if self.checkpoint is not None:  # what still finishes after the stop is not a completed effect
+                self.checkpoint.stopped = True
             if self._stop is not None and not self._stop.done():
                 self._stop.set_result(error)
 
@@ -177,9 +182,9 @@ class HostServices:
         if op == "process":
             return await self.process(payload)
         if op == "now":
-            return datetime.datetime.now(datetime.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+            return await self._journaled("now", payload, "", _now)
         if op == "uuid":
-            return str(uuid.uuid4())
+            return await self._journaled("uuid", payload, "", _uuid)
         if op == "echo":
             return payload
         if op == "validate":
@@ -219,18 +224,21 @@ class HostServices:
         question = str(payload.get("question"))
         self._event("approval.requested", payload, {"kind": "approve", "question": question, "details": payload.get("details")})
         try:
-            answer, how = await self.operator.approve(question, payload.get("details"), {"run": self.run_id})
+            answer, how = await self._decide("approve", payload, {"question": question, "details": payload.get("details")},
+                                             lambda: self.operator.approve(question, payload.get("details"),
+                                                                           {"run": self.run_id}))
         except FlowError as exc:
             self._event("approval.resolved", payload, {"kind": "approve", "question": question, "error": exc.code})
             raise
         self._event("approval.resolved", payload, {"kind": "approve", "question": question, "answer": answer, "by": how})
-        return answer
+        return answer is True
 
     async def approve_tool(self, agent: str, tool: str, arguments: dict[str, Any], payload: dict[str, Any],
-                           replayed: tuple[bool, str] | None = None) -> tuple[bool, str]:
+                           replayed: tuple[bool, str] | None = None, key: str | None = None) -> tuple[bool, str]:
         """The write policy of an approval-gated tool: the operator decides each call. A replay
         passes the recorded decision (`replayed`), which is shown again, not asked again, and
-        marked `by: "replayed"`: whoever the cassette says decided, no one was asked now."""
+        marked `by: "replayed"`: whoever the cassette says decided, no one was asked now.
+        `key` is the call's place in the run (checkpoint.py): its decision is journaled there."""
         question = f"Allow `{agent}` to call `{tool}`?"
         details = {"tool": tool, "arguments": arguments}
         span = {"id": payload.get("call"), "parent": payload.get("span")}
@@ -239,7 +247,9 @@ class HostServices:
                    "data": {**base, "details": details}, "order": sub_order(payload)})
         try:
             answer, how = (bool(replayed[0]), "replayed") if replayed is not None else \
-                await self.operator.approve(question, details, {"run": self.run_id, "tool": tool})
+                await self._decide("tool", payload, {"question": question, "details": details},
+                                   lambda: self.operator.approve(question, details, {"run": self.run_id, "tool": tool}),
+                                   key=key)
         except FlowError as exc:
             self.emit({"type": "approval.resolved", "span": span, "stage": payload.get("stage"),
                        "data": {**base, "error": exc.code}, "order": sub_order(payload)})
@@ -254,13 +264,14 @@ class HostServices:
         choice = payload.get("choice")
         self._event("approval.requested", payload, {"kind": "ask", "question": question, "choice": choice})
         try:
-            answer, how = await self.operator.ask(question, choice if isinstance(choice, list) else None,
-                                                     {"run": self.run_id})
+            answer, how = await self._decide(
+                "ask", payload, {"question": question, "details": None, "choices": choice},
+                lambda: self.operator.ask(question, choice if isinstance(choice, list) else None, {"run": self.run_id}))
         except FlowError as exc:
             self._event("approval.resolved", payload, {"kind": "ask", "question": question, "error": exc.code})
             raise
         self._event("approval.resolved", payload, {"kind": "ask", "question": question, "answer": answer, "by": how})
-        return answer
+        return str(answer)
 
     # -- processes ------------------------------------------------------------------------------
     async def process(self, payload: dict[str, Any]) -> dict[str, Any]:
@@ -278,7 +289,32 @@ class HostServices:
         timeout = float(timeout_ms or 30_000) / 1000
         if self.deadline is not None:  # a child never outlives the run's deadline
             timeout = max(0.001, min(timeout, self.deadline - time.monotonic()))
-        return await self.children.run(path, [str(a) for a in arguments], stdin, timeout, exe)
+        request = {"executable": exe, "arguments": [str(a) for a in arguments], "stdin": stdin}
+        return dict(await self._journaled("process", payload, request,  # the checks above hold on a resume too
+                                          lambda: self.children.run(path, [str(a) for a in arguments], stdin, timeout, exe)))
+
+    # -- the checkpoint (checkpoint.py) ------------------------------------------------------------
+    async def _journaled(self, op: str, payload: dict[str, Any], request: Any,
+                         live: Callable[[], Awaitable[Any]]) -> Any:
+        """An effect answered from the run's journal when an earlier execution did it, else done and journaled."""
+        if self.checkpoint is None:
+            return await live()
+        return await self.checkpoint.effect(position(op, payload), digest(request), live)
+
+    async def _decide(self, kind: str, payload: dict[str, Any], request: dict[str, Any],
+                      ask: Callable[[], Awaitable[tuple[Any, str]]], key: str | None = None) -> tuple[Any, str]:
+        """An operator decision: from the journal, a later answer, `defer` (the run stops), or asked now."""
+        if self.checkpoint is None:
+            return await ask()
+        return await self.checkpoint.decide(kind, key or position(kind, payload), request, self.operator.policy, ask)
+
+
+async def _now() -> str:
+    return datetime.datetime.now(datetime.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+async def _uuid() -> str:
+    return str(uuid.uuid4())
 
 
 def _schema_dict(schema: object) -> dict[str, Any]:

@@ -4,6 +4,7 @@ back to Flow spans, validate the output."""
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 import time
 from dataclasses import dataclass, field
@@ -22,13 +23,15 @@ from flow_kernel.lang.sourcemap import span_to_json
 from flow_kernel.runtime.agents import TraceSink
 from flow_kernel.runtime.cassette import CassettePlayer, CassetteRecorder, source_scope
 from flow_kernel.runtime.ceilings import Ceilings, name_the_ceiling
+from flow_kernel.runtime.checkpoint import RunCheckpoint
 from flow_kernel.runtime.config import FlowConfig
 from flow_kernel.runtime.gc_policy import older_objects_frozen
 from flow_kernel.runtime.host import EventSink, HostServices
-from flow_kernel.runtime.journal import Journal
+from flow_kernel.runtime.journal import Checkpoint, Journal, RunLocked, now_text
 from flow_kernel.runtime.nofollow import LinkRefused
 from flow_kernel.runtime.operator import Operator
 from flow_kernel.runtime.provider_base import Provider
+from flow_kernel.runtime.resume import program_header
 from flow_kernel.runtime.tools import ToolRegistry
 from flow_kernel.runtime.validation import require_valid
 
@@ -53,10 +56,17 @@ class RunOutcome:
     # the files it `use`s: a Session's cells (its own dict, shared, not copied per run)
     sources: dict[str, str] = field(default_factory=dict, repr=False)
     shown_as: dict[str, str] = field(default_factory=dict, repr=False)  # a file's shown name -> its name
+    # the pending requests a `defer` operator left (status `waiting`): {id, kind, question, details, choices}
+    pending: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return self.error is None
+        return self.error is None and not self.pending
+
+    @property
+    def status(self) -> str:
+        """`completed`, `failed`, or `waiting` (for an answer: `pending`; docs/durability.md)."""
+        return "waiting" if self.pending else "completed" if self.error is None else "failed"
 
     def error_json(self) -> dict[str, Any] | None:
         """The failure as data — `{code, message, span, stage, details}` — for JSON output
@@ -96,6 +106,8 @@ class RunOutcome:
         self.shown_as[shown] = file
 
     def to_json(self) -> dict[str, Any]:
+        if self.pending:
+            return {"ok": None, "status": "waiting", "run": self.run_id, "pending": self.pending}
         if self.error is None:
             return {"ok": True, "result": self.result, "run": self.run_id}
         return {"ok": False, "run": self.run_id, "error": self.error_json()}
@@ -114,7 +126,7 @@ async def run_compiled(compiled: Compiled, executor: Executor, *, workflow: str 
                        tools: ToolRegistry | None = None, trace_sinks: list[TraceSink] | None = None,
                        debug: bool = False, providers: dict[str, Provider] | None = None,
                        ceilings: Ceilings | None = None, sources: dict[str, str] | None = None,
-                       cassette_scope: str | None = None) -> RunOutcome:
+                       cassette_scope: str | None = None, resume: Checkpoint | None = None) -> RunOutcome:
     """Run a compiled module: its top level, or `workflow` with `input`. Never raises a FlowError:
     failures are in the outcome, with the events up to the failure (and, with `journal_dir`,
     in `<journal_dir>/<run>.jsonl` as they happen).
@@ -128,15 +140,29 @@ async def run_compiled(compiled: Compiled, executor: Executor, *, workflow: str 
     (file name -> text) are more sources the run's spans can point into, besides the
     program's own and the files it `use`s (a session's earlier cells). `cassette_scope` replaces
     the run's scope in cassette keys: an eval runs one workflow for many items, each its own
-    scope (runtime/eval), so that items neither share nor replace each other's answers."""
+    scope (runtime/eval), so that items neither share nor replace each other's answers.
+
+    The journal is also the run's checkpoint (checkpoint.py, docs/durability.md): its header
+    says what ran, every effect is journaled before the run goes on, and `resume` (the
+    verified journal of an earlier execution of `run_id`) answers the effects it holds and
+    appends to it. The `defer` operator stops the run `waiting` (`outcome.pending`)."""
     if compiled.python is None:
         raise ValueError("the module has compile errors; nothing runs")
     run_id = run_id or new_run_id()
     known = sources if sources is not None else {}
     try:
-        journal = Journal(journal_dir, run_id) if journal_dir is not None else None
-    except OSError as exc:  # LinkRefused included: a planted link is never written through
+        journal = (Journal(journal_dir, run_id, append=resume is not None, last_mac=resume.last_mac if resume else "")
+                   if journal_dir is not None else None)
+    except (OSError, RunLocked) as exc:  # LinkRefused included: a planted link is never written through
         return RunOutcome(run_id, error=_journal_refused(exc, journal_dir), compiled=compiled, sources=known)
+    checkpoint: RunCheckpoint | None = None
+    if journal is not None:
+        if resume is None:
+            journal.record("header", program_header(compiled.check, workflow, input, session_values,
+                                                    (operator or Operator("none")).policy))
+        else:
+            journal.record("resumed", {"execution": resume.executions + 1, "at": now_text()})
+        checkpoint = RunCheckpoint(journal, resume)
     all_sinks: list[EventSink] = ([journal] if journal is not None else []) + list(sinks or [])
     host = HostServices(compiled.check, run_id, operator or Operator("none"), allow_run, all_sinks,
                         recorder=record if isinstance(record, CassetteRecorder | None) else CassetteRecorder(record),
@@ -145,7 +171,9 @@ async def run_compiled(compiled: Compiled, executor: Executor, *, workflow: str 
                         debug=debug, providers=dict(providers or {}),
                         cassette_scope=cassette_scope or source_scope(compiled.check.source.name,
                                                                       compiled.check.source.text, workflow),
-                        ceilings=ceilings if ceilings is not None else Ceilings.from_env())
+                        ceilings=ceilings if ceilings is not None else Ceilings.from_env(), checkpoint=checkpoint)
+    if checkpoint is not None:
+        checkpoint.on_wait = host.fail
     outcome = RunOutcome(run_id, events=host.events, journal=journal.path if journal is not None else None,
                          traces=host.traces, compiled=compiled, sources=known)
     try:
@@ -156,6 +184,7 @@ async def run_compiled(compiled: Compiled, executor: Executor, *, workflow: str 
         await host.agents.aclose()  # the run's MCP servers
         host.release()
         if journal is not None:
+            _record_end(journal, outcome)
             journal.close()
 
 
@@ -189,6 +218,9 @@ async def _run(compiled: Compiled, executor: Executor, host: HostServices, outco
             assert schemas is not None
             require_valid(schemas["output"], outcome.result, OutputValidationError, f"the result of `{workflow}`")
     except FlowError as exc:
+        if host.checkpoint is not None and host.checkpoint.waiting:  # `defer`: stopped for an answer, not failed
+            outcome.pending = [dict(p) for p in host.checkpoint.waiting]
+            return outcome
         if host.failure is not None and exc is not host.failure:  # what the sandbox said as it was stopped
             exc = host.failure
         exc = name_the_ceiling(exc, host.ceilings, _asked_limits(compiled), (time.monotonic() - started) * 1000)
@@ -196,6 +228,17 @@ async def _run(compiled: Compiled, executor: Executor, host: HostServices, outco
         outcome.bindings, outcome.steps = _bindings_and_steps(exc.dto)
         _record_failure(host, outcome.error, workflow)
     return outcome
+
+
+def _record_end(journal: Journal, outcome: RunOutcome) -> None:
+    """The execution's end in the journal: how it ended, and what it waits for."""
+    end: dict[str, Any] = {"status": outcome.status, "at": now_text()}
+    if outcome.pending:
+        end["pending"] = [p["id"] for p in outcome.pending]
+    if outcome.error is not None:
+        end["error"] = outcome.error.code
+    with contextlib.suppress(OSError):  # a full disk: the run's outcome stands; the journal says `interrupted`
+        journal.record("end", end)
 
 
 def _bindings_and_steps(reply: dict[str, Any]) -> tuple[dict[str, Any], int]:
@@ -229,12 +272,13 @@ def _asked_limits(compiled: Compiled) -> dict[str, dict[str, int]]:
 
 
 
-def _journal_refused(exc: OSError, journal_dir: Path | str | None) -> FlowError:
+def _journal_refused(exc: OSError | RunLocked, journal_dir: Path | str | None) -> FlowError:
     """The run's journal cannot be opened (a link planted at `.flow`, `.flow/runs` or the
-    run's file, or the folder is not writable): the run does not start, so that nothing
-    happens that its journal would not record."""
+    run's file, the folder is not writable, or another process is running it): the run does
+    not start, so that nothing happens that its journal would not record."""
     cls = CapabilityViolationError if isinstance(exc, LinkRefused) else FlowIsolateError
-    reason = str(exc) if isinstance(exc, LinkRefused) else f"{journal_dir}: {exc.strerror or exc}"
+    reason = (str(exc) if isinstance(exc, LinkRefused | RunLocked)
+              else f"{journal_dir}: {exc.strerror or exc}")
     return cls(f"the run's journal cannot be written, so the run did not start: {reason}",
                details={"journal": str(journal_dir)})
 

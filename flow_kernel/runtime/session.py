@@ -32,6 +32,7 @@ from flow_kernel.runtime.cassette import CassettePlayer, CassetteRecorder
 from flow_kernel.runtime.ceilings import Ceilings
 from flow_kernel.runtime.config import FlowConfig, find_config, load_config
 from flow_kernel.runtime.host import EventSink
+from flow_kernel.runtime.journal import Checkpoint
 from flow_kernel.runtime.operator import Operator
 from flow_kernel.runtime.provider_base import Provider
 from flow_kernel.runtime.run import Executor, RunOutcome, run_compiled
@@ -54,6 +55,17 @@ class CompileError(Exception):
         first = errors[0] if errors else None
         super().__init__(f"{len(errors)} compile error(s)" + (f"; first: {first.code} {first.message}" if first else ""))
         self.diagnostics = diagnostics
+
+
+@dataclasses.dataclass
+class Resumption:
+    """A run ready to go on (`Session.prepare_resume`)."""
+
+    run_id: str
+    compiled: Compiled
+    checkpoint: Checkpoint
+    workflow: str | None
+    input: dict[str, Any] | None
 
 
 HISTORY = 100  # runs kept in memory with their events (each run's journal keeps it on disk)
@@ -200,7 +212,7 @@ class Session:
     # -- run ------------------------------------------------------------------------------------
     async def run_async(self, source: str | Compiled, *, workflow: str | None = None, input: dict[str, Any] | None = None,
                         name: str | None = None, sinks: Iterable[EventSink] = (),
-                        run_id: str | None = None) -> RunOutcome:
+                        run_id: str | None = None, resume: Checkpoint | None = None) -> RunOutcome:
         """Compile and run a cell (or, with `workflow`, one of the workflows it or an earlier
         cell declared, with `input`). Raises `CompileError` when the cell has errors; a
         runtime failure is in the outcome. Declarations and the bindings the cell made —
@@ -217,12 +229,86 @@ class Session:
             operator=self.operator, allow_run=frozenset(self.allow_run), sinks=self.sinks + list(sinks), run_id=run_id,
             journal_dir=self.journal_dir, record=self._recorder, replay=self._player, config=self.config,
             tools=self.tools, trace_sinks=self.trace_sinks, debug=self.debug, providers=self.providers,
-            ceilings=self.ceilings, sources=self.sources)
+            ceilings=self.ceilings, sources=self.sources, resume=resume)
         self._commit(compiled.check, outcome)
         self.history.append(outcome)
         del self.history[:-HISTORY]  # a long-lived kernel keeps the recent runs; the journals keep all
         self._bound_history()
         return outcome
+
+    # -- durable runs (runtime/resume.py, docs/durability.md) ------------------------------------
+    def prepare_resume(self, run_id: str, *, input: dict[str, Any] | None = None) -> Resumption:
+        """Everything `resume_async` checks before it runs (a front end with its own run path,
+        the kernel, runs what this gives with `run_async(..., resume=…)`). A file run reads
+        its file again; a cell run takes its text from the journal and the declarations and
+        values it used from this session. `ResumeRefused` (with a `code`) when the run cannot
+        go on or its source, input, declarations or session values changed, naming what."""
+        from flow_kernel.files import FileSystemLoader, SourceReadError
+        from flow_kernel.runtime.resume import (
+            ResumeRefused,
+            check_unchanged,
+            load_checkpoint,
+            resumable,
+        )
+
+        checkpoint = load_checkpoint(self.journal_dir, run_id)
+        resumable(checkpoint)
+        header = checkpoint.header or {}
+        program = header.get("program") or {}
+        if program.get("kind") == "file":
+            loader = FileSystemLoader(str(self.directory), guard=self.trust.use_guard())
+            reason = "it is gone"
+            try:
+                source = loader(str(program.get("path")), None)
+            except SourceReadError as exc:
+                source, reason = None, exc.reason
+            if source is None:
+                raise ResumeRefused("source-changed", f"run {run_id} cannot resume: its program {program.get('path')} "
+                                    f"cannot be read now ({reason})", {"changed": [str(program.get("path"))]})
+            compiled = compile_checked(check(source, loader=loader))
+        else:
+            compiled = self.compile(str(program.get("text")), str(program.get("name") or "<cell>"))
+        if not compiled.ok:
+            first = compiled.check.errors[0]
+            raise ResumeRefused("source-changed", f"run {run_id} cannot resume: its program does not compile with this "
+                                f"session's declarations ({first.code} {first.message})", {"changed": [first.message]})
+        check_unchanged(header, compiled.check, input, self.values)
+        workflow = header.get("workflow")
+        given = input if input is not None else header.get("input")
+        return Resumption(run_id, compiled, checkpoint, workflow if isinstance(workflow, str) else None,
+                          given if isinstance(given, dict) else None)
+
+    async def resume_async(self, run_id: str, *, input: dict[str, Any] | None = None,
+                           sinks: Iterable[EventSink] = ()) -> RunOutcome:
+        """Go on with run `run_id` (waiting or interrupted) from its journal: the program is
+        executed again from the start, every effect the journal holds is answered from it
+        (no provider, tool, process or person is asked again), and the run goes live at the
+        first effect it does not hold; it appends to the same journal (`prepare_resume` says
+        what is checked first)."""
+        ready = self.prepare_resume(run_id, input=input)
+        return await self.run_async(ready.compiled, workflow=ready.workflow, input=ready.input, sinks=sinks,
+                                    run_id=run_id, resume=ready.checkpoint)
+
+    def resume(self, run_id: str, *, input: dict[str, Any] | None = None) -> RunOutcome:
+        """`resume_async` for code that has no event loop running (scripts, tests)."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self._resume_then_close(run_id, input))
+        raise RuntimeError("an event loop is running here: use `await session.resume_async(...)`")
+
+    async def _resume_then_close(self, run_id: str, input: dict[str, Any] | None) -> RunOutcome:
+        try:
+            return await self.resume_async(run_id, input=input)
+        finally:
+            await self.aclose()
+
+    def answer(self, run_id: str, pending: str, value: Any, *, by: str = "api") -> dict[str, Any]:
+        """Answer a waiting run's pending request (then `resume` goes on); `ResumeRefused`
+        for an unknown or ended run, an unknown request, a wrong kind of value, a second answer."""
+        from flow_kernel.runtime.resume import record_answer
+
+        return record_answer(self.journal_dir, run_id, pending, value, by)
 
     def _bound_history(self) -> None:
         """Keep at most twice the output ceiling of events in memory (at least the newest run):

@@ -92,7 +92,9 @@ def test_the_journal_is_written_in_the_session_directory(tmp_path: Path) -> None
     s = Session(directory=tmp_path, operator="none", sandbox=False)
     outcome = s.run('print "hi"')
     assert outcome.journal is not None and outcome.journal.parent == tmp_path / ".flow" / "runs"
-    kinds = [json.loads(line)["type"] for line in outcome.journal.read_text().splitlines()]
+    lines = [json.loads(line) for line in outcome.journal.read_text().splitlines()]
+    assert lines[0]["journal"] == "header" and lines[-1]["journal"] == "end"  # the checkpoint records around
+    kinds = [line["type"] for line in lines if "type" in line]
     assert kinds[0] == "workflow.started" and "print" in kinds and kinds[-1] == "workflow.completed"
 
 
