@@ -120,3 +120,17 @@ def test_replay_sends_what_a_view_has_not_seen() -> None:
     batcher.replay(10**9)  # nothing past what was sent; a forged `have` is clamped
     batcher.replay(-3)
     assert sent[0]["from"] == 0
+
+
+def test_the_bench_figure_bytes_and_cpu_per_event() -> None:
+    """`flow bench`'s view section on real runs (100 and 1,000 calls in the sandbox): at most
+    300 bytes an event with the widget's code counted, and the same per event at any size."""
+    from flow_kernel.bench.view import events_of, host_side
+
+    small, large = host_side(events_of(100)), host_side(events_of(1000))
+    for r in (small, large):
+        print(f"{r['events']} events: {r['bytes'] / r['events']:.0f} B, {r['cpu_us'] / r['events']:.1f} µs an event, "
+              f"{r['messages']} messages")
+    assert large["bytes"] / large["events"] <= 300
+    per_event = (large["batch_bytes"] / large["events"], small["batch_bytes"] / small["events"])
+    assert 0.7 < per_event[0] / per_event[1] < 1.3, per_event  # linear in the events
