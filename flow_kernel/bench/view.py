@@ -93,7 +93,8 @@ def measure(quick: bool) -> Figures:
 
 
 def _largest(f: Figures) -> dict[str, float]:
-    return f[f"calls_{max(f['sizes'])}"]
+    largest: dict[str, float] = f[f"calls_{max(f['sizes'])}"]
+    return largest
 
 
 def rows(f: Figures) -> list[Row]:
