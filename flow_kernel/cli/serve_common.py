@@ -106,6 +106,29 @@ class WorkflowHost:
         await self.session.aclose()
 
 
+# Events worth telling a caller about while a served run goes (MCP progress, A2A status updates).
+_PROGRESS = ("stage.started", "agent.started", "agent.completed", "progress", "approval.requested",
+             "artifact.published")
+
+
+def progress_message(event: Event) -> str | None:
+    kind = event.get("type")
+    data = event.get("data") or {}
+    if kind not in _PROGRESS:
+        return None
+    if kind == "stage.started":
+        return f"stage {data.get('name')}"
+    if kind == "agent.started":
+        return f"agent {data.get('agent')} started"
+    if kind == "agent.completed":
+        return f"agent {data.get('agent')} answered"
+    if kind == "approval.requested":
+        return f"asks: {data.get('question')}"
+    if kind == "artifact.published":
+        return f"published {data.get('name')}"
+    return str(data.get("message") or data.get("text") or kind)
+
+
 def outcome_error(outcome: RunOutcome) -> dict[str, Any]:
     assert outcome.error is not None
     return {"code": outcome.error.code, "message": outcome.error.message}

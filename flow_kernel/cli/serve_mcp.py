@@ -22,13 +22,10 @@ from flow_kernel.cli.serve_common import (
     WorkflowHost,
     bearer_guard,
     outcome_error,
+    progress_message,
     serve_http,
 )
 from flow_kernel.runtime.events import Event
-
-# Events worth a progress notification: what a person watching a long call wants to see.
-_PROGRESS = ("stage.started", "agent.started", "agent.completed", "progress", "approval.requested",
-             "artifact.published")
 
 
 def output_schema(workflow: ServedWorkflow) -> tuple[dict[str, Any], bool]:
@@ -45,24 +42,6 @@ def output_schema(workflow: ServedWorkflow) -> tuple[dict[str, Any], bool]:
     if defs:
         wrapped["$defs"] = defs
     return wrapped, True
-
-
-def progress_message(event: Event) -> str | None:
-    kind = event.get("type")
-    data = event.get("data") or {}
-    if kind not in _PROGRESS:
-        return None
-    if kind == "stage.started":
-        return f"stage {data.get('name')}"
-    if kind == "agent.started":
-        return f"agent {data.get('agent')} started"
-    if kind == "agent.completed":
-        return f"agent {data.get('agent')} answered"
-    if kind == "approval.requested":
-        return f"asks: {data.get('question')}"
-    if kind == "artifact.published":
-        return f"published {data.get('name')}"
-    return str(data.get("message") or data.get("text") or kind)
 
 
 class _McpChannel:
