@@ -1,0 +1,97 @@
+"""`flow eval` and `flow batch` as a person runs them: exit codes, bad data lines on stderr,
+and `--resume` after the eval was killed with SIGKILL halfway."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.eval.cases import FAILING, PROGRAM, write_cases
+
+FLOW = [sys.executable, "-m", "flow_kernel.cli"]
+
+
+def flow(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "NO_COLOR": "1"}
+    return subprocess.run([*FLOW, *args], cwd=cwd, capture_output=True, text=True, timeout=240, env=env)
+
+
+def test_exit_codes_and_bad_lines(tmp_path: Path) -> None:
+    (tmp_path / "parity.flow").write_text(PROGRAM)
+    write_cases(tmp_path / "cases.jsonl", 40)  # the three bad lines fall after 40 cases: at 41+
+    data = (tmp_path / "cases.jsonl").read_text().splitlines()
+    data.insert(5, "{oops")
+    (tmp_path / "cases.jsonl").write_text("\n".join(data) + "\n")
+    # n36 fails its run, n9/n19/n29/n39 are misclassified: parity 35/40
+    ok = flow("eval", "parity.flow", "classify", "--data", "cases.jsonl", "--scorer", "field:parity,min=0.85",
+              "--format", "json", cwd=tmp_path)
+    assert ok.returncode == 0, ok.stderr
+    report = json.loads(ok.stdout)
+    assert report["summary"]["scorers"]["field:parity"]["pass_rate"] == 0.875
+    assert report["summary"]["failures"] == {"assertion": 1}
+    assert "cases.jsonl line 6: not JSON" in ok.stderr and "(skipped)" in ok.stderr
+    assert [s["line"] for s in report["skipped"]] == [6, 42, 43, 44]
+    failing = flow("eval", "parity.flow", "classify", "--data", "cases.jsonl", "--scorer", "field:parity",
+                   cwd=tmp_path)
+    assert failing.returncode == 1 and "NOT PASSED" in failing.stdout and "field:parity" in failing.stdout
+    batch = flow("batch", "parity.flow", "classify", "--data", "cases.jsonl", cwd=tmp_path)
+    assert batch.returncode == 1 and "failures: assertion x1" in batch.stdout  # one item's run failed
+    (tmp_path / "fine.jsonl").write_text('{"n": 1}\n{"n": 2}\n')
+    assert flow("batch", "parity.flow", "classify", "--data", "fine.jsonl", cwd=tmp_path).returncode == 0
+    for args, message in [
+        (["eval", "parity.flow", "nope", "--data", "cases.jsonl"], "`nope` is not a workflow"),
+        (["eval", "parity.flow", "classify", "--data", "cases.jsonl", "--scorer", "fuzzy"], "unknown scorer"),
+        (["eval", "parity.flow", "classify", "--data", "absent.jsonl"], "cannot read the data"),
+        (["eval", "parity.flow", "classify", "--data", "cases.jsonl", "--resume"], "--resume needs --out"),
+        (["eval", "parity.flow", "classify", "--data", "cases.txt"], "cannot read the data"),
+        (["eval", "parity.flow", "classify", "--data", "cases.jsonl", "--concurrency", "0"], "at least 1"),
+        (["eval", "parity.flow", "classify"], "--data"),
+    ]:
+        done = flow(*args, cwd=tmp_path)
+        assert done.returncode == 2 and message in done.stderr, (args, done.stderr)
+    (tmp_path / "broken.flow").write_text("workflow classify(n: int) -> int { return nope }\n")
+    broken = flow("eval", "broken.flow", "classify", "--data", "cases.jsonl", cwd=tmp_path)
+    assert broken.returncode == 2 and "F2001" in broken.stderr
+
+
+def test_resume_after_sigkill_halfway(tmp_path: Path) -> None:
+    """Killed with SIGKILL once half the items are in the results file; `--resume` runs only
+    the missing and the failed ones, and the file ends with every item exactly once counted."""
+    slow = PROGRAM.replace('{ label: "even" }),', 'slow(60ms, { label: "even" })),', 1)
+    (tmp_path / "parity.flow").write_text(slow)
+    n = 60
+    write_cases(tmp_path / "cases.jsonl", n, bad=False)
+    args = ["eval", "parity.flow", "classify", "--data", "cases.jsonl", "--scorer", "field:parity",
+            "--concurrency", "2", "--out", "results.jsonl"]
+    process = subprocess.Popen([*FLOW, *args], cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               start_new_session=True)
+    results = tmp_path / "results.jsonl"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if results.exists() and len(results.read_text().splitlines()) > n // 2:
+            break
+        time.sleep(0.05)
+    os.killpg(process.pid, signal.SIGKILL)  # the eval and its sandboxes, at once
+    process.wait()
+    before = [json.loads(line) for line in results.read_text().splitlines()[1:] if line.endswith("}")]
+    assert n // 2 <= len(before) < n, len(before)
+    done_ids = {r["id"] for r in before if r["error"] is None}
+    resumed = flow(*args, "--resume", "--format", "json", cwd=tmp_path)
+    assert resumed.returncode == 1, resumed.stderr  # misclassified items: parity below 100%
+    report = json.loads(resumed.stdout)
+    assert report["resumed"] == len(done_ids)
+    lines = [json.loads(line) for line in results.read_text().splitlines() if line.strip()]
+    items = [r for r in lines[1:] if r.get("kind") == "item"]
+    rerun = [r["id"] for r in items[len(before):]]
+    assert not set(rerun) & done_ids  # nothing that was done ran again
+    failed_before = {r["id"] for r in before if r["error"] is not None}
+    assert set(rerun) == {f"n{i}" for i in range(n)} - done_ids  # the missing, and the failed again
+    assert failed_before <= set(rerun)
+    last = {r["id"]: r for r in items}
+    assert len(last) == n and report["summary"]["items"] == n
+    assert report["summary"]["failures"] == {"assertion": len([i for i in FAILING if i < n])}
