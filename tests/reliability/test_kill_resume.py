@@ -1,0 +1,231 @@
+"""`flow run` killed (SIGKILL) at 100 random moments of a 30-call run, each kill resumed with
+`flow resume` (docs/durability.md): the results equal the uninterrupted run's, and the
+provider — the official `openai` client against a loopback server that counts requests —
+never sees a call again once the journal holds it.
+
+Kills are chained: a run is killed, resumed, the resume killed again, … (ten kills a run,
+ten runs, two at a time), then resumed to the end. A moment is one of: a random time
+after the process starts (start-up, compiling, the sandbox starting, calls under way), the
+server receiving the n-th request of the process (the call in flight), or the server having
+answered the n-th request plus 0–5 ms (the answer on its way into the journal, or just in).
+
+What "exactly once" can mean: a call the provider answered but the process died before
+journaling is asked again (at-least-once for the one call in flight, as in Temporal and
+DBOS); a call the journal holds is never asked again. The test checks exactly that, per
+call: every request of a call but its last came from a process that died with that call as
+its last request, and no process asks for a call the journal held when it started.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from flow_kernel.runtime.journal import read_checkpoint
+
+CALLS = 30
+RUNS = 10
+KILLS_PER_RUN = 10
+PROGRAM = f'''agent a {{ model: "openai/gpt-test" }}
+var answers = []
+for i in range({CALLS}) {{
+  answers = answers + [a("call ${{i}}")]
+}}
+answers
+'''
+EXPECTED = [f"ans:call {i}" for i in range(CALLS)]
+FLOW = [sys.executable, "-m", "flow_kernel.cli"]
+
+
+class _QuietServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client killed mid-request resets its connection: expected here, not worth a traceback."""
+
+
+class CountingServer:
+    """Chat Completions on 127.0.0.1: answers `ans:<prompt>`, logs (process, call) per request,
+    and kills the process it serves when its plan says so."""
+
+    def __init__(self) -> None:
+        self.log: list[tuple[int, int]] = []  # (pid, call index), in arrival order
+        self.lock = threading.Lock()
+        self.pid = 0
+        self.kill_at: tuple[int, str, float] | None = None  # (n-th request of this pid, "before"|"after", delay)
+        self.seen = 0  # requests of the current pid
+        self.killed = False
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self) -> None:  # the name http.server calls
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                prompt = body["messages"][-1]["content"]
+                with server.lock:
+                    pid = server.pid
+                    server.log.append((pid, int(prompt.split()[-1])))
+                    server.seen += 1
+                    plan = server.kill_at if server.kill_at and server.kill_at[0] == server.seen else None
+                if plan is not None and plan[1] == "before":
+                    server.kill(pid)
+                    return
+                payload = {"id": "c", "object": "chat.completion", "created": 0, "model": body["model"],
+                           "choices": [{"index": 0, "finish_reason": "stop",
+                                        "message": {"role": "assistant", "content": f"ans:{prompt}"}}],
+                           "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
+                data = json.dumps(payload).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+                self.wfile.flush()
+                if plan is not None:
+                    time.sleep(plan[2])
+                    server.kill(pid)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.http = _QuietServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.http.server_address[1]}/v1"
+        threading.Thread(target=self.http.serve_forever, daemon=True).start()
+
+    def kill(self, pid: int) -> None:
+        with self.lock:
+            if pid != self.pid or self.killed:
+                return
+            self.killed = True
+        os.kill(pid, signal.SIGKILL)
+
+    def serve(self, pid: int, kill_at: tuple[int, str, float] | None) -> None:
+        with self.lock:
+            self.pid, self.kill_at, self.seen, self.killed = pid, kill_at, 0, False
+
+
+def journaled_calls(folder: Path) -> tuple[str | None, int]:
+    """The run journaled in `folder` that can go on (the newest with a header), and how many
+    of its provider calls the journal holds."""
+    runs = sorted((folder / ".flow" / "runs").glob("r*.jsonl"), key=lambda p: p.stat().st_mtime)
+    for path in reversed(runs):
+        checkpoint = read_checkpoint(path)
+        if checkpoint.header is not None:
+            return path.stem, sum(1 for key in checkpoint.effects if key.startswith("agent:"))
+    return None, 0
+
+
+def one_chain(folder: Path, rng: random.Random, env: dict[str, str]) -> dict[str, Any]:
+    """One run killed KILLS_PER_RUN times, then resumed to its end."""
+    server = CountingServer()
+    env = {**env, "OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": "sk-loopback"}
+    (folder / "prog.flow").write_text(PROGRAM, encoding="utf-8")
+    kills, processes, modes = 0, [], []
+    while True:
+        run_id, held = journaled_calls(folder)
+        command = [*FLOW, "run", "prog.flow"] if run_id is None else [*FLOW, "resume", run_id]
+        plan: tuple[int, str, float] | None = None
+        timer: threading.Timer | None = None
+        process = subprocess.Popen([*command, "--format", "json"], cwd=folder, env=env,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if kills < KILLS_PER_RUN:
+            if rng.random() < 0.3:
+                delay = rng.uniform(0.05, 2.6)
+                modes.append(f"time {delay:.2f}s")
+                timer = threading.Timer(delay, server.kill, (process.pid,))
+            else:
+                plan = (rng.randint(1, max(1, min(8, CALLS - held))), rng.choice(["before", "after"]),
+                        rng.uniform(0, 0.005))
+                modes.append(f"request {plan[0]} {plan[1]}")
+        server.serve(process.pid, plan)
+        if timer is not None:
+            timer.start()
+        out, err = process.communicate(timeout=120)
+        if timer is not None:
+            timer.cancel()
+        processes.append({"pid": process.pid, "held": held, "code": process.returncode})
+        if process.returncode == -signal.SIGKILL:
+            kills += 1
+            continue
+        assert kills >= KILLS_PER_RUN or process.returncode == 0, (process.returncode, out, err)
+        if process.returncode != 0:  # the kill came after the run had ended: nothing to resume
+            assert "run-ended" in out, (out, err)
+            kills += 1
+            continue
+        result = json.loads(out)
+        return {"result": result, "log": list(server.log), "processes": processes, "kills": kills, "modes": modes}
+
+
+def check_exactly_once(chain: dict[str, Any]) -> int:
+    """Per call: every request but its last came from a process that died with that call as
+    its last request; no process asked for a call its journal held. Returns the repeats."""
+    log: list[tuple[int, int]] = chain["log"]
+    held = {p["pid"]: p["held"] for p in chain["processes"]}
+    by_pid: dict[int, list[int]] = {}
+    for pid, call in log:
+        by_pid.setdefault(pid, []).append(call)
+    for pid, calls in by_pid.items():
+        assert min(calls) >= held[pid], f"process {pid} asked for call {min(calls)}, which its journal held"
+        assert calls == list(range(held[pid], held[pid] + len(calls))), calls
+    repeats = 0
+    for call in range(CALLS):
+        askers = [pid for pid, c in log if c == call]
+        assert askers, f"call {call} was never asked"
+        for pid in askers[:-1]:
+            assert by_pid[pid][-1] == call, f"call {call} asked again after process {pid} had gone past it"
+            repeats += 1
+    return repeats
+
+
+def test_a_run_killed_at_100_random_moments_resumes_to_the_same_result_and_asks_each_call_once(
+        tmp_path: Path) -> None:
+    started = time.perf_counter()
+    seed = int(os.environ.get("FLOW_KILL_SEED", "1717"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "FLOW_ALLOW"))}
+    # the uninterrupted run
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    baseline = one_chain_uninterrupted(plain, env)
+    assert baseline["ok"] is True and baseline["result"] == EXPECTED
+    folders = []
+    for n in range(RUNS):
+        folders.append(tmp_path / f"chain{n}")
+        folders[-1].mkdir()
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        chains = list(pool.map(lambda nf: one_chain(nf[1], random.Random(seed + nf[0]), env), enumerate(folders)))
+    total_kills = sum(c["kills"] for c in chains)
+    repeats = 0
+    for chain in chains:
+        assert chain["result"]["ok"] is True and chain["result"]["result"] == baseline["result"]
+        repeats += check_exactly_once(chain)
+    requests = sum(len(c["log"]) for c in chains)
+    elapsed = time.perf_counter() - started
+    print(f"\n{total_kills} kills over {RUNS} runs of {CALLS} calls (seed {seed}), "
+          f"{sum(len(c['processes']) for c in chains)} processes; every run ended with the uninterrupted result; "
+          f"{requests} provider requests for {RUNS * CALLS} calls: {repeats} repeats, each the call in flight at a "
+          f"kill, none of a journaled call; {elapsed:.1f} s")
+    assert total_kills == RUNS * KILLS_PER_RUN
+    assert requests == RUNS * CALLS + repeats
+    assert repeats <= total_kills
+
+
+def one_chain_uninterrupted(folder: Path, env: dict[str, str]) -> dict[str, Any]:
+    server = CountingServer()
+    (folder / "prog.flow").write_text(PROGRAM, encoding="utf-8")
+    done = subprocess.run([*FLOW, "run", "prog.flow", "--format", "json"], cwd=folder, capture_output=True, text=True,
+                          env={**env, "OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": "sk-loopback"}, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert sorted(c for _, c in server.log) == list(range(CALLS))
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
