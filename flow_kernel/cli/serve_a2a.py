@@ -4,7 +4,8 @@
 The agent card (`/.well-known/agent-card.json`) lists each workflow as a skill. A message
 runs one: its data part is `{"workflow": NAME, "input": {…}}`, or the input itself when the
 message's metadata names the skill (`{"skill": NAME}`) or the file has one workflow; a text
-part is the input of a workflow with a single `string` parameter. The task streams the
+part is the input of a workflow with a single `string` parameter (a Flow agent with
+`model: "a2a/NAME"` and `skill` in its [a2a.NAME] sends its prompt so). The task streams the
 run's events as `working` status updates (stages, agent calls, `emit progress`), each
 `publish` as an artifact, and ends `completed` with the result as the artifact `result`
 (a data part) or `failed` with the error's code. An `approve`/`ask` moves the task to
@@ -32,20 +33,10 @@ from flow_kernel.cli.serve_common import (
     serve_http,
 )
 from flow_kernel.runtime.events import Event
+from flow_kernel.runtime.provider_a2a import whole_numbers
 from flow_kernel.runtime.run import RunOutcome
 
 _YES = ("y", "yes", "approve", "approved", "true", "ok")
-
-
-def whole_numbers(value: Any) -> Any:
-    """A data part's numbers are doubles on the wire: 3.0 back to 3 (a Flow `int`)."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, dict):
-        return {k: whole_numbers(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [whole_numbers(v) for v in value]
-    return value
 
 
 @dataclass
@@ -114,6 +105,12 @@ def _choose(host: WorkflowHost, message: Any, metadata: dict[str, Any]) -> tuple
     return workflow, arguments
 
 
+def _metadata(context: Any) -> dict[str, Any]:
+    """The message's metadata, then the request's (`skill` may be in either)."""
+    found = dict(context.message.metadata) if context.message is not None else {}
+    return {**found, **dict(context.metadata or {})}
+
+
 def _answer(question: _Question, message: Any) -> Any:
     from a2a.helpers.proto_helpers import get_data_parts, get_text_parts
 
@@ -148,7 +145,7 @@ class FlowAgentExecutor:
                 await event_queue.enqueue_event(Task(id=task_id, context_id=context_id, history=[context.message],
                                                      status=TaskStatus(state=TaskState.TASK_STATE_SUBMITTED)))
             try:
-                workflow, arguments = _choose(self.host, context.message, dict(context.metadata or {}))
+                workflow, arguments = _choose(self.host, context.message, _metadata(context))
             except ValueError as exc:
                 await updater.update_status(TaskState.TASK_STATE_REJECTED, new_text_message(str(exc), context_id=context_id,
                                                                                             task_id=task_id))

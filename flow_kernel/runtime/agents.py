@@ -122,6 +122,9 @@ class AgentPipeline:
         self.trace_sinks = list(trace_sinks or [])
         self.debug = debug
         self.sandbox_call: SandboxCall | None = None
+        # The host's `ask` (HostServices.ask): a question from the model's side mid-call (an A2A
+        # agent's input-required) goes to the operator like the program's own `ask`.
+        self.ask_operator: Callable[[dict[str, Any]], Awaitable[str]] | None = None
         self.deadline: float | None = None  # time.monotonic() at which the run's duration ends (host.py)
         self.providers: dict[str, Provider] = dict(providers or {})
         self.traces: list[Trace] = []
@@ -438,7 +441,7 @@ class AgentPipeline:
     async def _invoke(self, call: _Call, timeout_ms: Any, repair_of: dict[str, Any] | None) -> ProviderReply:
         provider = self.providers.get(call.provider)
         if provider is None:
-            provider = self.providers[call.provider] = PROVIDERS[call.provider].make(self.config.provider(call.provider))
+            provider = self.providers[call.provider] = PROVIDERS[call.provider].make_for(self.config)
         temperature = call.spec.fields.get("temperature")
         agent = call.spec.name
 
@@ -470,6 +473,7 @@ class AgentPipeline:
                                   float(temperature) if isinstance(temperature, int | float) else None,
                                   tuple(call.tools), use_tool if call.tools else None,
                                   call_prompt=str(call.payload.get("prompt")))
+        request.ask_operator = self._asker(call)
         attempt = provider.attempt(request)
         if isinstance(timeout_ms, int) and timeout_ms > 0:
             try:
@@ -480,6 +484,17 @@ class AgentPipeline:
             reply = await attempt
         self._account(call, reply)
         return reply
+
+    def _asker(self, call: _Call) -> Callable[[str, list[str] | None], Awaitable[str]] | None:
+        """The operator, for a question the provider's side asks during this call."""
+        ask = self.ask_operator
+        if ask is None:
+            return None
+
+        async def asking(question: str, choice: list[str] | None) -> str:
+            return await ask({**call.payload, "question": f"`{call.spec.name}` asks: {question}", "choice": choice})
+
+        return asking
 
     # -- traces ------------------------------------------------------------------------------
     def _trace(self, call: _Call | None, name: str, payload: dict[str, Any], outcome: str, latency_ms: int) -> None:

@@ -77,6 +77,7 @@ class HostServices:
                                     trace_sinks=self.trace_sinks, debug=self.debug, providers=self.providers,
                                     scope=self.cassette_scope, checkpoint=self.checkpoint)
         self.agents.sandbox_call = self._call_sandbox
+        self.agents.ask_operator = self.ask  # an A2A agent's input-required (runtime/provider_a2a.py)
 
     async def _call_sandbox(self, op: str, payload: dict[str, Any]) -> Any:
         """Ask the sandbox (set by the executor once the run has one): `expect` clauses."""

@@ -46,6 +46,9 @@ class ProviderRequest:
     tools: tuple[ToolSpec, ...] = ()
     call_tool: ToolCaller | None = None
     call_prompt: str = ""  # the call's own prompt argument, before compilation (`when` matches it)
+    # A question the model's side asks the operator mid-call (an A2A agent's input-required):
+    # (question, choices or None) -> the answer. Given by the agent pipeline.
+    ask_operator: Callable[[str, list[str] | None], Awaitable[str]] | None = None
 
 
 @dataclass

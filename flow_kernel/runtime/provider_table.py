@@ -68,6 +68,11 @@ class ProviderEntry:
     key_env: str  # the variable holding the key when `api_key_env` is not set
     url_env: str  # the variable holding the endpoint when `base_url` is not set
     options: Mapping[str, Option] = field(default_factory=dict)
+    extra: str = EXTRA  # the pip extra that installs its client
+    distribution: str = ""  # the client's name on PyPI, when it is not `package`
+    # A provider built from the whole configuration (its own tables, e.g. [a2a.NAME]) rather
+    # than from its [providers.NAME] settings alone: (FlowConfig) -> the provider.
+    configured: Callable[[Any], Provider] | None = None
 
     @property
     def config_keys(self) -> tuple[str, ...]:
@@ -80,13 +85,22 @@ class ProviderEntry:
     def make(self, settings: ProviderSettings) -> Provider:
         return self.build(settings, self.key(settings))
 
+    def make_for(self, config: Any) -> Provider:
+        """The provider for a run's configuration (a FlowConfig)."""
+        if self.configured is not None:
+            return self.configured(config)
+        return self.make(config.provider(self.name))
+
     def doctor_line(self) -> str:
         """The client's version and whether its settings are in the environment (set or
         unset only: never a value)."""
+        from importlib import metadata
+
         try:
-            version = __import__(self.package).__version__
-        except ImportError:
-            return f"{self.name} not installed (pip install 'flow-kernel[{EXTRA}]')"
+            __import__(self.package)
+            version = metadata.version(self.distribution or self.package)
+        except (ImportError, metadata.PackageNotFoundError):
+            return f"{self.name} not installed (pip install 'flow-kernel[{self.extra}]')"
         url, key = self.url_env, self.key_env
         return (f"{self.name} {version} ({url} {'set' if os.environ.get(url) else 'unset'}, "
                 f"{key} {'set' if os.environ.get(key) else 'unset'})")
@@ -106,6 +120,24 @@ def _anthropic(settings: ProviderSettings, key: str | None) -> Provider:
     return AnthropicProvider(settings.base_url, key)
 
 
+def _a2a(settings: ProviderSettings, key: str | None) -> Provider:
+    """`a2a/NAME` without a configuration's [a2a.*] tables: only [providers.a2a] base_url."""
+    from flow_kernel.runtime.provider_a2a import A2AProvider
+
+    return A2AProvider({}, settings.base_url or os.environ.get("A2A_BASE_URL") or None, key)
+
+
+def _a2a_configured(config: Any) -> Provider:
+    """`a2a/NAME`: the agent [a2a.NAME] declares, else the one at [providers.a2a] base_url
+    (or $A2A_BASE_URL); the bearer token of agents without their own `token_env` from
+    [providers.a2a] api_key_env (or $A2A_TOKEN)."""
+    from flow_kernel.runtime.provider_a2a import A2AProvider
+
+    settings = config.provider("a2a")
+    entry = PROVIDERS["a2a"]
+    return A2AProvider(dict(config.a2a), settings.base_url or os.environ.get(entry.url_env) or None, entry.key(settings))
+
+
 # The remote providers, by the prefix of `model: "provider/model"`, in the order they are listed.
 PROVIDERS: dict[str, ProviderEntry] = {entry.name: entry for entry in (
     # `max_tokens` is accepted and not used, as before this table: a flow.toml written for
@@ -113,6 +145,9 @@ PROVIDERS: dict[str, ProviderEntry] = {entry.name: entry for entry in (
     ProviderEntry("openai", _openai, "openai", "OPENAI_API_KEY", "OPENAI_BASE_URL", {"max_tokens": MAX_TOKENS}),
     ProviderEntry("anthropic", _anthropic, "anthropic", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL",
                   {"max_tokens": MAX_TOKENS}),
+    # A remote A2A agent as the model (runtime/provider_a2a.py, docs/protocols.md).
+    ProviderEntry("a2a", _a2a, "a2a", "A2A_TOKEN", "A2A_BASE_URL", extra="protocols", distribution="a2a-sdk",
+                  configured=_a2a_configured),
 )}
 
 

@@ -14,6 +14,7 @@ token_env = "TICKETS_TOKEN"         # the variable holding its bearer token (nev
 [a2a.reviewer]                      # a remote A2A agent: `model: "a2a/reviewer"`
 url = "http://127.0.0.1:9000"
 token_env = "REVIEWER_TOKEN"
+skill = "review"                    # which of its skills (sent as the message's metadata `skill`)
 ```
 
 A server or agent declared here is a capability: it applies only when the configuration
@@ -57,6 +58,7 @@ class A2AAgentSettings:
     url: str
     token_env: str | None = None
     timeout_ms: int = DEFAULT_TIMEOUT_MS
+    skill: str | None = None  # the skill to ask for (message metadata `skill`), when the agent has several
 
 
 def _refuse_secrets(raw: dict[str, Any], where: str, table: str) -> None:
@@ -127,10 +129,11 @@ def parse_a2a(raw_agents: Any, where: str) -> dict[str, A2AAgentSettings]:
         if not isinstance(raw, dict):
             raise ValueError(f"{where}: `{table}` must be a table")
         _refuse_secrets(raw, where, table)
-        _known(raw, ("url", "token_env", "timeout_ms"), where, table)
+        _known(raw, ("url", "token_env", "timeout_ms", "skill"), where, table)
         url = _url(raw, where, table)
         if url is None:
             raise ValueError(f"{where}: `{table}` needs `url` (the agent's base URL; its card is at "
                              "/.well-known/agent-card.json)")
-        agents[name] = A2AAgentSettings(name, url, _opt_str(raw, "token_env", where, table), _timeout(raw, where, table))
+        agents[name] = A2AAgentSettings(name, url, _opt_str(raw, "token_env", where, table), _timeout(raw, where, table),
+                                        _opt_str(raw, "skill", where, table))
     return agents

@@ -9,6 +9,7 @@ import json
 import shutil
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -133,3 +134,16 @@ def test_cancel_stops_a_running_workflow(agent_url: str) -> None:
     # the server goes on: the next task runs (the cancelled run let go of the sandbox)
     result = next(a for r in again if r.HasField("artifact_update") for a in [r.artifact_update.artifact])
     assert get_data_parts(result.parts) == [2]
+
+
+def test_a_flow_agent_calls_a_served_workflow_over_a2a(agent_url: str, tmp_path: Path) -> None:
+    """Flow to Flow: an agent whose model is the `greet` skill of `flow serve --a2a`."""
+    from flow_kernel import Session
+
+    (tmp_path / "flow.toml").write_text(f'[a2a.greeter]\nurl = "{agent_url}"\nskill = "greet"\n')
+    s = Session(directory=tmp_path, config=tmp_path / "flow.toml", sandbox=False, journal_dir=None)
+    program = ('agent front { model: "a2a/greeter", output: { to: string, text: string } }\n'
+               'front("Ada")')
+    outcome = s.run(program)
+    assert outcome.error is None, outcome.to_json()
+    assert outcome.result == {"to": "Ada", "text": "Hello, Ada!"}

@@ -21,10 +21,13 @@ from flow_kernel.runtime.provider_table import (
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_every_remote_provider_client_is_in_the_providers_extra() -> None:
+def test_every_remote_provider_client_is_in_its_extra() -> None:
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
-    packages = {requirement.split(">")[0].split("=")[0].split("<")[0].strip() for requirement in extras[EXTRA]}
-    assert {entry.package for entry in PROVIDERS.values()} <= packages
+    for entry in PROVIDERS.values():  # `providers`, or `protocols` for a2a
+        packages = {requirement.split(">")[0].split("=")[0].split("<")[0].split("[")[0].strip()
+                    for requirement in extras[entry.extra]}
+        assert (entry.distribution or entry.package) in packages, entry.name
+    assert {e.extra for e in PROVIDERS.values()} >= {EXTRA}
 
 
 def test_config_keys_follow_the_table() -> None:
