@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextvars
+import hashlib
 import json
 import shlex
 from pathlib import Path
@@ -112,7 +113,7 @@ class FlowMagics:
         raise OperatorUnavailableError(f"no operator can answer {request.get('question')!r} here "
                                        "(use %%flow --operator auto-approve | auto-deny | answers:PATH)")
 
-    def _open_view(self, name: str) -> Any:
+    def _open_view(self, name: str | None) -> Any:
         """The live view where a person watches (the frontend allows input); headless —
         nbclient, nbval, a terminal — the cell gets only the summary at the end."""
         kernel = getattr(self.shell, "kernel", None)
@@ -146,7 +147,7 @@ class FlowMagics:
         elif args.operator is not None:
             self.session.set_operator(args.operator)
         self.cells += 1
-        name = f"<flow cell {self.cells}>"
+        name = f"<flow cell {hashlib.sha256(code.strip().encode()).hexdigest()[:6]}>"  # by its text (kernel.cell_name)
         # Checked once; again only when the cell reads Python values, whose types change it.
         compiled = self.session.compile(code, name)
         if self._import_python_values(compiled.check.diagnostics):
@@ -157,7 +158,7 @@ class FlowMagics:
             diagnostics = compiled.check.diagnostics
             raise FlowCompileError(diagnostics, render_text(diagnostics))
         self.view_display = None
-        live = self.live = LiveView(lambda: self._open_view(name), name)
+        live = self.live = LiveView(lambda: self._open_view(None))  # the summary sits under its cell: no title
         # Events reach the sinks from the sandbox's reader task, whose context is the cell
         # that started the process; ipykernel takes an output's parent from the context, so
         # the sinks run in this cell's.

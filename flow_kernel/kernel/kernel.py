@@ -184,7 +184,7 @@ class FlowKernel(Kernel):
         if resuming is not None and plan.code.strip():
             return self._error("MagicError", "%resume runs the journaled program: put nothing after it",
                                ["MagicError: %resume runs the journaled program: put nothing after it"], silent)
-        name = plan.name or f"<cell {self.execution_count}>"
+        name = plan.name or cell_name(plan.code)
         # Checked once, here: a cell with errors shows its diagnostics and nothing runs (no
         # run view either); the session runs exactly what was checked.
         compiled = self.flow.compile(plan.code, name) if resuming is None else resuming.compiled
@@ -199,7 +199,8 @@ class FlowKernel(Kernel):
         self.interactive[run_id] = self._allow_stdin or background
         parent = self._cell_parent
         self._cell_loop = asyncio.get_running_loop()
-        view = LiveView(lambda: self.new_view(name, run_id, silent, parent, compiled), name)
+        # A cell's summary needs no title (it sits under the cell); a `%load`ed file's names it.
+        view = LiveView(lambda: self.new_view(plan.name, run_id, silent, parent, compiled), plan.name)
         task = asyncio.ensure_future(self.flow.run_async(
             compiled, run_id=run_id, sinks=[lambda event: self._on_event(event, silent, parent), view.sink],
             **({"workflow": resuming.workflow, "input": resuming.input, "resume": resuming.checkpoint} if resuming else {})))
@@ -296,7 +297,7 @@ class FlowKernel(Kernel):
             return False
         return True
 
-    def new_view(self, name: str, run_id: str, silent: bool, parent: dict[str, Any] | None,
+    def new_view(self, name: str | None, run_id: str, silent: bool, parent: dict[str, Any] | None,
                  compiled: Compiled | None = None) -> Any:
         """The live view, where a person watches (the frontend allows input, or the run goes
         on in the background); headless (nbclient, nbval) the cell gets only the summary."""
@@ -526,6 +527,15 @@ class FlowKernel(Kernel):
         from flow_kernel.kernel.assist import is_complete
 
         return is_complete(code)
+
+
+def cell_name(code: str) -> str:
+    """A cell's name in spans, run views and journals: from its text, not the execution
+    count, so a notebook's outputs are the same however its cells were run (nbval), and a
+    cell run again is the same cell (no F7003 against itself)."""
+    import hashlib
+
+    return f"<cell {hashlib.sha256(code.strip().encode()).hexdigest()[:6]}>"
 
 
 def _declared_agents(compiled: Compiled | None) -> dict[str, dict[str, Any]]:

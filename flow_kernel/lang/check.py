@@ -150,6 +150,8 @@ def _collect(checker: Checker, module: ast.Module, used: list[tuple[SourceFile, 
 
 def _redefinition(checker: Checker, node: ast.Decl, previous: ast.Decl, session: SessionScope) -> None:
     name = node.name.name
+    if previous.name.span.source.name == node.name.span.source.name:
+        return  # the same cell run again (cells are named by their text): nothing to say
     checker.report("F7003", node.name.span, f"`{name}` redefines the {decl_kind(previous)} from an earlier cell",
                    related=[Related(previous.name.span, "previous definition")])
     if not isinstance(node, ast.TypeDecl) or not isinstance(previous, ast.TypeDecl):

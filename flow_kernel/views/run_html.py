@@ -20,6 +20,7 @@ from typing import Any
 
 from flow_kernel.markup import escape as _e
 from flow_kernel.short_text import shorten
+from flow_kernel.views.panel_view import panel_html
 from flow_kernel.views.run_model import (
     CARDS,
     Group,
@@ -45,7 +46,9 @@ ERR = "color:#cf222e"
 OK = "color:#1a7f37"
 KEY = "color:#953800"
 PRE = "background:#f6f8fa;padding:4px 6px;border-radius:4px;white-space:pre-wrap;margin:2px 0;font-size:12px"
-BAR = "display:inline-block;width:200px;height:6px;background:#eaeef2;border-radius:3px;overflow:hidden;vertical-align:middle"
+# A bar: the fills sit at the top of a 6px line (at the baseline of a text line they are clipped away).
+BAR = ("display:inline-block;width:200px;height:6px;line-height:6px;background:#eaeef2;border-radius:3px;overflow:hidden;"
+       "vertical-align:middle")
 COLOURS = {"completed": "#1a7f37", "failed": "#cf222e", "running": "#0969da", "interrupted": "#9a6700",
            "cancelled": "#9a6700"}
 _MARK = {"completed": "✓", "failed": "✗", "running": "●", "interrupted": "⊘", "cancelled": "⊘"}
@@ -68,7 +71,7 @@ def mark_style(state: str) -> str:
 
 
 def fill_style(fraction: float, colour: str) -> str:
-    return f"display:inline-block;height:6px;width:{max(0.0, min(1.0, fraction)) * 100:.1f}%;background:{colour}"
+    return f"display:inline-block;vertical-align:top;height:6px;width:{max(0.0, min(1.0, fraction)) * 100:.1f}%;background:{colour}"
 
 
 def render_html(model: RunModel, *, live: bool = False, now: datetime.datetime | None = None) -> str:
@@ -218,6 +221,9 @@ def _item(model: RunModel, item: Item) -> str:
         return f'<div style="{ERR}">✗ require {_e(d.get("message"))} <code style="{MUTED}">{_e(d.get("condition") or "")}</code></div>'
     if item.kind == "artifact.published":
         return f'<div style="{ROW}">⇪ published <code>{_e(d.get("name"))}</code></div>'
+    if item.kind == "panel":  # experts × criteria per round (views/panel_view.py)
+        table = model.panels.get(str(d.get("label")))
+        return f'<div style="{ROW}">{panel_html(table)}</div>' if table is not None else ""
     if item.kind == "approval.requested":
         approval = model.approval_of(item)
         verb = {"ask": "question", "tool": "tool approval"}.get(str(d.get("kind")), "approval")

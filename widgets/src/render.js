@@ -99,8 +99,10 @@ export function group(state, ui, g) {
       `<button data-act="page" data-group="${esc(g.id)}" data-to="${p.page + 1}"${p.page + 1 < p.pages ? "" : " disabled"}>next ›</button></div>`
     : "";
   const none = p.total === 0 && started ? `<div class="fr-muted">no item matches the filter</div>` : "";
+  // A map's size is not announced: until it is known, the bar is of the items started so far.
+  const of = g.total !== null ? `${g.done + g.failed}/${total}` : `${g.done + g.failed} of ${started} started`;
   return `<div class="fr-group fr-${state_}"><div class="fr-head">${mark(state_)} parallelMap · <strong>${esc(agents)}</strong> · ` +
-    `${g.done + g.failed}/${total} · ${stats}</div>${bar2(g.done / Math.max(1, total), g.failed / Math.max(1, total))}` +
+    `${of} · ${stats}</div>${bar2(g.done / Math.max(1, total), g.failed / Math.max(1, total))}` +
     `${histogram(g.hist)}<div class="fr-items">${rows}${none}</div>${pager}</div>`;
 }
 
