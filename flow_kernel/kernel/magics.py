@@ -516,6 +516,9 @@ def _kernel_only(name: str) -> Callable[[Session, str, CellPlan], None]:
     return apply
 
 
+MAGICS["eval"] = Magic("eval", "%eval WORKFLOW --data CASES [--scorer SPEC]… [--out RESULTS] [--compare OLD]",
+                       "score a workflow over a dataset (no --scorer: a batch); docs/eval.md", _kernel_only("eval"),
+                       kernel_only=True)
 for _name, _usage, _help in (
         ("background", "%background", "the cell returns at once with the live view; the run goes on"),
         ("approve", "%approve RUN yes|no", "answer a background run's pending approval"),

@@ -91,13 +91,18 @@ def compare_bundle(before: EvalReport, after: EvalReport) -> dict[str, Any]:
         cell = [f"{x.mean:.3f} / {x.pass_rate:.0%}" if x is not None else "-" for x in (a, b)]
         rows.append(f"<tr><td>{escape(name)}</td><td>{cell[0]}</td><td>{cell[1]}</td></tr>")
         text.append(f"{name:<24} {cell[0]:>16} {cell[1]:>16}")
+    shared = [n for n in names if n in before.summary.scorers and n in after.summary.scorers]
+
+    def passed(r: ItemResult) -> bool:  # on the scorers both evals have (all of them when none is shared)
+        return r.passed if not shared else r.error is None and all(n in r.scores and r.scores[n].passed for n in shared)
+
     was = {r.key: r for r in before.results}
-    changed = [(was[r.key], r) for r in after.results if r.key in was and was[r.key].passed != r.passed]
+    changed = [(was[r.key], r) for r in after.results if r.key in was and passed(was[r.key]) != passed(r)]
     change_rows = "".join(
-        f"<tr class='{'ok' if new.passed else 'fail'}'><td>{escape(new.id)}</td><td>{_value(new.input)}</td>"
+        f"<tr class='{'ok' if passed(new) else 'fail'}'><td>{escape(new.id)}</td><td>{_value(new.input)}</td>"
         f"<td>{_value(old.output)}</td><td>{_value(new.output)}</td>"
-        f"<td>{'fixed' if new.passed else 'broken'}</td></tr>" for old, new in changed)
-    fixed = sum(1 for _, new in changed if new.passed)
+        f"<td>{'fixed' if passed(new) else 'broken'}</td></tr>" for old, new in changed)
+    fixed = sum(1 for _, new in changed if passed(new))
     text.append(f"{fixed} items fixed, {len(changed) - fixed} broken")
     html = (f"<div class='flow-eval'>{STYLE}<table><tr><th>scorer (mean / pass rate)</th><th>before</th><th>after</th>"
             f"</tr>{''.join(rows)}</table><p>{fixed} items fixed, {len(changed) - fixed} broken</p>"

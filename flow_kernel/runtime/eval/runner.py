@@ -13,6 +13,7 @@ around it — is a failed record with an error code; the eval goes on.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -253,10 +254,27 @@ def _write_journal(directory: Path, run_id: str, events: list[dict[str, Any]]) -
         journal.close()
 
 
-def load_report(path: Path) -> list[ItemResult]:
-    """The items of a results file (the last record of each), for `compare` and the widget."""
-    return list(read_results(path).values())
+def reread_report(path: Path, like: EvalPlan | None = None) -> EvalReport:
+    """An earlier eval from its results file (the last record of each item), to compare
+    with: its scorers are those its header names."""
+    try:
+        header = json.loads(path.read_text(encoding="utf-8").split("\n", 1)[0])
+    except (OSError, ValueError) as exc:
+        raise EvalUsageError(f"cannot read the results {path}: {exc}") from None
+    if not isinstance(header, dict) or header.get("kind") != "eval":
+        raise EvalUsageError(f"{path} is not the results file of an eval")
+    results = sorted(read_results(path).values(), key=lambda r: (r.line, r.epoch))
+    scorers = []
+    for spec in header.get("scorers") or []:
+        try:
+            scorers.append(parse_scorer(str(spec), directory=path.parent))
+        except ScorerError:  # a schema file gone since: its scores are in the file all the same
+            scorers.append(Scorer(str(spec), str(spec).partition(":")[0]))
+    base = like.compiled if like is not None else None
+    plan = EvalPlan(base, str(header.get("workflow")), scorers, [], [], int(header.get("epochs") or 1),  # type: ignore[arg-type]
+                    str(header.get("data")))
+    return EvalReport(plan, results, summarize(results, scorers), path)
 
 
 __all__ = ["EvalPlan", "EvalReport", "EvalUsageError", "ItemExecutor", "LocalItems", "crashed", "judge_wrappers",
-           "load_report", "parse_scorers", "prepare", "run_eval"]
+           "parse_scorers", "prepare", "reread_report", "run_eval"]

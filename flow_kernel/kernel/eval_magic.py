@@ -1,0 +1,119 @@
+"""`%eval` in the Flow kernel (docs/eval.md): an eval or a batch of a workflow the notebook
+declared, shown as the results table; `--compare OLD.jsonl` shows it beside an earlier one.
+
+    %eval classify --data cases.jsonl --scorer field:parity --scorer judge:grader,pass=0.7 --out run2.jsonl
+    %eval classify --data cases.jsonl --scorer field:parity --compare run1.jsonl
+
+What a notebook asks for is only asked (docs/security.md): a data, results, schema or
+compare file outside the notebook's folder asks for a `path` capability, like `%record`.
+A notebook cannot name a Ray cluster to send its program, providers and configuration to
+(`--ray-address` is the command line's and `Session.eval`'s, the person's): `--executor ray`
+here starts a local one. Its sandboxes are capped by the person's ceiling (FLOW_MAX_SANDBOXES).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+from dataclasses import dataclass, field
+from typing import Any
+
+from flow_kernel.kernel.magics import MagicError, path_needs
+from flow_kernel.runtime.session import Session
+from flow_kernel.runtime.trust import Capability
+
+USAGE = ("%eval WORKFLOW --data CASES [--scorer SPEC]… [--epochs N] [--concurrency N] [--executor local|ray] "
+         "[--out RESULTS] [--resume] [--compare OLD_RESULTS]")
+
+
+@dataclass
+class EvalArgs:
+    workflow: str
+    data: str
+    scorers: list[str] = field(default_factory=list)
+    epochs: int = 1
+    concurrency: int = 4
+    executor: str = "local"
+    out: str | None = None
+    resume: bool = False
+    compare: str | None = None
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> Any:  # a MagicError, never SystemExit in a kernel
+        raise MagicError(f"%eval: {message}; usage: {USAGE}")
+
+
+def parse_eval(args: str) -> EvalArgs:
+    try:
+        words = shlex.split(args)
+    except ValueError as exc:
+        raise MagicError(f"%eval: {exc}") from None
+    parser = _Parser(prog="%eval", add_help=False)
+    parser.add_argument("workflow")
+    parser.add_argument("--data", required=True)
+    parser.add_argument("--scorer", action="append", default=[])
+    parser.add_argument("--epochs", type=int, default=1)
+    parser.add_argument("--concurrency", type=int, default=4)
+    parser.add_argument("--executor", choices=("local", "ray"), default="local")
+    parser.add_argument("--out")
+    parser.add_argument("--resume", action="store_true")
+    parser.add_argument("--compare")
+    ns = parser.parse_args(words)
+    return EvalArgs(ns.workflow, ns.data, ns.scorer, ns.epochs, ns.concurrency, ns.executor, ns.out, ns.resume,
+                    ns.compare)
+
+
+def eval_needs(session: Session, args: str) -> list[Capability]:
+    """The paths `%eval` would read or write outside the notebook's folder."""
+    parsed = parse_eval(args)
+    paths = [parsed.data, parsed.out, parsed.compare,
+             *(spec.split(",")[0].partition(":")[2] for spec in parsed.scorers if spec.startswith("schema:"))]
+    needs: list[Capability] = []
+    for raw in paths:
+        if raw:
+            needs.extend(c for c in path_needs(session, raw) if c not in needs)
+    return needs
+
+
+async def run_eval_magic(session: Session, args: str) -> list[dict[str, Any]]:
+    """Run the eval (its grants already checked by the caller) and give the bundles to show."""
+    from flow_kernel.runtime.eval.report_html import compare_bundle, report_bundle
+    from flow_kernel.runtime.eval.runner import EvalUsageError, reread_report
+    from flow_kernel.runtime.eval.scorers import ScorerError
+
+    parsed = parse_eval(args)
+    for capability in eval_needs(session, args):
+        session.trust.require(capability)
+    try:
+        report = await session.eval_async(parsed.workflow, parsed.data, scorers=parsed.scorers, epochs=parsed.epochs,
+                                          concurrency=parsed.concurrency, executor=parsed.executor, out=parsed.out,
+                                          resume=parsed.resume)
+        bundles = [report_bundle(report)]
+        if parsed.compare:
+            before = reread_report(session.directory / parsed.compare, report.plan)
+            bundles.append(compare_bundle(before, report))
+    except (EvalUsageError, ScorerError, ImportError) as exc:
+        raise MagicError(f"%eval: {exc}") from None
+    return bundles
+
+
+
+
+
+
+
+async def eval_in_kernel(kernel: Any, args: str, silent: bool) -> None:
+    """`%eval` at the top of a Flow kernel cell: ask the person for what it needs (a refusal
+    is the kernel's usual CapabilityDenied), run it on the kernel's loop, show the results."""
+    from flow_kernel.runtime.trust import CapabilityDenied
+
+    session: Session = kernel.flow
+    missing = [c for c in eval_needs(session, args) if not session.trust.granted(c)]
+    if missing and not kernel._person_can_answer(silent):
+        raise CapabilityDenied(missing[0], asker=session.trust.asker, folder=session.trust.folder)
+    if missing and not await kernel._ask_capabilities(missing, silent):
+        raise MagicError("you denied: " + "; ".join(c.describe() for c in missing) + "; nothing of the cell ran")
+    for bundle in await run_eval_magic(session, args):
+        kernel._display(bundle, silent)
+__all__ = ["USAGE", "EvalArgs", "eval_in_kernel", "eval_needs", "parse_eval", "run_eval_magic"]
