@@ -82,4 +82,269 @@ print triager("Ticket 1")
 Classify the ticket in one sentence.
 """,
     ),
+    (
+        "F4027",
+        "E",
+        "unknown rubric or panel field",
+        """\
+A `rubric` or `panel` declaration has a field Flow does not know. A rubric has
+`criteria`; a panel has `experts`, `rubric`, `judge`, `rounds` and `converge`.
+Each field changes what the panel does, so a misspelt one is refused rather than
+silently ignored.""",
+        """\
+rubric essay {
+  criteria: [
+    { id: "accuracy", description: "Facts are right", weight: 3, scale: 5 },
+    { id: "clarity", description: "Easy to read", weight: 1 },
+  ]
+}
+agent historian { model: "mock" }
+agent stylist { model: "mock" }
+panel review {
+  experts: [{ agent: historian, domain: "history" }, { agent: stylist, domain: "prose" }]
+  rubric: essay
+  round: 2
+  converge: { spread: 1 }
+}
+print review("An essay about 1066").status
+""",
+        """\
+rubric essay {
+  criteria: [
+    { id: "accuracy", description: "Facts are right", weight: 3, scale: 5 },
+    { id: "clarity", description: "Easy to read", weight: 1 },
+  ]
+}
+agent historian { model: "mock" }
+agent stylist { model: "mock" }
+panel review {
+  experts: [{ agent: historian, domain: "history" }, { agent: stylist, domain: "prose" }]
+  rubric: essay
+  rounds: 2
+  converge: { spread: 1 }
+}
+print review("An essay about 1066").status
+""",
+    ),
+    (
+        "F4028",
+        "E",
+        "malformed rubric criterion",
+        """\
+A rubric's `criteria` is a non-empty list of objects `{ id, description,
+weight, scale }`: `id` a constant name, unique in the rubric (it is the key of each
+expert's scores); `description` a string or `file("…")`; `weight` a positive
+number (default 1); `scale` the top score (`5` means whole scores 1 to 5, the
+default) or `[lowest, highest]`. The experts' answers are validated against these,
+so a criterion that cannot be scored is refused here.""",
+        """\
+rubric essay {
+  criteria: [
+    { id: "accuracy", description: "Facts are right", weight: 3, scale: 5 },
+    { id: "clarity", description: "Easy to read", weight: 0, scale: 1 },
+  ]
+}
+agent historian { model: "mock" }
+agent stylist { model: "mock" }
+panel review {
+  experts: [{ agent: historian, domain: "history" }, { agent: stylist, domain: "prose" }]
+  rubric: essay
+  rounds: 2
+  converge: { spread: 1 }
+}
+print review("An essay about 1066").status
+""",
+        """\
+rubric essay {
+  criteria: [
+    { id: "accuracy", description: "Facts are right", weight: 3, scale: 5 },
+    { id: "clarity", description: "Easy to read", weight: 1 },
+  ]
+}
+agent historian { model: "mock" }
+agent stylist { model: "mock" }
+panel review {
+  experts: [{ agent: historian, domain: "history" }, { agent: stylist, domain: "prose" }]
+  rubric: essay
+  rounds: 2
+  converge: { spread: 1 }
+}
+print review("An essay about 1066").status
+""",
+    ),
+    (
+        "F4029",
+        "E",
+        "a panel member is not an agent",
+        """\
+Each of a panel's `experts` names an agent (`{ agent: name, domain: "…" }`), and
+so does its `judge`. A name that is not a declared agent — a typo, a team, a tool —
+is refused: the panel calls these agents for its verdicts and its synthesis.""",
+        """\
+rubric essay {
+  criteria: [
+    { id: "accuracy", description: "Facts are right", weight: 3, scale: 5 },
+    { id: "clarity", description: "Easy to read", weight: 1 },
+  ]
+}
+agent historian { model: "mock" }
+agent stylist { model: "mock" }
+panel review {
+  experts: [{ agent: historian, domain: "history" }, { agent: styler, domain: "prose" }]
+  rubric: essay
+  rounds: 2
+  converge: { spread: 1 }
+}
+print review("An essay about 1066").status
+""",
+        """\
+rubric essay {
+  criteria: [
+    { id: "accuracy", description: "Facts are right", weight: 3, scale: 5 },
+    { id: "clarity", description: "Easy to read", weight: 1 },
+  ]
+}
+agent historian { model: "mock" }
+agent stylist { model: "mock" }
+panel review {
+  experts: [{ agent: historian, domain: "history" }, { agent: stylist, domain: "prose" }]
+  rubric: essay
+  rounds: 2
+  converge: { spread: 1 }
+}
+print review("An essay about 1066").status
+""",
+    ),
+    (
+        "F4030",
+        "E",
+        "malformed panel field",
+        """\
+A panel needs `experts` (a non-empty list of `{ agent: name, domain: "…" }`,
+each agent once, each with the domain it judges from) and a `rubric`; `rounds` is a
+whole number from 1 to 10 (default 1) and `converge` is `{ spread: x }`: the panel
+has converged when, on every criterion, the experts' scores differ by at most x
+(default 0, unanimity).""",
+        """\
+rubric essay {
+  criteria: [
+    { id: "accuracy", description: "Facts are right", weight: 3, scale: 5 },
+    { id: "clarity", description: "Easy to read", weight: 1 },
+  ]
+}
+agent historian { model: "mock" }
+agent stylist { model: "mock" }
+panel review {
+  experts: [{ agent: historian, domain: "history" }, { agent: stylist, domain: "prose" }]
+  rubric: essay
+  rounds: 0
+  converge: { spread: 1 }
+}
+print review("An essay about 1066").status
+""",
+        """\
+rubric essay {
+  criteria: [
+    { id: "accuracy", description: "Facts are right", weight: 3, scale: 5 },
+    { id: "clarity", description: "Easy to read", weight: 1 },
+  ]
+}
+agent historian { model: "mock" }
+agent stylist { model: "mock" }
+panel review {
+  experts: [{ agent: historian, domain: "history" }, { agent: stylist, domain: "prose" }]
+  rubric: essay
+  rounds: 2
+  converge: { spread: 1 }
+}
+print review("An essay about 1066").status
+""",
+    ),
+    (
+        "F4031",
+        "E",
+        "a panel's rubric is not a rubric",
+        """\
+A panel's `rubric` names a `rubric` declaration: its criteria become the
+experts' output contract and the weights of the aggregate. Any other name, or an
+unknown one, is refused.""",
+        """\
+rubric essay {
+  criteria: [
+    { id: "accuracy", description: "Facts are right", weight: 3, scale: 5 },
+    { id: "clarity", description: "Easy to read", weight: 1 },
+  ]
+}
+agent historian { model: "mock" }
+agent stylist { model: "mock" }
+panel review {
+  experts: [{ agent: historian, domain: "history" }, { agent: stylist, domain: "prose" }]
+  rubric: historian
+  rounds: 2
+  converge: { spread: 1 }
+}
+print review("An essay about 1066").status
+""",
+        """\
+rubric essay {
+  criteria: [
+    { id: "accuracy", description: "Facts are right", weight: 3, scale: 5 },
+    { id: "clarity", description: "Easy to read", weight: 1 },
+  ]
+}
+agent historian { model: "mock" }
+agent stylist { model: "mock" }
+panel review {
+  experts: [{ agent: historian, domain: "history" }, { agent: stylist, domain: "prose" }]
+  rubric: essay
+  rounds: 2
+  converge: { spread: 1 }
+}
+print review("An essay about 1066").status
+""",
+    ),
+    (
+        "F4032",
+        "E",
+        "bad panel call",
+        """\
+A panel is called on one candidate, `review(candidate)`, with the options
+`label` (its identity for replay) and `context` (more data for the experts). A call
+with no candidate, several, or another option is refused; to judge several
+candidates, call the panel for each, for instance in `parallelMap`.""",
+        """\
+rubric essay {
+  criteria: [
+    { id: "accuracy", description: "Facts are right", weight: 3, scale: 5 },
+    { id: "clarity", description: "Easy to read", weight: 1 },
+  ]
+}
+agent historian { model: "mock" }
+agent stylist { model: "mock" }
+panel review {
+  experts: [{ agent: historian, domain: "history" }, { agent: stylist, domain: "prose" }]
+  rubric: essay
+  rounds: 2
+  converge: { spread: 1 }
+}
+print review("An essay", "Another essay").status
+""",
+        """\
+rubric essay {
+  criteria: [
+    { id: "accuracy", description: "Facts are right", weight: 3, scale: 5 },
+    { id: "clarity", description: "Easy to read", weight: 1 },
+  ]
+}
+agent historian { model: "mock" }
+agent stylist { model: "mock" }
+panel review {
+  experts: [{ agent: historian, domain: "history" }, { agent: stylist, domain: "prose" }]
+  rubric: essay
+  rounds: 2
+  converge: { spread: 1 }
+}
+print review("An essay", label: "essay-1").status
+""",
+    ),
 )

@@ -56,7 +56,7 @@ OPEN_STRING_CODES = frozenset(("F1002", "F1003", "F1007"))
 
 # Completion kinds, lowest precedence first: a declaration named like a builtin wins.
 _RANK = {"type-prim": 0, "keyword": 1, "function": 2, "variable": 3, "field": 4,
-         "type": 5, "tool": 5, "agent": 5, "team": 5, "workflow": 5, "magic": 6}
+         "type": 5, "tool": 5, "agent": 5, "team": 5, "workflow": 5, "rubric": 5, "panel": 5, "magic": 6}
 
 # Builtin signatures and notes (language.md §6.3); `_builtin_signature` covers others.
 _L = "(x: T, i?: int) => "
@@ -200,7 +200,8 @@ def _scan(cell: _Cell) -> None:
             cell.scanned_vars.add(tok.text)  # a lambda parameter
         if nxt is None or nxt.kind is not Kind.IDENT:
             continue
-        if tok.is_kw("type", "tool", "agent", "team", "workflow"):
+        if tok.is_kw("type", "tool", "agent", "team", "workflow") or (
+                tok.is_word("rubric", "panel") and i + 2 < len(toks) and toks[i + 2].is_op("{")):
             cell.scanned_decls[nxt.text] = tok.text
             if tok.is_kw("workflow"):
                 cell.scanned_vars.update(_params(toks, i + 2))
@@ -773,6 +774,24 @@ def _decl_doc(cell: _Cell, entry: DeclEntry, detail_level: int) -> _Doc:
             doc.item("member", f"{member} -> {_agent_output(cell, member)}")
         doc.text(f"Call `{name}.main(prompt)`, `{name}.<member>(prompt)` or "
                  f"`{name}.member(nameExpr, prompt)`.")
+    elif entry.kind == "rubric":
+        doc = _Doc(f"rubric {name}")
+        doc.text(node.doc)
+        for c in entry.rubric.criteria if entry.rubric is not None else []:
+            doc.item(c.id, f"weight {c.weight}, scale {c.low}..{c.high}: {c.description.strip()[:80]}")
+        for pf in entry.rubric.prompt_files if entry.rubric is not None else []:
+            doc.item(pf.used_for, f'file("{pf.path}")')
+    elif entry.kind == "panel":
+        panel = entry.panel
+        doc = _Doc(f"panel {name}")
+        doc.text(node.doc)
+        if panel is not None:
+            for agent, domain in panel.experts:
+                doc.item("expert", f"{agent} ({domain})")
+            doc.item("rubric", panel.rubric or "?")
+            doc.item("judge", panel.judge or "none")
+            doc.item("rounds", f"{panel.rounds}, converged at a spread of at most {panel.spread}")
+            doc.text(f"`{name}(candidate)` returns `{panel.result}`.")
     else:  # a type alias
         definition = node.type.span.text if isinstance(node, ast.TypeDecl) else "?"
         doc = _Doc(f"type {name} = {definition}")

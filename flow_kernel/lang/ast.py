@@ -482,6 +482,20 @@ class TeamDecl(Decl):
 
 
 @dataclass(eq=False)
+class RubricDecl(Decl):
+    """`rubric Name { criteria: [ {id, description, weight, scale}, … ] }` (check_panels.py)."""
+
+    fields: list[AgentField]
+
+
+@dataclass(eq=False)
+class PanelDecl(Decl):
+    """`panel Name { experts: [...], rubric: R, judge: A, rounds: n, converge: {spread: x} }`."""
+
+    fields: list[AgentField]
+
+
+@dataclass(eq=False)
 class WorkflowDecl(Decl):
     params: list[Param]
     returns: TypeExpr | None

@@ -74,13 +74,15 @@ class CallChecker:
             return self.agent_call(e, entry, e.args, entry.agent.output)
         if entry.kind == "workflow":
             return self.workflow_call(e, entry)
+        if entry.kind == "panel":
+            return self.panel_call(e, entry)  # check_panels.py
         if entry.kind == "tool":
             self.report("F3004", e.callee.span, f"tool `{entry.name}` cannot be called from Flow code",
                         hints=(f"give it to an agent: `tools: [{entry.name}]`",))
         elif entry.kind == "team":
             self.report("F3004", e.callee.span, f"call a team through a member: `{entry.name}.main(prompt)`")
         else:
-            self.report("F3004", e.callee.span, f"type `{entry.name}` cannot be called")
+            self.report("F3004", e.callee.span, f"{entry.kind} `{entry.name}` cannot be called")
         self._check_args_loosely(e)
         return T.ANY
 

@@ -20,20 +20,22 @@ from flow_kernel.lang.builtins import BUILTINS
 from flow_kernel.lang.check_calls import CallChecker
 from flow_kernel.lang.check_decls import DeclChecker
 from flow_kernel.lang.check_exprs import ExprChecker
+from flow_kernel.lang.check_panels import PanelChecker
 from flow_kernel.lang.check_prompts import PromptChecker
 from flow_kernel.lang.check_stmts import StmtChecker
 from flow_kernel.lang.env import Binding, DeclEntry, Frame, Scope, WorkflowContext
 from flow_kernel.lang.graphs import find_cycles
 from flow_kernel.source import SourceFile, Span
 
-DECL_KINDS = {ast.TypeDecl: "type", ast.ToolDecl: "tool", ast.AgentDecl: "agent", ast.TeamDecl: "team", ast.WorkflowDecl: "workflow"}
+DECL_KINDS = {ast.TypeDecl: "type", ast.ToolDecl: "tool", ast.AgentDecl: "agent", ast.TeamDecl: "team", ast.WorkflowDecl: "workflow",
+              ast.RubricDecl: "rubric", ast.PanelDecl: "panel"}
 
 
 def decl_kind(node: ast.Decl) -> str:
     return DECL_KINDS[type(node)]
 
 
-class Checker(DeclChecker, ExprChecker, CallChecker, StmtChecker, PromptChecker):
+class Checker(DeclChecker, ExprChecker, CallChecker, StmtChecker, PromptChecker, PanelChecker):
     def __init__(self, reporter: Reporter, reportable: set[SourceFile], *, file_mode: bool) -> None:
         self.reporter = reporter
         self.reportable = {id(s) for s in reportable}
@@ -110,6 +112,7 @@ class Checker(DeclChecker, ExprChecker, CallChecker, StmtChecker, PromptChecker)
     def check_declarations(self) -> None:
         self.declare_types()
         for kind, method in (("tool", self.declare_tool), ("agent", self.declare_agent), ("team", self.declare_team),
+                             ("rubric", self.declare_rubric), ("panel", self.declare_panel),
                              ("workflow", self.declare_workflow)):
             for entry in list(self.decls.values()):
                 if entry.kind == kind:

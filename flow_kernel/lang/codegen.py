@@ -536,6 +536,8 @@ class CodeGenerator:
                 return self.agent_call(e, callee.name, None, clauses)
             if entry is not None and entry.kind == "workflow":
                 return self.workflow_call(e, callee.name)
+            if entry is not None and entry.kind == "panel":
+                return self.panel_call(e, callee.name)
             return self.builtin_call(e, callee.name)
         assert isinstance(callee, ast.Member) and isinstance(callee.obj, ast.Name)
         return self.agent_call(e, None, (callee.obj.name, callee.name.name), clauses)
@@ -623,6 +625,30 @@ class CodeGenerator:
         else:
             call = self.rt("team", py.Constant(team[0]), py.Constant(team[1]), member_expr,
                            self.expr(prompt_arg.value), opts, check, span=e.span)
+        return self.await_(call, e.span)
+
+    def panel_call(self, e: ast.Call, name: str) -> py.expr:
+        """`rt.panel(name, candidate, spec, options)`: the spec is the checked declaration as
+        data (experts, rubric criteria, judge, rounds, convergence, the verdict schema); the
+        sandbox runs the rounds (flowbox/panels.py)."""
+        entry = self.decls[name]
+        info = entry.panel
+        assert info is not None
+        rubric = self.decls[info.rubric].rubric if info.rubric is not None else None
+        criteria = [{"id": c.id, "description": c.description, "weight": c.weight, "low": c.low, "high": c.high}
+                    for c in (rubric.criteria if rubric is not None else [])]
+        spec = {"experts": [{"agent": a, "domain": d} for a, d in info.experts], "criteria": criteria,
+                "judge": info.judge, "rounds": info.rounds, "spread": info.spread,
+                "schema": type_schema(info.verdict)}
+        candidate = next(a.value for a in e.args if a.name is None)
+        named = {a.name.name: a.value for a in e.args if a.name is not None}
+        start = e.span.start_pos
+        options: dict[str, py.expr] = {
+            "label": self.expr(named["label"]) if "label" in named else py.Constant(f"{name}@{start.line}:{start.column}"),
+            "context": self.expr(named["context"]) if "context" in named else py.Constant(None),
+        }
+        opts = py.Dict([py.Constant(k) for k in options], list(options.values()))
+        call = self.rt("panel", py.Constant(name), self.expr(candidate), self.const(spec), opts, span=e.span)
         return self.await_(call, e.span)
 
     def expect_def(self, clauses: list[ast.ExpectClause]) -> str:

@@ -35,6 +35,34 @@ class TeamInfo:
 
 
 @dataclass
+class Criterion:
+    """One criterion of a rubric: scores are integers from `low` to `high`."""
+
+    id: str
+    description: str
+    weight: float
+    low: int
+    high: int
+
+
+@dataclass
+class RubricInfo:
+    criteria: list[Criterion] = field(default_factory=list)
+    prompt_files: list[PromptFile] = field(default_factory=list)
+
+
+@dataclass
+class PanelInfo:
+    experts: list[tuple[str, str]] = field(default_factory=list)  # (agent, domain)
+    rubric: str | None = None
+    judge: str | None = None
+    rounds: int = 1
+    spread: float = 0  # converged when, on every criterion, the experts' scores differ by at most this
+    result: T.Type = T.ANY  # the record a call returns
+    verdict: T.Type = T.ANY  # what each expert answers (its output contract)
+
+
+@dataclass
 class WorkflowInfo:
     params: list[tuple[str, T.Type, bool]] = field(default_factory=list)  # name, type, optional
     returns: T.Type | None = None
@@ -50,7 +78,7 @@ class ToolInfo:
 class DeclEntry:
     """A declaration visible to the code being checked."""
 
-    kind: str  # "type" | "tool" | "agent" | "team" | "workflow"
+    kind: str  # "type" | "tool" | "agent" | "team" | "workflow" | "rubric" | "panel"
     node: ast.Decl
     origin: str  # "cell" (the source being checked), "use" or "session"
     used: bool = False
@@ -59,6 +87,8 @@ class DeclEntry:
     team: TeamInfo | None = None
     workflow: WorkflowInfo | None = None
     tool: ToolInfo | None = None
+    rubric: RubricInfo | None = None
+    panel: PanelInfo | None = None
 
     @property
     def name(self) -> str:

@@ -15,6 +15,7 @@ from flow_kernel.lang.tokens import Kind, Token
 from flow_kernel.source import SourceFile
 
 DECLARATION_WORDS = ("use", "type", "tool", "agent", "team", "workflow")
+SOFT_DECLARATION_WORDS = ("rubric", "panel")  # declare only as `rubric NAME {` at the top level
 
 
 class Parser(ExprParser):
@@ -37,7 +38,7 @@ class Parser(ExprParser):
                 if tok.is_kw("use"):
                     uses.append(self.use())
                     self._end_of_statement()
-                elif tok.is_kw(*DECLARATION_WORDS):
+                elif tok.is_kw(*DECLARATION_WORDS) or self._at_soft_declaration():
                     decls.append(self.declaration())
                     self._end_of_statement()
                 else:
@@ -91,11 +92,24 @@ class Parser(ExprParser):
         self.advance()
         return ast.Use(self.span_from(kw.span), str(tok.value), tok.span)
 
+    def _at_soft_declaration(self) -> bool:
+        """`rubric NAME {` / `panel NAME {` at the top level. The two words are not reserved
+        (a program may still name a binding `rubric`): they declare only in this shape."""
+        tok = self.peek()
+        return (tok.kind is Kind.IDENT and tok.text in SOFT_DECLARATION_WORDS
+                and self.peek_at(1).kind is Kind.IDENT and self.peek_at(2).is_op("{"))
+
     def declaration(self) -> ast.Decl:
         kw = self.peek()
         doc = self._doc_for(kw)
-        if kw.is_kw("type"):
-            decl: ast.Decl = self.type_decl()
+        if kw.kind is Kind.IDENT and kw.text in SOFT_DECLARATION_WORDS:
+            self.advance()
+            name = self.ident(f"a {kw.text} name")
+            fields = self._fields(kw.text)
+            node_type = ast.RubricDecl if kw.text == "rubric" else ast.PanelDecl
+            decl: ast.Decl = node_type(self.span_from(kw.span), name, fields)
+        elif kw.is_kw("type"):
+            decl = self.type_decl()
         elif kw.is_kw("tool"):
             decl = self.tool_decl()
         elif kw.is_kw("agent"):

@@ -25,7 +25,7 @@ ABI_VERSION = 1
 ABI_NAMES = frozenset({
     "start", "workflow", "session", "bind", "step", "loop", "cond", "iterate",
     "stage", "pipeline", "verify", "require", "emit", "print", "log", "publish",
-    "agent", "team", "parallel", "parallel_map", "task", "await_task", "task_field",
+    "agent", "team", "panel", "parallel", "parallel_map", "task", "await_task", "task_field",
     "approve", "ask", "run", "now", "uuid", "interp",
     "Error", "catches", "error_value",
     "neg", "not_", "add", "sub", "mul", "div", "mod", "eq", "ne", "lt", "le", "gt", "ge", "in_",

@@ -143,6 +143,44 @@ class ApprovalResolved(TypedDict, total=False):
     replayed: bool
 
 
+class PanelStarted(TypedDict):     # a panel call begins (sandbox flowbox/panels.py)
+    panel: str
+    label: str                     # the call's label; each expert call's is `<label>/r<round>/<agent>`
+    experts: list[dict[str, str]]  # [{agent, domain}] in the order they are asked
+    criteria: list[dict[str, Any]]  # [{id, weight, low, high}] of the rubric
+    rounds: int                    # at most this many rounds
+    spread: float                  # converged when every criterion's spread is within this
+
+
+class PanelVerdict(TypedDict):     # one expert's verdict in one round
+    panel: str
+    label: str
+    round: int
+    expert: str                    # the agent
+    domain: str
+    scores: dict[str, int]         # criterion id -> score
+    rationale: str
+
+
+class PanelRound(TypedDict):       # a round's summary, computed in the sandbox
+    panel: str
+    label: str
+    round: int
+    status: Literal["running", "converged"]
+    scores: dict[str, float]       # criterion id -> the experts' mean
+    aggregate: float               # the weighted aggregate of the means, each on 0..1 by its scale
+    spread: float                  # the largest highest-minus-lowest score of any criterion
+
+
+class PanelCompleted(TypedDict):   # how the panel ended (the record's status)
+    panel: str
+    label: str
+    status: Literal["converged", "not-converged", "budget-exhausted", "failed"]
+    rounds: int                    # rounds begun (the last may be incomplete)
+    aggregate: float | None        # of the last complete round
+    spread: float | None
+
+
 class Text(TypedDict):             # log, print
     text: str
 
@@ -196,6 +234,10 @@ _ALL = [
     Kind("log", Text),
     Kind("print", Text),
     Kind("artifact.published", ArtifactPublished),
+    Kind("panel.started", PanelStarted),
+    Kind("panel.verdict", PanelVerdict),
+    Kind("panel.round", PanelRound),
+    Kind("panel.completed", PanelCompleted),
 ]
 KINDS: dict[str, Kind] = {kind.name: kind for kind in _ALL}
 POINTS = tuple(kind.name for kind in _ALL if kind.scope is None)

@@ -22,6 +22,8 @@ from flow_kernel.runtime.events import (
 )
 from flow_kernel.runtime.failure_report import where_text
 from flow_kernel.short_text import shorten
+from flow_kernel.views.panel_view import PanelTable, panel_text
+from flow_kernel.views.panel_view import fold as fold_panel
 
 
 @dataclass
@@ -150,6 +152,7 @@ class RunModel:
         self.approvals: list[Approval] = []
         self.breakers: dict[str, str] = {}  # provider -> its circuit breaker's state, as last reported
         self.artifacts: list[dict[str, Any]] = []
+        self.panels: dict[str, PanelTable] = {}  # panel calls by label (views/panel_view.py)
         self.started: str | None = None
         self.ended: str | None = None
         self.events = 0
@@ -220,6 +223,11 @@ class RunModel:
             return
         if kind == "print":
             return  # print goes to the cell's stdout, not into the view
+        if kind.startswith("panel."):  # a panel's rounds fold into one table, shown where it was called
+            table = fold_panel(self.panels, kind, data)
+            if kind == "panel.started" and table is not None and container is not None:
+                container.children.append(Item("panel", {"label": table.label}))
+            return
         item = Item(kind, dict(data))
         if kind.startswith("approval."):
             self._approval(kind, data, span)
@@ -404,6 +412,9 @@ class RunModel:
             return f"✗ require {d.get('message')}"
         if item.kind == "artifact.published":
             return f"published {d.get('name')}"
+        if item.kind == "panel":
+            table = self.panels.get(str(d.get("label")))
+            return "\n  ".join(panel_text(table)) if table is not None else None
         if item.kind == "approval.requested":
             approval = self.approval_of(item)
             verb = "ask" if d.get("kind") == "ask" else "approve"

@@ -27,6 +27,9 @@ from flow_kernel.runtime.run import run_compiled
 from flow_kernel.sandbox.inprocess import InProcessExecutor
 
 EVERYTHING = '''agent helper { model: "scripted", script: [when("fine", "ok")] }
+rubric fit { criteria: [{ id: "ok", description: "Is it fine?" }] }
+agent expert { model: "scripted", script: [{ scores: { ok: 3 }, rationale: "fine" }] }
+panel check_it { experts: [{ agent: expert, domain: "everything" }], rubric: fit }
 workflow inner(n: int) -> int {
   stage "double" { let twice = n * 2 }
   return twice
@@ -45,6 +48,7 @@ pipeline "all" {
     let which = ask "which?" choice ["x", "y"]
   }
 }
+let judged = check_it("a candidate")
 try { let c = helper("no reply for this") } catch "agent-invocation" { print "caught" }
 pipeline "last" { stage "end" { require false : "the end" } }
 '''

@@ -19,6 +19,7 @@ import time
 
 from . import builtins as _builtins
 from . import operators as _ops
+from . import panels as _panels
 from . import values as _values
 from .errors import FlowError, evaluation
 
@@ -365,6 +366,11 @@ class Runtime:
             return await self._host("agent", payload)
         finally:
             self.expectations.pop(call, None)
+
+    async def panel(self, name, candidate, spec, options):
+        """A panel call: its rounds, verdicts and aggregate run here (panels.py)."""
+        self.step()
+        return await _panels.run(self, name, candidate, spec, options)
 
     async def expect(self, call, output):
         """Failed `expect` messages for a candidate output (asked by the host)."""

@@ -1,0 +1,133 @@
+"""A panel in the run view: for each round, a table of experts × criteria with each
+expert's scores, the per-criterion means, the weighted aggregate and the spread (issue 22).
+
+`PanelTable` is the view-model, folded from the run's `panel.*` events (runtime/events.py)
+by `fold`; `RunModel` keeps one per panel call (by label) and shows it where the call
+happened. `panel_text` and `panel_html` render it for the text summary (nbval) and the
+static HTML summary. Event data come from the sandbox: every value is checked for its type
+here and escaped when rendered, like everything else in the run view.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from flow_kernel.markup import escape as _e
+
+TABLE = "border-collapse:collapse;margin:2px 0 6px 18px;font-size:12px"
+CELL = "border:1px solid #d0d7de;padding:1px 6px;text-align:right"
+HEAD = "border:1px solid #d0d7de;padding:1px 6px;text-align:left;font-weight:600"
+MUTED = "color:#57606a"
+
+
+@dataclass
+class PanelRound:
+    number: int
+    scores: dict[str, dict[str, Any]] = field(default_factory=dict)  # expert -> criterion -> score
+    rationales: dict[str, str] = field(default_factory=dict)
+    means: dict[str, Any] = field(default_factory=dict)
+    aggregate: Any = None
+    spread: Any = None
+    status: str = "running"  # running | converged (when summarised)
+
+
+@dataclass
+class PanelTable:
+    panel: str
+    label: str
+    experts: list[tuple[str, str]] = field(default_factory=list)  # (agent, domain)
+    criteria: list[str] = field(default_factory=list)
+    rounds: list[PanelRound] = field(default_factory=list)
+    status: str = "running"
+
+    def round(self, number: int) -> PanelRound:
+        for r in self.rounds:
+            if r.number == number:
+                return r
+        r = PanelRound(number)
+        self.rounds.append(r)
+        return r
+
+
+def _str(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _num(value: Any) -> Any:
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def fold(tables: dict[str, PanelTable], kind: str, data: dict[str, Any]) -> PanelTable | None:
+    """Fold one `panel.*` event in; the table it belongs to (None for a malformed event)."""
+    label = _str(data.get("label"))
+    if kind == "panel.started":
+        experts = [(_str(e.get("agent")), _str(e.get("domain"))) for e in data.get("experts") or []
+                   if isinstance(e, dict)] if isinstance(data.get("experts"), list) else []
+        criteria = [_str(c.get("id")) for c in data.get("criteria") or [] if isinstance(c, dict)] \
+            if isinstance(data.get("criteria"), list) else []
+        table = tables[label] = PanelTable(_str(data.get("panel")), label, experts, criteria)
+        return table
+    found = tables.get(label)
+    if found is None:
+        return None
+    table = found
+    number = data.get("round")
+    if kind == "panel.verdict" and isinstance(number, int):
+        r = table.round(number)
+        expert = _str(data.get("expert"))
+        scores = data.get("scores")
+        r.scores[expert] = {k: _num(v) for k, v in scores.items()} if isinstance(scores, dict) else {}
+        r.rationales[expert] = _str(data.get("rationale"))
+    elif kind == "panel.round" and isinstance(number, int):
+        r = table.round(number)
+        means = data.get("scores")
+        r.means = {k: _num(v) for k, v in means.items()} if isinstance(means, dict) else {}
+        r.aggregate, r.spread = _num(data.get("aggregate")), _num(data.get("spread"))
+        r.status = "converged" if data.get("status") == "converged" else "summarised"
+    elif kind == "panel.completed":
+        table.status = _str(data.get("status")) or "completed"
+    return table
+
+
+def _cell(value: Any) -> str:
+    return "–" if value is None else str(value)
+
+
+def panel_text(table: PanelTable) -> list[str]:
+    """The panel as text lines: one header, then per round a line per expert."""
+    lines = [f"panel {table.panel}: {table.status}"]
+    for r in table.rounds:
+        summary = f" · aggregate {_cell(r.aggregate)} · spread {_cell(r.spread)}" if r.means else " (incomplete)"
+        lines.append(f"  round {r.number}{summary}")
+        for agent, _domain in table.experts:
+            if agent in r.scores:
+                row = ", ".join(f"{c} {_cell(r.scores[agent].get(c))}" for c in table.criteria)
+                lines.append(f"    {agent}: {row}")
+    return lines
+
+
+def panel_html(table: PanelTable) -> str:
+    """Per round, a table: a row per expert (its domain beside it), a column per criterion,
+    and a last row of the means with the round's aggregate and spread."""
+    out = [f'<div>⚖ panel <strong>{_e(table.panel)}</strong> <span style="{MUTED}">{_e(table.status)}</span></div>']
+    for r in table.rounds:
+        head = "".join(f'<th style="{HEAD}">{_e(c)}</th>' for c in table.criteria)
+        rows = []
+        for agent, domain in table.experts:
+            if agent not in r.scores:
+                continue
+            cells = "".join(f'<td style="{CELL}">{_e(_cell(r.scores[agent].get(c)))}</td>' for c in table.criteria)
+            rows.append(f'<tr><td style="{HEAD}" title="{_e(r.rationales.get(agent, ""))}">{_e(agent)}'
+                        f' <span style="{MUTED}">{_e(domain)}</span></td>{cells}</tr>')
+        if r.means:
+            cells = "".join(f'<td style="{CELL}">{_e(_cell(r.means.get(c)))}</td>' for c in table.criteria)
+            rows.append(f'<tr><td style="{HEAD}">mean</td>{cells}</tr>')
+            caption = f"round {r.number} · aggregate {_e(_cell(r.aggregate))} · spread {_e(_cell(r.spread))}"
+            if r.status == "converged":
+                caption += " · converged"
+        else:
+            caption = f"round {r.number} · incomplete"
+        out.append(f'<table style="{TABLE}"><caption style="text-align:left;{MUTED}">{caption}</caption>'
+                   f'<tr><th style="{HEAD}">expert</th>{head}</tr>{"".join(rows)}</table>')
+    return "".join(out)
