@@ -1,5 +1,5 @@
-"""`flow resume`, `flow answer` and `flow runs` (docs/durability.md), and how `flow run`
-reports a run that waits (`--operator defer`: exit 3).
+"""`flow resume`, `flow answer` and `flow runs` (docs/durability.md); how a run that waits
+(`--operator defer`: exit 3) is reported is `flow run`'s (`cli/run.py` `report`).
 
 - `flow resume RUN`: go on with a waiting or interrupted run from its journal (run from the
   folder `flow run` ran in: the journal is `.flow/runs/RUN.jsonl` there). The program is
@@ -26,7 +26,6 @@ from typing import Any
 from flow_kernel.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError, print_error
 from flow_kernel.terminal_text import json_for_terminal, terminal_safe
 
-EXIT_WAITING = 3
 JOURNALS = Path(".flow") / "runs"
 
 
@@ -60,22 +59,6 @@ def add_command(commands: Any) -> None:
     runs.add_argument("--waiting", action="store_true", help="only the runs waiting for an answer, with their requests")
     runs.add_argument("--format", choices=("text", "json"), default="text")
     runs.set_defaults(handler=cmd_runs)
-
-
-def report_waiting(outcome: Any, json_mode: bool) -> int:
-    """A run that stopped `waiting`: its pending requests, and how to answer them."""
-    if json_mode:
-        sys.stdout.write(json_for_terminal(json.dumps(outcome.to_json(), ensure_ascii=False)) + "\n")
-        return EXIT_WAITING
-    lines = [f"run {outcome.run_id} is waiting for an answer:"]
-    for pending in outcome.pending:
-        lines.append(f"  {pending['id']}  {pending['kind']}: {pending['question']}"
-                     + (f"  (choices: {', '.join(map(str, pending['choices']))})" if pending.get("choices") else ""))
-    first = outcome.pending[0]
-    value = "true" if first["kind"] in ("approve", "tool") else '"…"'
-    lines.append(f"answer with `flow answer {outcome.run_id} {first['id']} {value}`, then `flow resume {outcome.run_id}`")
-    sys.stderr.write(terminal_safe("\n".join(lines)) + "\n")
-    return EXIT_WAITING
 
 
 def _refused(command: str, exc: Any, json_mode: bool) -> int:
@@ -172,4 +155,4 @@ def cmd_runs(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-__all__ = ["EXIT_WAITING", "add_command", "cmd_answer", "cmd_resume", "cmd_runs", "report_waiting"]
+__all__ = ["add_command", "cmd_answer", "cmd_resume", "cmd_runs"]

@@ -36,6 +36,7 @@ from flow_kernel.cli.common import (
 from flow_kernel.terminal_text import json_for_terminal, terminal_safe
 
 EXIT_COMPILE = 2
+EXIT_WAITING = 3  # `--operator defer`: the run waits for an answer (`flow answer`, then `flow resume`)
 # Everything written to the terminal goes through terminal_text (issue 15): `print` output,
 # results, error messages and JSON carry model and program text, never terminal commands.
 
@@ -152,10 +153,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def report(outcome: Any, json_mode: bool) -> int:
     """The outcome of a run (or a resumed one) on stdout/stderr, and its exit code: 0 completed,
-    1 failed, 3 waiting for an operator's answer (`--operator defer`: cli/durable.py)."""
+    1 failed, 3 waiting for an operator's answer (`--operator defer`: `report_waiting`)."""
     if outcome.pending:
-        from flow_kernel.cli.durable import report_waiting
-
         return report_waiting(outcome, json_mode)
     if outcome.error is not None and outcome.error.span:
         file = str(outcome.error.span["file"])
@@ -173,6 +172,22 @@ def report(outcome: Any, json_mode: bool) -> int:
         described = describe_error(outcome.error, outcome.source_line, outcome.events)
         sys.stderr.write(terminal_safe("\n".join(described)) + "\n")
     return EXIT_OK if outcome.error is None else EXIT_FAILED
+
+
+def report_waiting(outcome: Any, json_mode: bool) -> int:
+    """A run that stopped `waiting`: its pending requests, and how to answer them."""
+    if json_mode:
+        sys.stdout.write(json_for_terminal(json.dumps(outcome.to_json(), ensure_ascii=False)) + "\n")
+        return EXIT_WAITING
+    lines = [f"run {outcome.run_id} is waiting for an answer:"]
+    for pending in outcome.pending:
+        lines.append(f"  {pending['id']}  {pending['kind']}: {pending['question']}"
+                     + (f"  (choices: {', '.join(map(str, pending['choices']))})" if pending.get("choices") else ""))
+    first = outcome.pending[0]
+    value = "true" if first["kind"] in ("approve", "tool") else '"…"'
+    lines.append(f"answer with `flow answer {outcome.run_id} {first['id']} {value}`, then `flow resume {outcome.run_id}`")
+    sys.stderr.write(terminal_safe("\n".join(lines)) + "\n")
+    return EXIT_WAITING
 
 
 def _trust(args: argparse.Namespace) -> Any:

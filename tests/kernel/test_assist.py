@@ -250,7 +250,7 @@ def test_magics_at_the_start_of_a_line(scope: SessionScope) -> None:
     assert reply["matches"] == ["%provider"]
     assert (reply["cursor_start"], reply["cursor_end"]) == (0, 4)
     assert kinds(reply) == {"%provider": "magic"}
-    assert matches("%re", scope) == ["%record", "%replay", "%reset"]
+    assert matches("%re", scope) == ["%record", "%replay", "%reset", "%resume"]
     assert matches("%", scope) == sorted(f"%{m}" for m in MAGICS)
     code = "%check\n  %ru"
     reply = complete(code, len(code), scope)
