@@ -76,8 +76,9 @@ def eval_needs(session: Session, args: str) -> list[Capability]:
     return needs
 
 
-async def run_eval_magic(session: Session, args: str) -> list[dict[str, Any]]:
-    """Run the eval (its grants already checked by the caller) and give the bundles to show."""
+async def run_eval_magic(session: Session, args: str) -> tuple[list[dict[str, Any]], Any]:
+    """Run the eval (its grants checked by the caller, and again here) and give the bundles
+    to show (its results, then the comparison) and the report."""
     from flow_kernel.runtime.eval.report_html import compare_bundle, report_bundle
     from flow_kernel.runtime.eval.runner import EvalUsageError, reread_report
     from flow_kernel.runtime.eval.scorers import ScorerError
@@ -95,7 +96,7 @@ async def run_eval_magic(session: Session, args: str) -> list[dict[str, Any]]:
             bundles.append(compare_bundle(before, report))
     except (EvalUsageError, ScorerError, ImportError) as exc:
         raise MagicError(f"%eval: {exc}") from None
-    return bundles
+    return bundles, report
 
 
 
@@ -114,6 +115,11 @@ async def eval_in_kernel(kernel: Any, args: str, silent: bool) -> None:
         raise CapabilityDenied(missing[0], asker=session.trust.asker, folder=session.trust.folder)
     if missing and not await kernel._ask_capabilities(missing, silent):
         raise MagicError("you denied: " + "; ".join(c.describe() for c in missing) + "; nothing of the cell ran")
-    for bundle in await run_eval_magic(session, args):
+    bundles, report = await run_eval_magic(session, args)
+    if report is not None and kernel._widgets_on(silent) and kernel._person_can_answer(silent):
+        from flow_kernel.views.eval_table import EvalTable  # a person is watching: the live table
+
+        bundles[0] = EvalTable(report, session.journal_dir).mimebundle()
+    for bundle in bundles:
         kernel._display(bundle, silent)
 __all__ = ["USAGE", "EvalArgs", "eval_in_kernel", "eval_needs", "parse_eval", "run_eval_magic"]

@@ -25,9 +25,10 @@ if TYPE_CHECKING:
 MAX_ROWS = 500  # a static table of more items is cut (the results file has them all)
 CELL = 160  # characters of a value shown in a cell
 
-STYLE = ("<style>.flow-eval table{border-collapse:collapse;font-size:12px}"
-         ".flow-eval td,.flow-eval th{border:1px solid #ccc;padding:2px 6px;text-align:left;vertical-align:top}"
-         ".flow-eval .fail{background:#fde8e8}.flow-eval .ok{background:#e8f6e8}</style>")
+# Inline styles only: a saved notebook opened untrusted is sanitised, which drops <style> and classes' rules
+OK = "style='background:#e8f6e8'"
+FAIL = "style='background:#fde8e8'"
+TABLE = "<table style='border-collapse:collapse;font-size:12px' border='1' cellpadding='3'>"
 
 
 def _value(value: Any) -> str:
@@ -39,11 +40,11 @@ def summary_html(report: EvalReport) -> str:
     plan = report.plan
     head = (f"<b>{'eval' if plan.scorers else 'batch'} of {escape(plan.workflow)}</b> on {escape(plan.data_name)}: "
             f"{s.items} items, {s.completed} ran, {s.items - s.completed} failed; "
-            f"<b class='{'ok' if report.passed else 'fail'}'>{'PASSED' if report.passed else 'NOT PASSED'}</b>")
+            f"<b {OK if report.passed else FAIL}>{'PASSED' if report.passed else 'NOT PASSED'}</b>")
     rows = "".join(
-        f"<tr class='{'ok' if sc.ok else 'fail'}'><td>{escape(name)}</td><td>{sc.mean:.3f}</td><td>{sc.stderr:.3f}</td>"
+        f"<tr {OK if sc.ok else FAIL}><td>{escape(name)}</td><td>{sc.mean:.3f}</td><td>{sc.stderr:.3f}</td>"
         f"<td>{sc.pass_rate:.1%}</td><td>{sc.min_rate:.0%}</td><td>{sc.errors}</td></tr>" for name, sc in s.scorers.items())
-    table = ("<table><tr><th>scorer</th><th>mean</th><th>stderr</th><th>pass rate</th><th>needs</th><th>errors</th></tr>"
+    table = (f"{TABLE}<tr><th>scorer</th><th>mean</th><th>stderr</th><th>pass rate</th><th>needs</th><th>errors</th></tr>"
              f"{rows}</table>") if rows else ""
     failures = ("<p>failures: " + ", ".join(f"{escape(c)} &times;{n}" for c, n in sorted(s.failures.items())) + "</p>"
                 if s.failures else "")
@@ -53,27 +54,28 @@ def summary_html(report: EvalReport) -> str:
     return f"<p>{head}</p>{table}{failures}{cost}"
 
 
-def items_html(results: list[ItemResult], scorer_names: list[str]) -> str:
-    ordered = sorted(results, key=lambda r: (r.passed, r.line, r.epoch))[:MAX_ROWS]
+def items_html(results: list[ItemResult], scorer_names: list[str], *, keep_order: bool = False) -> str:
+    """The items table (not passed first, unless `keep_order`: the widget sorted them)."""
+    ordered = (results if keep_order else sorted(results, key=lambda r: (r.passed, r.line, r.epoch)))[:MAX_ROWS]
     head = "".join(f"<th>{escape(n)}</th>" for n in scorer_names)
     rows = []
     for r in ordered:
         scores = "".join(
-            f"<td class='{'ok' if r.scores[n].passed else 'fail'}'>{r.scores[n].score:g}"
+            f"<td {OK if r.scores[n].passed else FAIL}>{r.scores[n].score:g}"
             + (f" ({escape(r.scores[n].error)})" if r.scores[n].error else "") + "</td>"
             if n in r.scores else "<td></td>" for n in scorer_names)
         error = f"{escape(r.error.get('code'))}: {escape(shorten(str(r.error.get('message')), CELL))}" if r.error else ""
-        rows.append(f"<tr class='{'ok' if r.passed else 'fail'}'><td>{escape(r.id)}</td><td>{r.epoch}</td>"
+        rows.append(f"<tr {OK if r.passed else FAIL}><td>{escape(r.id)}</td><td>{r.epoch}</td>"
                     f"<td>{_value(r.input)}</td><td>{_value(r.expected)}</td><td>{_value(r.output)}</td>{scores}"
                     f"<td>{error}</td><td>{escape(r.run or '')}</td></tr>")
     more = f"<p>… {len(results) - MAX_ROWS} more items in the results file</p>" if len(results) > MAX_ROWS else ""
-    return ("<table><tr><th>id</th><th>epoch</th><th>input</th><th>expected</th><th>output</th>"
+    return (f"{TABLE}<tr><th>id</th><th>epoch</th><th>input</th><th>expected</th><th>output</th>"
             f"{head}<th>error</th><th>run</th></tr>{''.join(rows)}</table>{more}")
 
 
 def report_html(report: EvalReport) -> str:
     names = [s.name for s in report.plan.scorers]
-    return (f"<div class='flow-eval'>{STYLE}{summary_html(report)}"
+    return (f"<div class='flow-eval'>{summary_html(report)}"
             f"<details><summary>{len(report.results)} items (not passed first; %events RUN shows a run)</summary>"
             f"{items_html(report.results, names)}</details></div>")
 
@@ -99,14 +101,14 @@ def compare_bundle(before: EvalReport, after: EvalReport) -> dict[str, Any]:
     was = {r.key: r for r in before.results}
     changed = [(was[r.key], r) for r in after.results if r.key in was and passed(was[r.key]) != passed(r)]
     change_rows = "".join(
-        f"<tr class='{'ok' if passed(new) else 'fail'}'><td>{escape(new.id)}</td><td>{_value(new.input)}</td>"
+        f"<tr {OK if passed(new) else FAIL}><td>{escape(new.id)}</td><td>{_value(new.input)}</td>"
         f"<td>{_value(old.output)}</td><td>{_value(new.output)}</td>"
         f"<td>{'fixed' if passed(new) else 'broken'}</td></tr>" for old, new in changed)
     fixed = sum(1 for _, new in changed if passed(new))
     text.append(f"{fixed} items fixed, {len(changed) - fixed} broken")
-    html = (f"<div class='flow-eval'>{STYLE}<table><tr><th>scorer (mean / pass rate)</th><th>before</th><th>after</th>"
+    html = (f"<div class='flow-eval'>{TABLE}<tr><th>scorer (mean / pass rate)</th><th>before</th><th>after</th>"
             f"</tr>{''.join(rows)}</table><p>{fixed} items fixed, {len(changed) - fixed} broken</p>"
-            + (f"<table><tr><th>id</th><th>input</th><th>output before</th><th>output after</th><th></th></tr>"
+            + (f"{TABLE}<tr><th>id</th><th>input</th><th>output before</th><th>output after</th><th></th></tr>"
                f"{change_rows}</table>" if changed else "") + "</div>")
     return {"text/plain": "\n".join(text), "text/html": html}
 
