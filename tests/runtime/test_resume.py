@@ -199,3 +199,32 @@ def test_an_interrupted_run_resumes_from_its_last_effect_in_the_sandbox(tmp_path
     assert sorted(provider.asked) == ["p", "q", "r"]
     assert read_checkpoint(cut).executions == 2
     assert [e["type"] for e in read_journal(cut)][-1] == "workflow.completed"
+
+
+def test_runs_are_listed_with_their_status(tmp_path: Path) -> None:
+    from flow_kernel.runtime.journal import Journal
+
+    provider = Counting()
+    s = session(tmp_path, provider, operator="none")
+    completed = s.run(AGENT + 'a("x")')
+    failed = s.run(AGENT + 'let ok = approve "go?"\nok')  # operator `none`: operator-unavailable
+    waiting = session(tmp_path, provider).run(AGENT + 'let ok = approve "go?"\nok')
+    runs = tmp_path / ".flow" / "runs"
+    interrupted = Journal(runs, "r00000000000a")
+    interrupted.record("header", {"program": {"kind": "cell", "name": "<cell>", "text": "1"}})
+    interrupted.close()  # a header and no end: what a kill leaves
+    running = Journal(runs, "r00000000000b")  # held open (and locked) by this process
+    running.record("header", {"program": {"kind": "cell", "name": "<cell>", "text": "1"}})
+    try:
+        statuses = {info.run: (info.status, info.error) for info in list_runs(runs)}
+        assert statuses[completed.run_id] == ("completed", None)
+        assert statuses[failed.run_id] == ("failed", "operator-unavailable")
+        assert statuses[waiting.run_id][0] == "waiting"
+        assert statuses["r00000000000a"][0] == "interrupted"
+        assert statuses["r00000000000b"][0] == "running"
+        assert [info.run for info in list_runs(runs, waiting=True)] == [waiting.run_id]
+        with pytest.raises(ResumeRefused) as refused:
+            session(tmp_path, provider).answer("r00000000000b", "p0", True)
+        assert refused.value.code == "run-going-on"
+    finally:
+        running.close()
