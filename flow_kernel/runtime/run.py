@@ -157,12 +157,18 @@ async def run_compiled(compiled: Compiled, executor: Executor, *, workflow: str 
         return RunOutcome(run_id, error=_journal_refused(exc, journal_dir), compiled=compiled, sources=known)
     checkpoint: RunCheckpoint | None = None
     if journal is not None:
-        if resume is None:
-            journal.record("header", program_header(compiled.check, workflow, input, session_values,
-                                                    (operator or Operator("none")).policy))
-        else:
-            journal.record("resumed", {"execution": resume.executions + 1, "at": now_text()})
-        checkpoint = RunCheckpoint(journal, resume)
+        try:
+            if resume is None:
+                journal.record("header", program_header(compiled.check, workflow, input, session_values,
+                                                        (operator or Operator("none")).policy))
+            else:
+                journal.record("resumed", {"execution": resume.executions + 1, "at": now_text()})
+            checkpoint = RunCheckpoint(journal, resume)
+        except (OSError, ValueError) as exc:  # no journal key (a read-only config folder): events only, no resume
+            if resume is not None:
+                journal.close()
+                return RunOutcome(run_id, error=FlowIsolateError(f"the run's journal cannot be sealed: {exc}"),
+                                  compiled=compiled, sources=known)
     all_sinks: list[EventSink] = ([journal] if journal is not None else []) + list(sinks or [])
     host = HostServices(compiled.check, run_id, operator or Operator("none"), allow_run, all_sinks,
                         recorder=record if isinstance(record, CassetteRecorder | None) else CassetteRecorder(record),
@@ -237,7 +243,7 @@ def _record_end(journal: Journal, outcome: RunOutcome) -> None:
         end["pending"] = [p["id"] for p in outcome.pending]
     if outcome.error is not None:
         end["error"] = outcome.error.code
-    with contextlib.suppress(OSError):  # a full disk: the run's outcome stands; the journal says `interrupted`
+    with contextlib.suppress(OSError, ValueError):  # a full disk: the outcome stands; the journal says `interrupted`
         journal.record("end", end)
 
 
