@@ -7,8 +7,8 @@ it names and saved with its outputs, so the committed notebooks read well on Git
     python notebooks/make.py 03       # the notebook(s) whose name starts with 03
 
 Lessons 6, 7 and 10 use capabilities only the person grants (`%tools`, `%allow run`,
-`auto-approve`, `answers:`), so the folder must be trusted first: `flow trust notebooks`
-(scripts/gallery does it; docs/kernel.md).
+`auto-approve`, `answers:`), and lesson 13 the MCP servers of the folder's flow.toml, so the
+folder must be trusted first: `flow trust notebooks` (scripts/gallery does it; docs/kernel.md).
 """
 
 from __future__ import annotations

@@ -62,7 +62,8 @@ def _texts(output: dict[str, Any]) -> list[str]:
 
 
 def test_the_gallery_is_there() -> None:
-    assert [p.name[:2] for p in NOTEBOOKS] == [f"{n:02d}" for n in range(1, 12)]
+    numbers = [int(p.name[:2]) for p in NOTEBOOKS]  # lessons land one by one: 13 may come before 12
+    assert numbers[:11] == list(range(1, 12)) and numbers == sorted(set(numbers))
     assert (GALLERY / "answers.json").is_file()
     tracked = subprocess.run(["git", "ls-files", "notebooks/.flow"], cwd=GALLERY.parent, capture_output=True, text=True)
     assert tracked.stdout == ""  # run journals are never part of the gallery (make.py removes them)

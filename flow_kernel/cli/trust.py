@@ -83,6 +83,14 @@ def _describe(config: Any) -> list[str]:
             lines.append(f"providers.{name}.base_url = {settings.base_url!r} (agent prompts are sent there)")
         if settings.api_key_env:
             lines.append(f"providers.{name}.api_key_env = {settings.api_key_env!r} (that variable is sent as the key)")
+    for name, server in sorted(config.mcp.items()):  # runtime/remote_config.py
+        how = f"starts {' '.join(server.command)}" if server.command else f"connects to {server.url}"
+        lines.append(f"mcp.{name}: {how} (its tools are lent to agents)"
+                     + (f"; {server.token_env!r} is sent as its token" if server.token_env else "")
+                     + (f"; runs {', '.join(sorted(server.no_approval))} unasked" if server.no_approval else ""))
+    for name, agent in sorted(config.a2a.items()):
+        lines.append(f"a2a.{name}: {agent.url} (agent prompts are sent there)"
+                     + (f"; {agent.token_env!r} is sent as its token" if agent.token_env else ""))
     return lines or ["(sets nothing)"]
 
 

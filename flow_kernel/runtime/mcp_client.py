@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import json
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,6 +32,8 @@ if TYPE_CHECKING:
     from mcp import Client
 
 EXTRA = "protocols"  # pip install 'flow-kernel[protocols]'
+# `command = ["{python}", "server.py"]`: the Python Flow runs in (which has the MCP SDK).
+PYTHON = "{python}"
 
 
 class McpUnavailable(Exception):
@@ -95,9 +98,10 @@ def _client(settings: McpServerSettings, folder: Path | None) -> Client:
     from mcp.client.stdio import get_default_environment, stdio_client
 
     if settings.command:
+        executable = sys.executable if settings.command[0] == PYTHON else settings.command[0]
         # The child gets the SDK's short list of safe variables (PATH, HOME, …), never the
         # person's whole environment with its API keys; its stderr is not the kernel's.
-        params = StdioServerParameters(command=settings.command[0], args=list(settings.command[1:]),
+        params = StdioServerParameters(command=executable, args=list(settings.command[1:]),
                                        env=get_default_environment(),
                                        cwd=str(Path(folder or ".") / settings.cwd) if settings.cwd else
                                        (str(folder) if folder else None))
@@ -326,5 +330,6 @@ def server_report(servers: dict[str, McpServerSettings], folder: Path | None,
         for tool in sorted(tools, key=lambda t: t.name):
             asks = "asks first" if needs_approval(settings, tool, False) else "runs unasked"
             lines.append(f"{flow_signature(name, tool)}    # {asks}")
-        rows.append((name, True, f"{settings.transport}: {settings.describe()}, {len(tools)} tools", lines))
+        count = f"{len(tools)} tool" + ("" if len(tools) == 1 else "s")
+        rows.append((name, True, f"{settings.transport}: {settings.describe()}, {count}", lines))
     return rows

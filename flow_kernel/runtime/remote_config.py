@@ -3,7 +3,7 @@ doors that a program may use, declared by the person.
 
 ```toml
 [mcp.docs]                          # an MCP server started as a child over stdio
-command = ["python", "docs_server.py"]
+command = ["{python}", "docs_server.py"]  # {python}: the Python Flow runs in
 timeout_ms = 10000                  # per tool call; past it the model gets {"error": …}
 no_approval = ["search"]            # tools the person lets run unasked (see below)
 

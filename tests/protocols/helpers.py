@@ -16,7 +16,7 @@ from typing import Any
 from flow_kernel.runtime.provider_base import ProviderReply, ProviderRequest
 
 HERE = Path(__file__).resolve().parent
-DOCS_SERVER = HERE / "docs_server.py"
+DOCS_SERVER = HERE.parents[1] / "notebooks" / "docs_server.py"  # the MCP server of gallery lesson 13
 PYTHON = sys.executable
 
 

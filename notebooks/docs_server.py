@@ -1,6 +1,6 @@
 """An MCP server written with the official SDK (`MCPServer`), lending tools to Flow agents in
-the tests and in gallery lesson 13: over stdio (`python docs_server.py`) or streamable HTTP
-(`python docs_server.py --http PORT`, loopback only).
+gallery lesson 13 (declared in flow.toml beside it) and in tests/protocols: over stdio
+(`python docs_server.py`) or streamable HTTP (`python docs_server.py --http PORT`, loopback only).
 
 Its tools cover what a lent tool can do: answer with structured content (`search`, marked
 read-only and not destructive), change something (`delete_page`, marked destructive),
