@@ -18,9 +18,19 @@ module: the kernel, the CLI and the rest import the modules that define what the
 
 from __future__ import annotations
 
+import sys
+
 from flow_kernel.diagnostics import REGISTRY, Diagnostic, Severity
 from flow_kernel.lang import CheckResult, SessionScope, check
 from flow_kernel.source import SourceFile, Span
+
+# jsonschema, when `rfc3987_syntax` is installed (jupyterlab brings it), imports it at import
+# time to check the `iri` format, and that builds a Lark parser: about 1.3 s of CPU on every
+# `flow` command and kernel start (4 s and more on a busy machine), most of a `flow resume`'s
+# start-up. Flow checks no formats (runtime/validation.py; check_decls.py uses an empty
+# FormatChecker), so it is not loaded (nothing above imports jsonschema); a process that
+# imported it already keeps it.
+sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
 
 # Imported on first use: the runtime and the kernel are not needed to check a program, and
 # the version's metadata lookup pulls in email and socket, which `flow_kernel.lang` must not.
