@@ -464,6 +464,8 @@ def _complete(code: str, cursor: int, scope: SessionScope, magics: list[str]) ->
         return _Matches("").reply(cursor, cursor)
     matches = _Matches(site.prefix)
     path = _member_path(site.before)
+    if path is not None and len(path.segments) == 1 and cell.decl_kinds().get(path.segments[0]) == "agent":
+        return _complete_agent_call(code, site, cursor)
     if path is not None:
         _complete_member(cell, path, matches)
         return matches.reply(site.start, cursor)
@@ -488,6 +490,27 @@ def _complete(code: str, cursor: int, scope: SessionScope, magics: list[str]) ->
         if name not in typing or name in cell.scope.decls:
             matches.add(name, kind)
     return matches.reply(site.start, cursor)
+
+
+# What `agent.` + Tab offers: an agent has no fields, it is called; so the call itself, then
+# one form per call option (check_calls.AGENT_OPTIONS), each replacing the `.` and what was
+# typed after it. The type column says why (`call: an agent has no fields`).
+AGENT_CALL_FORMS = {
+    "": '("")', "context": '("", context: {})', "label": '("", label: "")', "output": '("", output: string)',
+    "tools": '("", tools: [])', "timeout": '("", timeout: 30s)', "repair": '("", repair: 1)',
+    "choice": '("", choice: ["a", "b"], fallback: "a")', "fallback": '("", choice: ["a", "b"], fallback: "a")',
+}
+
+
+def _complete_agent_call(code: str, site: _Site, cursor: int) -> JSON:
+    dot = code.rfind(".", 0, site.start)
+    forms = [form for option, form in AGENT_CALL_FORMS.items() if option.startswith(site.prefix) or not option]
+    if site.prefix:  # `triager.lab`: the options it starts, not the bare call
+        forms = [AGENT_CALL_FORMS[o] for o in AGENT_CALL_FORMS if o and o.startswith(site.prefix)] or forms
+    forms = list(dict.fromkeys(forms))
+    kinds = [{"text": f, "type": "call: an agent has no fields", "start": dot, "end": cursor} for f in forms]
+    return {"matches": forms, "cursor_start": dot, "cursor_end": cursor,
+            "metadata": {"_jupyter_types_experimental": kinds}}
 
 
 def _complete_member(cell: _Cell, path: _Path, matches: _Matches) -> None:

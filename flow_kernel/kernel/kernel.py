@@ -389,8 +389,15 @@ class FlowKernel(Kernel):
 
     def _approve_magic(self, args: str, silent: bool) -> None:
         words = args.split()
+        if len(words) == 1 and words[0] in ("yes", "no"):  # the only run waiting for an answer
+            waiting = [run for run, view in self.views.items() if view.waiting]
+            if len(waiting) != 1:
+                raise MagicError("%approve: no run is waiting for an approval" if not waiting else
+                                 f"%approve: {len(waiting)} runs are waiting ({', '.join(waiting)}): "
+                                 "say which, %approve RUN yes|no")
+            words = [waiting[0], words[0]]
         if len(words) != 2 or words[1] not in ("yes", "no"):
-            raise MagicError("usage: %approve RUN yes|no")
+            raise MagicError("usage: %approve [RUN] yes|no")
         run, answer = words
         view = self.views.get(run)
         if view is None:

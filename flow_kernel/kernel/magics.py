@@ -521,7 +521,7 @@ MAGICS["eval"] = Magic("eval", "%eval WORKFLOW --data CASES [--scorer SPEC]… [
                        kernel_only=True)
 for _name, _usage, _help in (
         ("background", "%background", "the cell returns at once with the live view; the run goes on"),
-        ("approve", "%approve RUN yes|no", "answer a background run's pending approval"),
+        ("approve", "%approve [RUN] yes|no", "answer a background run's pending approval (RUN: when several wait)"),
         ("wait", "%wait RUN", "wait for a background run to end"),
         ("resume", "%resume RUN", "go on with a waiting or interrupted run from its journal (its open requests are "
          "asked first)")):

@@ -473,3 +473,19 @@ def test_never_raise(scope: SessionScope, text: str, data: st.DataObject) -> Non
     assert 0 <= reply["cursor_start"] <= reply["cursor_end"] <= len(text)
     assert is_complete(text)["status"] in ("complete", "incomplete", "invalid")
     assert isinstance(inspect(text, cursor, scope)["found"], bool)
+
+
+def test_completion_after_an_agent_and_a_dot_offers_the_call() -> None:
+    """`triager.` + Tab: an agent has no fields; the reply says so and offers the call and
+    its options, replacing the dot (issue 18)."""
+    code = 'agent triager { model: "scripted", script: ["x"] }\nlet r = triager.'
+    reply = complete(code, len(code), SessionScope())
+    assert reply["cursor_start"] == code.rindex(".") and reply["cursor_end"] == len(code)
+    assert reply["matches"][0] == '("")' and '("", label: "")' in reply["matches"]
+    assert len(reply["matches"]) == 8  # the call, then one form per option (choice and fallback share one)
+    types = reply["metadata"]["_jupyter_types_experimental"]
+    assert {t["type"] for t in types} == {"call: an agent has no fields"}
+    typed = code + "ch"
+    assert complete(typed, len(typed), SessionScope())["matches"] == ['("", choice: ["a", "b"], fallback: "a")']
+    applied = code[: reply["cursor_start"]] + reply["matches"][2] + code[reply["cursor_end"]:]
+    assert applied.endswith('triager("", label: "")')

@@ -113,12 +113,16 @@ def test_background_run_answered_from_a_later_cell(kernel: Any) -> None:
     assert text.startswith(f"run {run} goes on in the background")
     assert execute(kernel, "1 + 1").result == "2"  # the kernel is free meanwhile
     bad = execute(kernel, f"%approve {run} maybe")
-    assert bad.status == "error" and "usage: %approve RUN yes|no" in bad.content["evalue"]
-    approved = execute(kernel, f"%approve {run} yes")
+    assert bad.status == "error" and "usage: %approve [RUN] yes|no" in bad.content["evalue"]
+    approved = execute(kernel, "%approve yes")  # the only run waiting: no need to name it
+    assert approved.status == "ok", approved.outputs
+    assert approved.of("display_data")[-1]["data"]["text/plain"] == f"run {run}: approved"
     assert approved.status == "ok", approved.outputs
     waited = execute(kernel, f"%wait {run}")
     assert waited.of("display_data")[-1]["data"]["text/plain"] == f"run {run}: completed"
     late = execute(kernel, f"%approve {run} yes")
     assert late.status == "error" and "has ended" in late.content["evalue"]
+    none = execute(kernel, "%approve no")
+    assert none.status == "error" and "no run is waiting for an approval" in none.content["evalue"]
     unknown = execute(kernel, "%wait rnope")
     assert unknown.status == "error" and "no background run" in unknown.content["evalue"]
