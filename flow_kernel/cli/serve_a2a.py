@@ -6,7 +6,8 @@ runs one: its data part is `{"workflow": NAME, "input": {…}}`, or the input it
 message's metadata names the skill (`{"skill": NAME}`) or the file has one workflow; a text
 part is the input of a workflow with a single `string` parameter (a Flow agent with
 `model: "a2a/NAME"` and `skill` in its [a2a.NAME] sends its prompt so). The task streams the
-run's events as `working` status updates (stages, agent calls, `emit progress`), each
+run's events as `working` status updates (stages, agent calls, `emit progress`, and a
+streaming model's text as it comes, metadata `flow_event: agent.delta`), each
 `publish` as an artifact, and ends `completed` with the result as the artifact `result`
 (a data part) or `failed` with the error's code. An `approve`/`ask` moves the task to
 `input-required` with the question (metadata: kind, question, choice); the client's next
@@ -189,6 +190,10 @@ class FlowAgentExecutor:
                     data = event.get("data") or {}
                     part = new_text_part(str(data["text"])) if "text" in data else new_data_part(data.get("json"))
                     await updater.add_artifact([part], name=str(data.get("name")))
+                elif event.get("type") == "agent.delta":  # a streaming model's text as it comes
+                    data = event.get("data") or {}
+                    await updater.update_status(TaskState.TASK_STATE_WORKING, text(str(data.get("text", ""))),
+                                                metadata={"flow_event": "agent.delta", "agent": data.get("agent")})
                 elif (words := progress_message(event)) is not None:
                     await updater.update_status(TaskState.TASK_STATE_WORKING, text(words),
                                                 metadata={"flow_event": event.get("type")})

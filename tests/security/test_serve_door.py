@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from flow_kernel.cli import build_parser, main, serve_mcp
+from flow_kernel.cli import build_parser, main, serve_a2a, serve_mcp
 from flow_kernel.cli.serve import _workflow_host
 from flow_kernel.cli.serve_common import required_token
 from tests.protocols.helpers import HERE, free_port
@@ -45,9 +45,10 @@ class _Server:
     """`flow serve FILE --mcp --http 127.0.0.1:PORT --token-env VAR`, in this process so that a
     test can take its guard away."""
 
-    def __init__(self, served: Path, port: int) -> None:
-        args = build_parser().parse_args(["serve", str(served), "--mcp", "--http", f"127.0.0.1:{port}",
-                                          "--token-env", "SERVE_TOKEN"])
+    def __init__(self, served: Path, port: int, a2a: bool = False) -> None:
+        mode = ["--a2a", f"127.0.0.1:{port}"] if a2a else ["--mcp", "--http", f"127.0.0.1:{port}"]
+        args = build_parser().parse_args(["serve", str(served), *mode, "--token-env", "SERVE_TOKEN"])
+        self.a2a = a2a
         self.host = _workflow_host(args)
         self.port = port
         self.started = threading.Event()
@@ -61,7 +62,16 @@ class _Server:
             self.uvicorn = server
             self.started.set()
 
-        asyncio.run(serve_mcp.serve_streamable_http(self.host, "served", "127.0.0.1", self.port, TOKEN, ready))
+        async def serve() -> None:
+            try:
+                if self.a2a:
+                    await serve_a2a.serve_a2a(self.host, "served", "127.0.0.1", self.port, TOKEN, ready)
+                else:
+                    await serve_mcp.serve_streamable_http(self.host, "served", "127.0.0.1", self.port, TOKEN, ready)
+            finally:
+                await self.host.aclose()  # its sandbox, in the loop that started it
+
+        asyncio.run(serve())
 
     def stop(self) -> None:
         self.uvicorn.should_exit = True
@@ -79,8 +89,8 @@ def served(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def start(served: Path) -> Iterator[Any]:
     servers: list[_Server] = []
 
-    def go() -> _Server:
-        servers.append(_Server(served, free_port()))
+    def go(a2a: bool = False) -> _Server:
+        servers.append(_Server(served, free_port(), a2a))
         return servers[-1]
 
     yield go
@@ -126,3 +136,41 @@ def test_reopened_door_without_the_guard_lets_the_intruder_in(start: Any, monkey
     status, body = _post(server.port, {})
     assert status == 200 and "serverInfo" in body
     assert "greet" in _tools_without_token(server.port)
+
+
+def _card(port: int, headers: dict[str, str]) -> tuple[int, str]:
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/.well-known/agent-card.json", headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+def _send(port: int, headers: dict[str, str]) -> tuple[int, str]:
+    body = {"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {"message": {
+        "role": "user", "messageId": "m1", "parts": [{"kind": "data", "data": {"workflow": "words",
+                                                                            "input": {"text": "a b"}}}]}}}
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/", data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json", **headers})
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+def test_the_a2a_agent_needs_the_token_too(start: Any) -> None:
+    server = start(a2a=True)
+    assert _card(server.port, {})[0] == 401
+    assert _send(server.port, {})[0] == 401  # no task runs for the intruder
+    status, card = _card(server.port, {"Authorization": f"Bearer {TOKEN}"})
+    assert status == 200 and json.loads(card)["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"] == "bearer"
+
+
+def test_reopened_a2a_door_runs_the_intruders_task(start: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(serve_a2a, "bearer_guard", lambda app, token: app)
+    server = start(a2a=True)
+    assert _card(server.port, {})[0] == 200
+    status, body = _send(server.port, {})
+    assert status == 200 and "completed" in body.lower()  # a workflow ran for a caller without the token
