@@ -288,11 +288,24 @@ class RunModel:
             self.status = "failed"
             self.error = error
             self.error_line = error_line
+            if error.get("code") == "cancelled":  # an interrupt: what ran is cancelled, not failed
+                self.interrupt()
         else:
             if self.status == "running":
                 self.status = "completed"
             self.result = result
             self.has_result = result is not None
+
+    def interrupt(self) -> None:
+        """The run was cancelled: what was still running is cancelled (not left running),
+        an unanswered prompt is closed."""
+        self.status = "interrupted"
+        for node in self.nodes.values():
+            if node.state == "running":
+                node.state = "cancelled"
+        for approval in self.approvals:
+            if approval.pending:
+                approval.error = "cancelled"
 
     # -- reading it --------------------------------------------------------------------------------
     def approval_of(self, item: Item) -> Approval | None:
@@ -450,14 +463,17 @@ _MARKS = {"completed": "✓", "failed": "✗", "interrupted": "⊘", "cancelled"
 
 def group_state(group: Group) -> str:
     states = {c.state for c in group.calls}
-    return "running" if "running" in states else "failed" if "failed" in states else "completed"
+    for state in ("running", "failed", "cancelled"):
+        if state in states:
+            return state
+    return "completed"
 
 
 def group_counts(group: Group) -> str:
     """`5 calls: 4 done, 1 failed, 2 retried` (what a summary says of a parallelMap)."""
     n = len(group.calls)
     parts = [f"{group.count('completed')} done"]
-    for state in ("failed", "running"):
+    for state in ("failed", "running", "cancelled"):
         if group.count(state):
             parts.append(f"{group.count(state)} {state}")
     if group.retried:

@@ -105,7 +105,7 @@ class RunView:
                error_line: str | None = None, events: list[dict[str, Any]] | None = None) -> None:
         """The final state; with the run's `events`, rebuilt in their canonical order, so the
         summary is the same however concurrent branches interleaved."""
-        self._end("completed" if error is None else "failed")
+        self._end("completed" if error is None else "interrupted" if error.get("code") == "cancelled" else "failed")
         if events is not None:
             self.model = RunModel.from_events(events, self.model.title)
         self.model.finish(result, error, steps, error_line)
@@ -114,7 +114,7 @@ class RunView:
     def interrupt(self) -> None:
         """The run was cancelled: what was running shows as cancelled, not running."""
         self._end("interrupted")
-        self.model.status = "interrupted"
+        self.model.interrupt()
         self.prompts.cancel()
 
     def _end(self, status: str) -> None:

@@ -126,3 +126,30 @@ def test_background_run_answered_from_a_later_cell(kernel: Any) -> None:
     assert none.status == "error" and "no run is waiting for an approval" in none.content["evalue"]
     unknown = execute(kernel, "%wait rnope")
     assert unknown.status == "error" and "no background run" in unknown.content["evalue"]
+
+
+def test_an_interrupted_run_keeps_a_summary_that_says_so(kernel: Any) -> None:
+    """Interrupt mid-parallelMap with a person watching: the live view gives way to a summary
+    of what happened, the run interrupted and its running calls cancelled, not running."""
+    code = ('limits { agent_runs: 100, concurrency: 2 }\n'
+            'agent slowpoke { model: "scripted", script: [slow(20000ms, "late")] }\n'
+            'print "asking"\nparallelMap(["a", "b", "c"], t => slowpoke("hurry ${t}"))')
+    msg_id = kernel.execute(code, allow_stdin=True)
+    started = time.perf_counter()
+    seen: list[dict[str, Any]] = []
+    deadline = time.time() + TIMEOUT
+    while time.time() < deadline:  # until the print: the calls are running
+        msg = kernel.get_iopub_msg(timeout=TIMEOUT)
+        if msg["parent_header"].get("msg_id") == msg_id:
+            seen.append(msg)
+            if msg["msg_type"] == "stream" and "asking" in msg["content"]["text"]:
+                break
+    time.sleep(1.0)
+    interrupt = kernel.session.msg("interrupt_request", {})
+    kernel.control_channel.send(interrupt)
+    reply = collect(kernel, msg_id, started)
+    reply.outputs = [m for m in seen if m["msg_type"] not in ("status", "execute_input")] + reply.outputs
+    assert reply.status == "error" and reply.content["ename"] == "cancelled"
+    text = summary(reply)
+    assert text.startswith("Flow run: interrupted"), text
+    assert "⊘ agent slowpoke" in text and "● " not in text and "…" not in text.split("\n", 1)[1].split("agent runs")[0]
