@@ -14,10 +14,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flow_kernel.markup import escape as _e
+from flow_kernel.short_text import shorten
 
-TABLE = "border-collapse:collapse;margin:2px 0 6px 18px;font-size:12px"
-CELL = "border:1px solid #d0d7de;padding:1px 6px;text-align:right"
-HEAD = "border:1px solid #d0d7de;padding:1px 6px;text-align:left;font-weight:600"
+# Inline styles only, on divs and spans (no <table>, no title attribute): what survives the
+# sanitisers the run summary must pass (run_html.py's docstring; tests/security/markup_check.py).
+ROUND = "margin:2px 0 6px 18px;font-size:12px"
+ROW = "border-left:2px solid #d0d7de;padding-left:6px"
+NAME = "display:inline-block;width:190px"
+SCORE = "display:inline-block;width:76px;text-align:right"
+STRONG = "font-weight:600"
 MUTED = "color:#57606a"
 
 
@@ -108,26 +113,28 @@ def panel_text(table: PanelTable) -> list[str]:
 
 
 def panel_html(table: PanelTable) -> str:
-    """Per round, a table: a row per expert (its domain beside it), a column per criterion,
-    and a last row of the means with the round's aggregate and spread."""
+    """Per round, a grid: a row per expert (its domain beside it, its rationale after the
+    scores), a column per criterion, and a last row of the means; the round's aggregate
+    and spread in its heading."""
     out = [f'<div>⚖ panel <strong>{_e(table.panel)}</strong> <span style="{MUTED}">{_e(table.status)}</span></div>']
+    head = "".join(f'<span style="{SCORE};{STRONG}">{_e(c)}</span>' for c in table.criteria)
     for r in table.rounds:
-        head = "".join(f'<th style="{HEAD}">{_e(c)}</th>' for c in table.criteria)
-        rows = []
-        for agent, domain in table.experts:
-            if agent not in r.scores:
-                continue
-            cells = "".join(f'<td style="{CELL}">{_e(_cell(r.scores[agent].get(c)))}</td>' for c in table.criteria)
-            rows.append(f'<tr><td style="{HEAD}" title="{_e(r.rationales.get(agent, ""))}">{_e(agent)}'
-                        f' <span style="{MUTED}">{_e(domain)}</span></td>{cells}</tr>')
         if r.means:
-            cells = "".join(f'<td style="{CELL}">{_e(_cell(r.means.get(c)))}</td>' for c in table.criteria)
-            rows.append(f'<tr><td style="{HEAD}">mean</td>{cells}</tr>')
             caption = f"round {r.number} · aggregate {_e(_cell(r.aggregate))} · spread {_e(_cell(r.spread))}"
             if r.status == "converged":
                 caption += " · converged"
         else:
             caption = f"round {r.number} · incomplete"
-        out.append(f'<table style="{TABLE}"><caption style="text-align:left;{MUTED}">{caption}</caption>'
-                   f'<tr><th style="{HEAD}">expert</th>{head}</tr>{"".join(rows)}</table>')
+        rows = [f'<div style="{MUTED}">{caption}</div>',
+                f'<div style="{ROW}"><span style="{NAME};{STRONG}">expert</span>{head}</div>']
+        for agent, domain in table.experts:
+            if agent not in r.scores:
+                continue
+            cells = "".join(f'<span style="{SCORE}">{_e(_cell(r.scores[agent].get(c)))}</span>' for c in table.criteria)
+            rows.append(f'<div style="{ROW}"><span style="{NAME}">{_e(agent)} <span style="{MUTED}">{_e(domain)}</span>'
+                        f'</span>{cells} <span style="{MUTED}">{_e(shorten(r.rationales.get(agent, ""), 80))}</span></div>')
+        if r.means:
+            cells = "".join(f'<span style="{SCORE};{STRONG}">{_e(_cell(r.means.get(c)))}</span>' for c in table.criteria)
+            rows.append(f'<div style="{ROW}"><span style="{NAME};{STRONG}">mean</span>{cells}</div>')
+        out.append(f'<div style="{ROUND}">{"".join(rows)}</div>')
     return "".join(out)

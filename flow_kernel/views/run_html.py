@@ -21,7 +21,6 @@ from typing import Any
 from flow_kernel.markup import escape as _e
 from flow_kernel.short_text import shorten
 from flow_kernel.views.panel_view import panel_html
-from flow_kernel.views.panel_view import panel_html
 from flow_kernel.views.run_model import (
     CARDS,
     Group,
@@ -222,9 +221,6 @@ def _item(model: RunModel, item: Item) -> str:
         return f'<div style="{ERR}">✗ require {_e(d.get("message"))} <code style="{MUTED}">{_e(d.get("condition") or "")}</code></div>'
     if item.kind == "artifact.published":
         return f'<div style="{ROW}">⇪ published <code>{_e(d.get("name"))}</code></div>'
-    if item.kind == "panel":  # experts × criteria per round (views/panel_view.py)
-        table = model.panels.get(str(d.get("label")))
-        return f'<div style="{ROW}">{panel_html(table)}</div>' if table is not None else ""
     if item.kind == "panel":  # experts × criteria per round (views/panel_view.py)
         table = model.panels.get(str(d.get("label")))
         return f'<div style="{ROW}">{panel_html(table)}</div>' if table is not None else ""
