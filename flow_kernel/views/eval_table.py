@@ -58,7 +58,7 @@ class EvalTable:
         for control in (self.sort, self.status, self.text):
             control.observe(lambda _change: self.refresh(), names="value")
         self.run.observe(lambda change: self.open_run(change["new"]), names="value")
-        self.widget = widgets.VBox([widgets.HTML(summary_html(report)), widgets.HBox([self.sort, self.status]),
+        self.widget = widgets.VBox([widgets.HTML(summary_html(report, timings=True)), widgets.HBox([self.sort, self.status]),
                                     self.text, self.table, self.run, self.run_view])
         self.refresh()
 

@@ -35,7 +35,7 @@ def _value(value: Any) -> str:
     return escape(shorten(json.dumps(value, ensure_ascii=False, default=str), CELL))
 
 
-def summary_html(report: EvalReport) -> str:
+def summary_html(report: EvalReport, *, timings: bool = True) -> str:
     s = report.summary
     plan = report.plan
     head = (f"<b>{'eval' if plan.scorers else 'batch'} of {escape(plan.workflow)}</b> on {escape(plan.data_name)}: "
@@ -48,14 +48,17 @@ def summary_html(report: EvalReport) -> str:
              f"{rows}</table>") if rows else ""
     failures = ("<p>failures: " + ", ".join(f"{escape(c)} &times;{n}" for c, n in sorted(s.failures.items())) + "</p>"
                 if s.failures else "")
-    cost = (f"<p>cost {s.cost:.4f}, {s.tokens} tokens, latency mean {s.latency_ms_mean:.0f} ms "
-            f"(p95 {s.latency_ms_p95:.0f} ms), {s.wall_s:.1f} s"
+    cost = (f"<p>cost {s.cost:.4f}, {s.tokens} tokens"
+            + (f", latency mean {s.latency_ms_mean:.0f} ms (p95 {s.latency_ms_p95:.0f} ms), {s.wall_s:.1f} s"
+               if timings else "")
             + (f"; {s.skipped_lines} bad data lines skipped" if s.skipped_lines else "") + "</p>")
     return f"<p>{head}</p>{table}{failures}{cost}"
 
 
-def items_html(results: list[ItemResult], scorer_names: list[str], *, keep_order: bool = False) -> str:
-    """The items table (not passed first, unless `keep_order`: the widget sorted them)."""
+def items_html(results: list[ItemResult], scorer_names: list[str], *, keep_order: bool = False,
+               runs: bool = True) -> str:
+    """The items table (not passed first, unless `keep_order`: the widget sorted them);
+    `runs=False` leaves out the run ids (a saved notebook: they change on every run)."""
     ordered = (results if keep_order else sorted(results, key=lambda r: (r.passed, r.line, r.epoch)))[:MAX_ROWS]
     head = "".join(f"<th>{escape(n)}</th>" for n in scorer_names)
     rows = []
@@ -67,21 +70,23 @@ def items_html(results: list[ItemResult], scorer_names: list[str], *, keep_order
         error = f"{escape(r.error.get('code'))}: {escape(shorten(str(r.error.get('message')), CELL))}" if r.error else ""
         rows.append(f"<tr {OK if r.passed else FAIL}><td>{escape(r.id)}</td><td>{r.epoch}</td>"
                     f"<td>{_value(r.input)}</td><td>{_value(r.expected)}</td><td>{_value(r.output)}</td>{scores}"
-                    f"<td>{error}</td><td>{escape(r.run or '')}</td></tr>")
+                    f"<td>{error}</td>" + (f"<td>{escape(r.run or '')}</td>" if runs else "") + "</tr>")
     more = f"<p>… {len(results) - MAX_ROWS} more items in the results file</p>" if len(results) > MAX_ROWS else ""
     return (f"{TABLE}<tr><th>id</th><th>epoch</th><th>input</th><th>expected</th><th>output</th>"
-            f"{head}<th>error</th><th>run</th></tr>{''.join(rows)}</table>{more}")
+            f"{head}<th>error</th>" + ("<th>run</th>" if runs else "") + f"</tr>{''.join(rows)}</table>{more}")
 
 
-def report_html(report: EvalReport) -> str:
+def report_html(report: EvalReport, *, timings: bool = False) -> str:
+    """The static form: by default only what is the same on every run of the eval (no
+    latency, no run ids), as a saved notebook keeps it; the results file has the rest."""
     names = [s.name for s in report.plan.scorers]
-    return (f"<div class='flow-eval'>{summary_html(report)}"
-            f"<details><summary>{len(report.results)} items (not passed first; %events RUN shows a run)</summary>"
-            f"{items_html(report.results, names)}</details></div>")
+    return (f"<div class='flow-eval'>{summary_html(report, timings=timings)}"
+            f"<details><summary>{len(report.results)} items (not passed first)</summary>"
+            f"{items_html(report.results, names, runs=timings)}</details></div>")
 
 
 def report_bundle(report: EvalReport) -> dict[str, Any]:
-    return {"text/plain": report_text(report), "text/html": report_html(report)}
+    return {"text/plain": report_text(report, timings=False), "text/html": report_html(report)}
 
 
 def compare_bundle(before: EvalReport, after: EvalReport) -> dict[str, Any]:

@@ -13,7 +13,9 @@ if TYPE_CHECKING:
 SHOWN_FAILURES = 10
 
 
-def report_text(report: EvalReport) -> str:
+def report_text(report: EvalReport, *, timings: bool = True) -> str:
+    """`timings=False` leaves out latency and wall time: a saved notebook keeps only what is
+    the same on every run (as its run summaries do), the results file keeps them all."""
     s = report.summary
     plan = report.plan
     kind = "eval" if plan.scorers else "batch"
@@ -30,8 +32,9 @@ def report_text(report: EvalReport) -> str:
                          f"{sc.min_rate:6.0%}  {mark}")
     if s.failures:
         lines.append("failures: " + ", ".join(f"{code} x{n}" for code, n in sorted(s.failures.items())))
-    lines.append(f"cost {s.cost:.4f}, {s.tokens} tokens, latency mean {s.latency_ms_mean:.0f} ms "
-                 f"(p95 {s.latency_ms_p95:.0f} ms), {s.wall_s:.1f} s")
+    lines.append(f"cost {s.cost:.4f}, {s.tokens} tokens" + (f", latency mean {s.latency_ms_mean:.0f} ms "
+                                                            f"(p95 {s.latency_ms_p95:.0f} ms), {s.wall_s:.1f} s"
+                                                            if timings else ""))
     if s.skipped_lines:
         lines.append(f"{s.skipped_lines} bad data lines skipped")
     bad = [r for r in report.results if not r.passed]
@@ -44,7 +47,7 @@ def report_text(report: EvalReport) -> str:
         lines.append(f"  … {len(bad) - SHOWN_FAILURES} more not passed")
     lines.append("PASSED" if report.passed else "NOT PASSED")
     if report.out is not None:
-        lines.append(f"results: {report.out}")
+        lines.append(f"results: {report.out if timings else report.out.name}")
     return "\n".join(lines)
 
 

@@ -25,6 +25,7 @@ from flow_kernel.runtime.eval.data import Case, DataProblem, load_cases
 from flow_kernel.runtime.eval.items import ItemDone, ItemRunner, replay_into
 from flow_kernel.runtime.eval.results import (
     ItemResult,
+    ResultsError,
     ResultsFile,
     Summary,
     read_results,
@@ -208,7 +209,10 @@ async def run_eval(plan: EvalPlan, items: ItemExecutor, *, out: Path | None = No
     run elsewhere bring back (their events, their answers); local runs wrote them already."""
     if resume and out is None:
         raise EvalUsageError("--resume needs --out (the results file to continue)")
-    results_file = ResultsFile(out, plan.header(), resume=resume) if out is not None else None
+    try:
+        results_file = ResultsFile(out, plan.header(), resume=resume) if out is not None else None
+    except ResultsError as exc:
+        raise EvalUsageError(str(exc)) from None
     done_before = {k: r for k, r in (results_file.done if results_file else {}).items() if not r.failed}
     keys = {(c.id, e) for c, e in plan.tasks()}
     kept = {k: r for k, r in done_before.items() if k in keys}

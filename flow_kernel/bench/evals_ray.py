@@ -1,0 +1,89 @@
+"""Ray section of `flow bench` (issue 21): 1,000 items of a CPU-bound workflow through
+`flow eval`'s local executor with one sandbox, then through `--executor ray` with two
+workers on a local cluster (ray.init(num_cpus=2), started before the timing), and the
+ratio — the target is ≥ 1.6× on 2 cores. Full runs only (starting a cluster takes
+seconds); skipped where Ray is not installed."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import tempfile
+import time
+from pathlib import Path
+
+from flow_kernel.bench.measure import Figures, Row, Target
+
+NAME = "evals_ray"
+
+CPU = """workflow crunch(n: int) -> int {
+  limits { steps: 50000000, duration: 1m }
+  var acc = 0
+  var i = 0
+  while i < 5000 {
+    acc = (acc + i * n) % 1000003
+    i = i + 1
+  }
+  return acc
+}
+"""
+
+
+def measure(quick: bool) -> Figures:
+    if quick:
+        return {"skipped": "quick run: the Ray figure is in the full bench (a cluster takes seconds to start)"}
+    try:
+        import ray
+    except ImportError:
+        return {"skipped": "Ray is not installed (pip install 'flow-kernel[ray]')"}
+    items = 1000
+    figures: Figures = {"items": items}
+    with tempfile.TemporaryDirectory() as folder:
+        (Path(folder) / "cases.jsonl").write_text("".join(json.dumps({"n": i}) + "\n" for i in range(items)))
+        figures["local_1_sandbox_s"] = asyncio.run(_eval_s(Path(folder), "local", 1))
+        owned = not ray.is_initialized()
+        if owned:
+            ray.init(num_cpus=2, logging_level="ERROR", log_to_driver=False, include_dashboard=False)
+        try:
+            figures["ray_2_workers_s"] = asyncio.run(_eval_s(Path(folder), "ray", 2))
+        finally:
+            if owned:
+                ray.shutdown()
+    figures["ratio_ray_to_local"] = figures["local_1_sandbox_s"] / figures["ray_2_workers_s"]
+    return figures
+
+
+async def _eval_s(folder: Path, executor: str, workers: int) -> float:
+    from flow_kernel.runtime.eval.api import evaluate
+    from flow_kernel.runtime.session import Session
+
+    session = Session(directory=folder, journal_dir=None)
+    started = time.perf_counter()
+    try:
+        report = await evaluate(session, "crunch", "cases.jsonl", program=CPU, concurrency=workers,
+                                executor=executor, workers=workers if executor == "ray" else None)
+    finally:
+        await session.aclose()
+    if report.summary.completed != report.summary.items:
+        raise SystemExit(f"benchmark eval failed: {report.summary.to_json()}")
+    return time.perf_counter() - started
+
+
+def rows(f: Figures) -> list[Row]:
+    def one(x: float) -> dict[str, float]:
+        return {"median": x, "min": x, "max": x}
+
+    return [Row(f"eval of {f['items']:,} CPU-bound items, local, one sandbox", one(f["local_1_sandbox_s"]), "s", "{:.1f}"),
+            Row("  --executor ray, 2 workers (2 cores)", one(f["ray_2_workers_s"]), "s", "{:.1f}")]
+
+
+TARGETS = [
+    Target(
+        "eval on Ray, 2 workers vs local, 1 sandbox (1,000 CPU-bound items)",
+        lambda f: f"{f['ray_2_workers_s']:.1f} s",
+        lambda f: f"local {f['local_1_sandbox_s']:.1f} s",
+        lambda f: float(f["ratio_ray_to_local"]),
+        1.6,
+        at_least=True,
+    ),
+]
