@@ -12,12 +12,14 @@ from __future__ import annotations
 from flow_kernel.diagnostics._catalogue_f1_f3 import ENTRIES as _EARLY
 from flow_kernel.diagnostics._catalogue_f4_f7 import ENTRIES as _LATE
 from flow_kernel.diagnostics._catalogue_panels import ENTRIES as _PANELS
+from flow_kernel.diagnostics._catalogue_protocols import ENTRIES as _PROTOCOLS
 
 Entry = tuple[str, str, str, str, str, str]
 
 # Codes added by issues beyond the normative catalogue, one table per topic (each file
 # defines ENTRIES like the family tables). Add an import and a name to `_ADDED`.
 _ADDED: tuple[tuple[Entry, ...], ...] = (_PANELS,)
+_ADDED += (_PROTOCOLS,)  # issue 20: tools lent by MCP servers
 
 # (code, severity letter E/W/I, one-line summary, explanation, failing example, fixed example)
 ENTRIES: tuple[Entry, ...] = _EARLY + _LATE + tuple(entry for table in _ADDED for entry in table)

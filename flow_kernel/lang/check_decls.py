@@ -39,6 +39,8 @@ NUMBER_CONSTRAINTS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximu
 ARRAY_CONSTRAINTS = ("minItems", "maxItems", "uniqueItems")
 LIMIT_KEYS = ("agent_runs", "duration", "concurrency", "steps")
 MODEL_RE = re.compile(r"^[A-Za-z0-9_.-]+/\S+$")
+# `from mcp "SERVER"` or `from mcp "SERVER/TOOL"` (F2017): SERVER as a [mcp.SERVER] table names it
+_MCP_SOURCE = re.compile(r"[A-Za-z0-9_.-]+(/\S+)?")
 
 
 class DeclChecker:
@@ -207,6 +209,10 @@ class DeclChecker:
                         hints=(f"write `tool {node.name.name}(…) -> Type`",))
         else:
             info.returns = self.resolve_type(node.returns)
+        if node.mcp is not None and not _MCP_SOURCE.fullmatch(node.mcp):
+            self.report("F2017", node.name.span, f"tool `{node.name.name}`: {node.mcp!r} is not an MCP server name",
+                        hints=('write `from mcp "SERVER"` or `from mcp "SERVER/TOOL"`, SERVER as in [mcp.SERVER] of '
+                               "flow.toml (letters, digits, `_`, `-`, `.`)",))
         entry.tool = info
 
     def declare_workflow(self: Checker, entry: DeclEntry) -> None:
