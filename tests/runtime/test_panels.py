@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -154,3 +155,26 @@ def test_an_expert_that_fails_for_good_gives_status_failed(
     assert record["status"] == "failed" and record["error"] == {"code": "agent-invocation",
                                                                  "message": "the expert is unavailable"}
     assert len(record["rounds"][0]["verdicts"]) == 1 and record["aggregate"] is None
+
+
+def test_a_panel_declared_in_one_cell_is_called_from_another_and_hovered(tmp_path: Path) -> None:
+    """A notebook: the rubric, agents and panel in one cell, the call in a later one (its
+    experts' contract comes from the earlier cell's declaration); hover describes both."""
+    from flow_kernel.kernel.assist import inspect
+    from flow_kernel.runtime.session import Session
+
+    (tmp_path / "prompts").mkdir()
+    (tmp_path / "prompts" / "accuracy.md").write_text("Facts are right.", encoding="utf-8")
+    session = Session(directory=tmp_path, sandbox=False, journal_dir=None)
+    declarations = program({"a": [verdict(4, 4)], "b": [verdict(4, 5)]}, rounds=1).rsplit("review(", 1)[0]
+    declarations = declarations.replace('description: "Facts are right"', 'description: file("prompts/accuracy.md")')
+    assert session.run(declarations).ok
+    outcome = session.run('let v = review("An essay")\nv.aggregate')
+    assert outcome.ok, outcome.error
+    # accuracy 4 → 0.75, clarity 4.5 → 0.875; (3 × 0.75 + 0.875) / 4 = 0.78125, to four decimals
+    # half away from zero, as Flow's `round(x, 4)`
+    assert outcome.result == 0.7813
+    panel_doc = inspect("review", 3, session.scope)["data"]["text/plain"]
+    assert "expert: a (a matters)" in panel_doc and "rubric: essay" in panel_doc and "judge: chair" in panel_doc
+    rubric_doc = inspect("essay", 3, session.scope)["data"]["text/plain"]
+    assert "accuracy: weight 3, scale 1..5" in rubric_doc

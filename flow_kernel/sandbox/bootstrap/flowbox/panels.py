@@ -20,6 +20,7 @@ still ends the run as usual.
 
 from __future__ import annotations
 
+from . import builtins as _builtins
 from .errors import FlowError
 
 GIVE_UP = ("agent-invocation", "output-validation")  # an expert or the judge failed for good
@@ -39,7 +40,8 @@ def summarise(criteria, verdicts):
 
 
 def _tidy(x):
-    x = round(x, 4)
+    """Four decimals, rounded as Flow's `round(x, 4)` rounds (half away from zero)."""
+    x = _builtins.b_round(x, 4)
     return int(x) if x == int(x) else x
 
 
