@@ -79,6 +79,7 @@ def program_header(check: CheckResult, workflow: str | None, input: dict[str, An
               if re.search(rf"\b{re.escape(name)}\b", source.text)}  # those the cell may read
     return {"format": FORMAT, "program": program, "source": digest(source.text), "workflow": workflow,
             "input": input, "input_digest": digest(input or {}), "decls": decl_digests(check),
+            "session_decls": sorted(n for n, e in check.decls.items() if e.origin == "session"),
             "files": {f.name: digest(f.text) for f in check.used_files}, "values": values,
             "operator": operator if operator == "defer" else None, "at": now_text()}
 
@@ -90,11 +91,18 @@ def check_unchanged(header: dict[str, Any], check: CheckResult, input: dict[str,
     changes: list[str] = []
     then: dict[str, Any] = header.get("decls") or {}
     now = decl_digests(check)
+    # A notebook's earlier cells: the session may hold more or fewer declarations than when
+    # the cell ran (a new kernel, other cells run since); the cell compiled without those
+    # missing, and does not name those added. One it ran with that differs now refuses.
+    came_from_session = set(header.get("session_decls") or [])
+    in_session_now = {n for n, e in check.decls.items() if e.origin == "session"}
     for name in sorted(set(then) | set(now)):
         if name not in now:
-            changes.append(f"the declaration `{name}` was removed")
+            if name not in came_from_session:
+                changes.append(f"the declaration `{name}` was removed")
         elif name not in then:
-            changes.append(f"the declaration `{name}` was added")
+            if name not in in_session_now:
+                changes.append(f"the declaration `{name}` was added")
         elif then[name] != now[name]:
             changes.append(f"the declaration `{name}` changed")
     if header.get("source") != digest(check.source.text) and not changes:

@@ -228,3 +228,32 @@ def test_runs_are_listed_with_their_status(tmp_path: Path) -> None:
         assert refused.value.code == "run-going-on"
     finally:
         running.close()
+
+
+def test_a_cell_resumes_in_a_new_session_with_the_declarations_it_used(tmp_path: Path) -> None:
+    """A notebook after a restart: the cell's text comes from the journal, the declarations
+    of earlier cells from the new session — more of them is fine, a changed one refuses."""
+    provider = Counting()
+    declare = 'agent a { model: "counting/m", role: "scout" }'
+    first = session(tmp_path, provider)
+    first.run(declare)
+    waiting = first.run('let x = a("look")\nlet ok = approve "go ${x}?"\nok ? x : "no"')
+    assert waiting.status == "waiting"
+    first.answer(waiting.run_id, waiting.pending[0]["id"], True)
+
+    changed = session(tmp_path, provider)
+    changed.run(declare.replace("scout", "spy"))
+    with pytest.raises(ResumeRefused) as refused:
+        changed.resume(waiting.run_id)
+    assert refused.value.code == "source-changed" and "`a` changed" in refused.value.message
+
+    empty = session(tmp_path, provider)
+    with pytest.raises(ResumeRefused) as refused:
+        empty.resume(waiting.run_id)
+    assert refused.value.code == "source-changed" and "does not compile" in refused.value.message
+
+    again = session(tmp_path, provider)
+    again.run('type Other = { n: int }')  # another cell run since: no matter
+    again.run(declare)
+    assert again.resume(waiting.run_id).result == "ans:look"
+    assert provider.asked == ["look"]
