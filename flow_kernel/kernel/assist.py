@@ -777,11 +777,15 @@ def _decl_doc(cell: _Cell, entry: DeclEntry, detail_level: int) -> _Doc:
         tool = entry.tool
         approval = isinstance(node, ast.ToolDecl) and node.requires_approval
         if tool is not None:
-            doc = _Doc(f"tool {name}({_signature(tool.params)}) -> {tool.returns}"
+            lent = f' from mcp "{node.mcp}"' if isinstance(node, ast.ToolDecl) and node.mcp else ""
+            doc = _Doc(f"tool {name}({_signature(tool.params)}) -> {tool.returns}{lent}"
                        + (" requires approval" if approval else ""))
         else:
             doc = _Doc(f"tool {name}")
         doc.text(node.doc)
+        if isinstance(node, ast.ToolDecl) and node.mcp:  # lent by a server of the configuration (%mcp)
+            doc.item("lent by", f"the MCP server `{node.mcp.partition('/')[0]}` ([mcp.{node.mcp.partition('/')[0]}] "
+                                "in flow.toml); its annotations may add an approval")
         doc.item("requires approval", "yes" if approval else "no")
         if tool is not None:
             doc.schema("Input JSON Schema", type_schema(input_type(tool.params)))

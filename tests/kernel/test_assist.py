@@ -330,6 +330,13 @@ def test_inspect_tool(scope: SessionScope) -> None:
     assert "requires approval: no" in text
 
 
+def test_inspect_a_tool_lent_by_an_mcp_server(scope: SessionScope) -> None:
+    code = 'tool find(query: string) -> any from mcp "docs/search"\nagent a { model: "mock", tools: [find] }\n'
+    text = shown(code, scope, code.index("find]") + 1)
+    assert text.splitlines()[0] == 'tool find(query: string) -> any from mcp "docs/search"'
+    assert "the MCP server `docs` ([mcp.docs] in flow.toml)" in text
+
+
 def test_inspect_team_and_its_members(scope: SessionScope) -> None:
     code = TEAM + 'support.writer("draft")'
     text = shown(code, scope, code.rindex("support") + 2)
