@@ -43,7 +43,9 @@ def measure(quick: bool) -> Figures:
         figures["local_1_sandbox_s"] = asyncio.run(_eval_s(Path(folder), "local", 1))
         owned = not ray.is_initialized()
         if owned:
-            ray.init(num_cpus=2, logging_level="ERROR", log_to_driver=False, include_dashboard=False)
+            from flow_kernel.runtime.eval.ray_executor import start_ray
+
+            start_ray(num_cpus=2)
         try:
             figures["ray_2_workers_s"] = asyncio.run(_eval_s(Path(folder), "ray", 2))
         finally:

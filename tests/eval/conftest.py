@@ -11,6 +11,8 @@ import pytest
 @pytest.fixture(scope="session")
 def ray_cluster() -> Iterator[Any]:
     ray = pytest.importorskip("ray")
-    ray.init(num_cpus=2, logging_level="ERROR", log_to_driver=False, include_dashboard=False)
+    from flow_kernel.runtime.eval.ray_executor import start_ray
+
+    start_ray(num_cpus=2)
     yield ray
     ray.shutdown()

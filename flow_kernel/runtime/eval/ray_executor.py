@@ -37,6 +37,29 @@ def _ray() -> Any:
     return ray
 
 
+STARTS = 3  # tries at starting a local cluster (below)
+
+
+def start_ray(address: str | None = None, **options: Any) -> Any:
+    """`ray.init` here (a local cluster) or at `address`. A local start is tried again when
+    it times out: on a loaded machine the raylet gives its dashboard agent a fixed 15 s to
+    write its port file and then exits (ray-project/ray#65983), which a second start,
+    a few seconds on, does not meet."""
+    ray = _ray()
+    if ray.is_initialized():
+        return ray
+    options = {"logging_level": "ERROR", "log_to_driver": False, "include_dashboard": False, **options}
+    for attempt in range(1, STARTS + 1):
+        try:
+            ray.init(address=address, **options)
+            return ray
+        except Exception as exc:  # Ray raises a bare Exception for this
+            if address is not None or attempt == STARTS or "timed out during startup" not in str(exc):
+                raise
+            ray.shutdown()
+    return ray
+
+
 class EvalWorker:
     """The actor: one warm sandbox pool, items at once up to its share of the concurrency."""
 
@@ -88,10 +111,7 @@ class RayItems:
         self._started = 0
 
     def _start_ray(self) -> Any:
-        ray = _ray()
-        if not ray.is_initialized():
-            ray.init(address=self.address, logging_level="ERROR", log_to_driver=False)
-        return ray
+        return start_ray(self.address)
 
     def _new_actor(self, ray: Any, pool: int) -> Any:
         self._started += 1
@@ -169,4 +189,4 @@ async def _awaitable(ref: Any) -> Any:
     return await ref
 
 
-__all__ = ["RETRIES", "EvalWorker", "RayItems"]
+__all__ = ["RETRIES", "EvalWorker", "RayItems", "start_ray"]
