@@ -43,9 +43,16 @@ from flow_kernel.runtime.events import Event, sub_order
 from flow_kernel.runtime.journal import digest
 from flow_kernel.runtime.mcp_client import McpConnections
 from flow_kernel.runtime.prompts import system_prompt, user_prompt
-from flow_kernel.runtime.provider_base import Provider, ProviderReply, ProviderRequest, ToolSpec
+from flow_kernel.runtime.provider_base import (
+    Provider,
+    ProviderReply,
+    ProviderRequest,
+    ToolSpec,
+    is_plain_text,
+)
 from flow_kernel.runtime.provider_table import LOCAL_PROVIDERS, PROVIDERS
 from flow_kernel.runtime.providers import MockProvider, ScriptedProvider, parse_script
+from flow_kernel.runtime.streaming import DeltaMerger
 from flow_kernel.runtime.tools import ToolRegistry, call_tool, narrow
 from flow_kernel.runtime.validation import schema_errors, schema_validator
 
@@ -101,6 +108,8 @@ class _Call:
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     raw: list[str | None] = field(default_factory=list)
     schema_key: str = ""
+    merger: DeltaMerger | None = None  # its streamed text, merged into `agent.delta` events (streaming.py)
+    partial: str | None = None  # what a failed attempt's stream had written, for the trace
 
 
 class AgentPipeline:
@@ -469,21 +478,43 @@ class AgentPipeline:
             call.tool_calls.append(record)
             return result
 
+        merger = self._merger(call)
         request = ProviderRequest(agent, call.model, call.system, call.prompt, call.schema, repair_of,
                                   float(temperature) if isinstance(temperature, int | float) else None,
                                   tuple(call.tools), use_tool if call.tools else None,
-                                  call_prompt=str(call.payload.get("prompt")))
+                                  call_prompt=str(call.payload.get("prompt")), on_delta=merger)
         request.ask_operator = self._asker(call)
         attempt = provider.attempt(request)
-        if isinstance(timeout_ms, int) and timeout_ms > 0:
-            try:
-                reply = await asyncio.wait_for(attempt, timeout_ms / 1000)
-            except TimeoutError:
-                raise AgentInvocationError(f"`{agent}` timed out after {timeout_ms} ms") from None
-        else:
-            reply = await attempt
+        try:
+            if isinstance(timeout_ms, int) and timeout_ms > 0:
+                try:
+                    reply = await asyncio.wait_for(attempt, timeout_ms / 1000)
+                except TimeoutError:
+                    raise AgentInvocationError(f"`{agent}` timed out after {timeout_ms} ms") from None
+            else:
+                reply = await attempt
+        except FlowError:
+            if merger.text:  # a stream cut (or timed out) mid-way: what it wrote goes in the trace
+                call.partial = merger.text
+            raise
+        finally:
+            merger.flush()
         self._account(call, reply)
         return reply
+
+    def _merger(self, call: _Call) -> DeltaMerger:
+        """The call's delta merger, started on a new attempt: its `agent.delta` events are
+        live only (events.py) and carry no order key, so they never move the call's others."""
+        if call.merger is None:
+            payload, base = call.payload, {"agent": call.spec.name, "label": call.label}
+
+            def emit(data: dict[str, Any]) -> None:
+                self.emit({"type": "agent.delta", "span": {"id": payload.get("call"), "parent": payload.get("span")},
+                           "stage": payload.get("stage"), "data": {**base, **data}})
+
+            call.merger = DeltaMerger(emit, structured=not is_plain_text(call.schema))
+        call.merger.start_attempt(len(call.log) + 1)
+        return call.merger
 
     def _asker(self, call: _Call) -> Callable[[str, list[str] | None], Awaitable[str]] | None:
         """The operator, for a question the provider's side asks during this call."""
@@ -503,6 +534,8 @@ class AgentPipeline:
         if call is not None:
             trace.update(provider=call.provider, model=call.model, usage=dict(call.usage), attempts=len(call.log),
                          tool_calls=len(call.tool_calls))
+            if call.partial is not None:
+                trace["partial"] = call.partial
             if self.debug:
                 trace.update(prompt={"system": call.system, "user": call.prompt}, raw=list(call.raw))
         self.traces.append(trace)

@@ -181,6 +181,36 @@ class PanelCompleted(TypedDict):   # how the panel ended (the record's status)
     spread: float | None
 
 
+class AgentDelta(TypedDict, total=False):  # live only (Kind.live): streaming, runtime/streaming.py
+    agent: Required[str]
+    label: Required[str | None]
+    attempt: int                   # the attempt (or repair, retry) being written
+    round: int                     # the provider request within it (a tool loop makes several)
+    text: Required[str]            # text appended since the call's last delta…
+    length: int                    # …and the answer's length so far
+    value: Any                     # structured output: the partial value parsed so far
+    tools: list[dict[str, Any]]    # tool calls being written: [{tool, arguments (partial)}]
+
+
+class ProviderWaiting(TypedDict, total=False):  # a call held by the provider's limits (runtime/resilience.py)
+    provider: Required[str]
+    reason: Required[str]          # rpm | tpm | bulkhead | retry-after
+    wait_ms: int                   # how long it expects to wait (unknown for the bulkhead)
+
+
+class ProviderResumed(TypedDict, total=False):
+    provider: Required[str]
+    reason: Required[str]
+    waited_ms: int
+
+
+class ProviderBreaker(TypedDict, total=False):  # the provider's circuit breaker changed state
+    provider: Required[str]
+    state: Required[Literal["open", "half-open", "closed"]]
+    failures: int                  # consecutive failures that opened it
+    pause_ms: int                  # open: how long until a probe may go through
+
+
 class Text(TypedDict):             # log, print
     text: str
 
@@ -203,6 +233,12 @@ class Kind:
     phase: str | None = None       # started | completed | failed, for a scope's kinds
     host_only: bool = False
     open_data: bool = False        # data may carry more keys (an error's details)
+    # Timing, not the run's logic (waits for a provider's limits, its breaker): kept in the
+    # events and the journal, left out of the canonical sequence (`canonical`).
+    timing: bool = False
+    # Live only (streamed text): handed to the sinks as it happens, never kept in the run's
+    # events or journal, and not part of the canonical sequence either.
+    live: bool = False
 
     @property
     def opens(self) -> bool:
@@ -238,6 +274,10 @@ _ALL = [
     Kind("panel.verdict", PanelVerdict),
     Kind("panel.round", PanelRound),
     Kind("panel.completed", PanelCompleted),
+    Kind("agent.delta", AgentDelta, host_only=True, live=True, timing=True),
+    Kind("provider.waiting", ProviderWaiting, host_only=True, timing=True),
+    Kind("provider.resumed", ProviderResumed, host_only=True, timing=True),
+    Kind("provider.breaker", ProviderBreaker, host_only=True, timing=True),
 ]
 KINDS: dict[str, Kind] = {kind.name: kind for kind in _ALL}
 POINTS = tuple(kind.name for kind in _ALL if kind.scope is None)
@@ -304,11 +344,24 @@ def _comparable(order: list[Any]) -> list[list[tuple[int, Any]]]:
 
 
 def canonical(events: list[Event]) -> list[Event]:
-    """The events in canonical order, renumbered 1…n (copies; the input is untouched)."""
-    ordered = [copy.deepcopy(e) for e in sorted(events, key=_key)]
+    """The events in canonical order, renumbered 1…n (copies; the input is untouched).
+    Timing and live kinds (`Kind.timing`: provider waits, breakers, streamed deltas) are
+    left out: they depend on when things happened, not on the program and its answers."""
+    ordered = [copy.deepcopy(e) for e in sorted(events, key=_key) if not _timing(e)]
     for seq, event in enumerate(ordered, 1):
         event["seq"] = seq
     return ordered
+
+
+def _timing(event: Event) -> bool:
+    kind = kind_of(event.get("type"))
+    return kind is not None and kind.timing
+
+
+def is_live(event: Event) -> bool:
+    """An event for the live sinks only (`Kind.live`): not kept, not journaled."""
+    kind = kind_of(event.get("type"))
+    return kind is not None and kind.live
 
 
 def comparable(events: list[Event]) -> list[Event]:

@@ -32,7 +32,7 @@ from flow_kernel.runtime.cassette import CassettePlayer, CassetteRecorder
 from flow_kernel.runtime.ceilings import Ceilings
 from flow_kernel.runtime.checkpoint import RunCheckpoint, position
 from flow_kernel.runtime.config import FlowConfig
-from flow_kernel.runtime.events import HOST_ONLY_PREFIXES, LAST, Event, sub_order
+from flow_kernel.runtime.events import HOST_ONLY_PREFIXES, LAST, Event, is_live, sub_order
 from flow_kernel.runtime.journal import digest
 from flow_kernel.runtime.operator import Operator
 from flow_kernel.runtime.provider_base import Provider
@@ -134,6 +134,9 @@ class HostServices:
         own end, which is recorded even then."""
         if self.failure is not None and not last:
             return
+        if is_live(event):
+            self._emit_live(event)
+            return
         self.output_bytes += len(json.dumps(event.get("data"), ensure_ascii=False, default=str))
         if self.output_bytes > self.ceilings.output_bytes and not last:
             self.fail(self.ceilings.exceeded("output", self.output_bytes))
@@ -153,6 +156,20 @@ class HostServices:
         for sink in self.sinks:
             with contextlib.suppress(Exception):  # sinks are best-effort (runtime.md §4)
                 sink(full)
+
+    def _emit_live(self, event: dict[str, Any]) -> None:
+        """A live-only event (streamed text, events.py `Kind.live`): to the sinks that show
+        the run as it goes, not kept in the run's events, not journaled, not numbered."""
+        from flow_kernel.runtime.journal import Journal
+
+        full = {"type": event["type"], "run": self.run_id, "seq": self.seq,
+                "ts": datetime.datetime.now(datetime.UTC).isoformat(timespec="milliseconds"),
+                "span": event.get("span") or {"id": None, "parent": None}, "stage": event.get("stage"),
+                "data": event.get("data") or {}, "order": LAST}
+        for sink in self.sinks:
+            if not isinstance(sink, Journal):
+                with contextlib.suppress(Exception):  # sinks are best-effort (runtime.md §4)
+                    sink(full)
 
     def compiled_limits(self, name: str) -> dict[str, Any]:
         """The limits the checker gave workflow `name` (`<cell>`: the top level). The host

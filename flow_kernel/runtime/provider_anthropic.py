@@ -16,6 +16,13 @@ host still validates the full contract and repairs. A contract the format cannot
 at all (recursive `$ref`s, a part with no type, as `any` is) is sent without one: the
 system prompt spells the schema out, and validation and repair hold the answer to it.
 
+With a delta sink on the request (the agent pipeline always gives one) the call streams
+through the client's `messages.stream`: text and tool-use input are reported as they
+arrive (runtime/streaming.py) and the final message is the client's own accumulation, read
+as an unstreamed reply is. An endpoint that answers the streaming request with one JSON
+message is read as one. A stream that breaks off is `agent-invocation`; what arrived stays
+in the call's trace.
+
 The endpoint and key come from the host only — the session's provider settings
 (`flow.toml`), else `ANTHROPIC_BASE_URL` / `ANTHROPIC_API_KEY` — and never reach the
 sandbox, an event, a cassette or an error message. The key is always given to the
@@ -36,8 +43,12 @@ from flow_kernel.runtime.provider_base import (
     decode_output,
     is_plain_text,
     repair_message,
+    status_error,
+    stream_cut,
     too_many_tool_rounds,
+    transport_errors,
 )
+from flow_kernel.runtime.streaming import Delta, DeltaSink
 from flow_kernel.short_text import shorten
 
 if TYPE_CHECKING:
@@ -89,15 +100,18 @@ class AnthropicProvider:
         extra_body = {"temperature": request.temperature} if request.temperature is not None else None
         usage = {"input_tokens": 0, "output_tokens": 0}
         tool_log: list[dict[str, Any]] = []
-        for _ in range(MAX_TOOL_ROUNDS):
+        for round_ in range(1, MAX_TOOL_ROUNDS + 1):
+            arguments: dict[str, Any] = {"model": request.model, "max_tokens": self.max_tokens, "system": request.system,
+                                         "messages": messages, "output_config": output_config, "tools": tools,
+                                         "extra_body": extra_body}
             try:
-                reply = await self.client.messages.create(
-                    model=request.model, max_tokens=self.max_tokens, system=request.system, messages=messages,
-                    output_config=output_config, tools=tools, extra_body=extra_body)
+                if request.on_delta is not None:
+                    reply = await self._stream(arguments, request.on_delta, round_)
+                else:
+                    reply = await self.client.messages.create(**arguments)
             except anthropic.APIStatusError as exc:
-                raise AgentInvocationError(f"the provider answered {exc.status_code}: "
-                                           f"{self._clean(exc.api_message or exc.message)}",
-                                           details={"status": exc.status_code}) from None
+                raise status_error(exc.status_code, self._clean(exc.api_message or exc.message),
+                                   exc.response.headers) from None
             except anthropic.APIError as exc:  # connection errors, timeouts, unreadable replies
                 raise AgentInvocationError(f"the provider could not be reached: {self._clean(str(exc))}") from None
             except json.JSONDecodeError as exc:  # the client lets this one through as it is
@@ -132,6 +146,39 @@ class AnthropicProvider:
                                            details={"stop_reason": stop_reason})
             return ProviderReply(decode_output(text, request.schema), usage, text, tool_log)
         raise too_many_tool_rounds(request.agent)
+
+    async def _stream(self, arguments: dict[str, Any], on_delta: DeltaSink, round_: int) -> Message:
+        """One request through `messages.stream`, its text and tool input reported."""
+        import anthropic
+        from anthropic.types import Message
+
+        received = 0
+        tools: dict[int, str] = {}
+        async with self.client.messages.stream(**arguments) as stream:
+            if not stream.response.headers.get("content-type", "").startswith("text/event-stream"):
+                body = await stream.response.aread()  # an endpoint that ignored `stream`
+                return Message.construct(**json.loads(body))  # not JSON: the caller's JSONDecodeError
+            try:
+                async for event in stream:
+                    if event.type == "content_block_start" and event.content_block.type == "tool_use":
+                        tools[event.index] = event.content_block.name
+                        on_delta(Delta(tool=event.content_block.name, tool_index=event.index, round=round_))
+                    elif event.type == "text":
+                        received += len(event.text)
+                        on_delta(Delta(text=event.text, round=round_))
+                    elif event.type == "input_json" and tools:
+                        index = max(tools)  # the block being written is the last one started
+                        on_delta(Delta(tool=tools[index], tool_index=index, arguments=event.partial_json, round=round_))
+                final = await stream.get_final_message()
+            except anthropic.APIStatusError:
+                raise
+            except (anthropic.APIError, *transport_errors()) as exc:  # type: ignore[misc]
+                raise stream_cut(self._clean(str(exc) or type(exc).__name__), received) from None
+            except RuntimeError as exc:  # the client's accumulation: events out of order, none at all
+                raise stream_cut(self._clean(str(exc)), received) from None
+        if final.stop_reason is None:  # the connection closed cleanly, but before `message_delta` said why it stopped
+            raise stream_cut("it ended before the reply finished", received)
+        return final
 
     def _clean(self, text: str) -> str:
         """An error's text, short, and without the key whatever the endpoint echoed."""

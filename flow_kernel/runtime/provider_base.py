@@ -11,11 +11,13 @@ answers or `MAX_TOOL_ROUNDS` is reached. A remote provider is known by its entry
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from flow_kernel.errors import AgentInvocationError
+from flow_kernel.runtime.streaming import DeltaSink
 
 # A model that keeps asking for tools without answering is an invocation failure.
 MAX_TOOL_ROUNDS = 8
@@ -49,6 +51,9 @@ class ProviderRequest:
     # A question the model's side asks the operator mid-call (an A2A agent's input-required):
     # (question, choices or None) -> the answer. Given by the agent pipeline.
     ask_operator: Callable[[str, list[str] | None], Awaitable[str]] | None = None
+    # Given: the provider streams (its SDK's streaming API) and reports each piece here
+    # (runtime/streaming.py); None: it asks for the whole reply at once.
+    on_delta: DeltaSink | None = None
 
 
 @dataclass
@@ -84,6 +89,59 @@ def decode_output(text: str, schema: dict[str, Any]) -> Any:
         return json.loads(text)
     except ValueError:
         return text
+
+
+def retry_after_seconds(headers: Any) -> float | None:
+    """How long a `429`/`503` answer asks the client to wait: `retry-after-ms`, or
+    `retry-after` in seconds or as an HTTP date; None when it says nothing usable."""
+    import email.utils
+    import time
+
+    try:
+        millis = headers.get("retry-after-ms")
+        if millis is not None:
+            return max(0.0, float(millis) / 1000)
+        value = headers.get("retry-after")
+    except (AttributeError, TypeError, ValueError):
+        return None
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def status_error(status: int, message: str, headers: Any) -> AgentInvocationError:
+    """A provider's error status as `agent-invocation`, with what the resilience layer reads:
+    the status and, when the answer gave one, its Retry-After in seconds."""
+    details: dict[str, Any] = {"status": status}
+    wait = retry_after_seconds(headers)
+    if wait is not None:
+        details["retry_after"] = round(wait, 3)
+    return AgentInvocationError(f"the provider answered {status}: {message}", details=details)
+
+
+def transport_errors() -> tuple[type[BaseException], ...]:
+    """What the clients' HTTP layer raises when a connection breaks while a stream is read
+    (the SDKs wrap errors of the request, not of reading its body)."""
+    found: list[type[BaseException]] = [OSError]
+    for module in ("httpx2", "httpx"):
+        with contextlib.suppress(ImportError, AttributeError):
+            found.append(__import__(module).HTTPError)
+    return tuple(found)
+
+
+def stream_cut(what: str, received: int) -> AgentInvocationError:
+    """A stream that ended before the reply did: the text that arrived is in the call's
+    trace (`partial`), not in the error."""
+    return AgentInvocationError(f"the provider's stream was cut after {received} characters: {what}",
+                                details={"stream_cut": True, "received": received})
 
 
 def too_many_tool_rounds(agent: str) -> AgentInvocationError:

@@ -3,6 +3,12 @@ Ollama, llama.cpp server, LM Studio) through the official `openai` client, with 
 output contract as a JSON Schema response format and tools as function tools
 (runtime.md §4.1).
 
+With a delta sink on the request (the agent pipeline always gives one) the call streams:
+`stream=True` with usage in the last chunk, the answer's text and each tool call's
+arguments reported as they arrive (runtime/streaming.py), the reply assembled from the
+chunks. An endpoint that ignores `stream` and answers one JSON completion is read as one.
+A stream that breaks off is `agent-invocation`; what arrived stays in the call's trace.
+
 The endpoint and key come from the host only — the session's provider settings
 (`flow.toml`), else `OPENAI_BASE_URL` / `OPENAI_API_KEY` — and never reach the sandbox,
 an event or a cassette.
@@ -22,8 +28,12 @@ from flow_kernel.runtime.provider_base import (
     decode_output,
     is_plain_text,
     repair_message,
+    status_error,
+    stream_cut,
     too_many_tool_rounds,
+    transport_errors,
 )
+from flow_kernel.runtime.streaming import Delta, DeltaSink
 from flow_kernel.short_text import shorten
 
 
@@ -59,8 +69,11 @@ class OpenAIProvider:
                                                                   "parameters": t.parameters}} for t in request.tools]
         usage = {"input_tokens": 0, "output_tokens": 0}
         tool_log: list[dict[str, Any]] = []
-        for _ in range(MAX_TOOL_ROUNDS):
-            reply = await self._create(request.model, messages, options)
+        for round_ in range(1, MAX_TOOL_ROUNDS + 1):
+            if request.on_delta is not None:
+                reply = await self._stream(request.model, messages, options, request.on_delta, round_)
+            else:
+                reply = await self._create(request.model, messages, options)
             input_tokens, output_tokens, message = _parts(reply)
             usage["input_tokens"] += input_tokens
             usage["output_tokens"] += output_tokens
@@ -85,15 +98,104 @@ class OpenAIProvider:
         try:
             return await self.client.chat.completions.create(model=model, messages=messages, **options)  # type: ignore[arg-type]
         except self._openai.APIStatusError as exc:
-            raise AgentInvocationError(f"the provider answered {exc.status_code}: {self._clean(exc.message)}",
-                                       details={"status": exc.status_code}) from None
+            raise status_error(exc.status_code, self._clean(exc.message), exc.response.headers) from None
         except self._openai.APIError as exc:  # connection errors, timeouts, unreadable replies
             raise AgentInvocationError(f"the provider could not be reached: {self._clean(str(exc))}") from None
+
+    async def _stream(self, model: str, messages: list[dict[str, Any]], options: dict[str, Any],
+                      on_delta: DeltaSink, round_: int) -> Any:
+        """One request with `stream=True`, its chunks reported and assembled into the shape
+        `_parts` reads (a completion with one choice)."""
+        try:
+            stream = await self.client.chat.completions.create(  # type: ignore[call-overload]
+                model=model, messages=messages, stream=True, stream_options={"include_usage": True}, **options)
+        except self._openai.APIStatusError as exc:
+            raise status_error(exc.status_code, self._clean(exc.message), exc.response.headers) from None
+        except self._openai.APIError as exc:
+            raise AgentInvocationError(f"the provider could not be reached: {self._clean(str(exc))}") from None
+        if not stream.response.headers.get("content-type", "").startswith("text/event-stream"):
+            return await self._whole(stream)
+        text: list[str] = []
+        calls: dict[int, dict[str, Any]] = {}
+        usage: Any = None
+        received = 0
+        finished = False
+        try:
+            async for chunk in stream:
+                if getattr(chunk, "usage", None) is not None:
+                    usage = chunk.usage
+                for choice in chunk.choices or []:
+                    finished = finished or choice.finish_reason is not None
+                    delta = choice.delta
+                    if delta is None:
+                        continue
+                    if delta.content:
+                        text.append(delta.content)
+                        received += len(delta.content)
+                        on_delta(Delta(text=delta.content, round=round_))
+                    for part in delta.tool_calls or []:
+                        call = calls.setdefault(part.index, {"id": None, "name": "", "arguments": ""})
+                        function = part.function
+                        if part.id:
+                            call["id"] = part.id
+                        if function is not None and function.name:
+                            call["name"] += function.name
+                        piece = (function.arguments or "") if function is not None else ""
+                        call["arguments"] += piece
+                        on_delta(Delta(tool=call["name"] or None, tool_index=part.index, arguments=piece, round=round_))
+        except (self._openai.APIError, *transport_errors()) as exc:  # type: ignore[misc]
+            raise stream_cut(self._clean(str(exc) or type(exc).__name__), received) from None
+        except (AttributeError, TypeError):  # chunks of another shape
+            raise AgentInvocationError("the provider's stream is not a chat completion stream") from None
+        if not finished:  # the connection closed cleanly, but before the reply said it was done
+            raise stream_cut("it ended before the reply finished", received)
+        message = _StreamedMessage("".join(text) if text or not calls else None,
+                                   [_StreamedCall(i, c["id"] or f"call_{i}", c["name"], c["arguments"])
+                                    for i, c in sorted(calls.items())])
+        return _StreamedReply(usage, [_StreamedChoice(message)])
+
+    async def _whole(self, stream: Any) -> Any:
+        """An endpoint that answered a streaming request with one JSON document."""
+        from openai.types.chat import ChatCompletion
+
+        body = await stream.response.aread()
+        try:
+            data = json.loads(body)
+        except ValueError:
+            return body.decode("utf-8", "replace")  # `_parts` reports it as not a chat completion
+        return ChatCompletion.construct(**data) if isinstance(data, dict) else data
 
     def _clean(self, text: str) -> str:
         """An error's text, short, and without the key: an endpoint may repeat it ("Incorrect
         API key provided: …"), and the message goes into events, journals and outputs."""
         return shorten(text.replace(self._key, "***") if len(self._key) >= 8 else text, 300)
+
+
+class _StreamedFunction:
+    def __init__(self, name: str, arguments: str) -> None:
+        self.name, self.arguments = name, arguments
+
+
+class _StreamedCall:
+    def __init__(self, index: int, id: str, name: str, arguments: str) -> None:
+        self.index, self.id, self.type, self.function = index, id, "function", _StreamedFunction(name, arguments)
+
+
+class _StreamedMessage:
+    def __init__(self, content: str | None, tool_calls: list[_StreamedCall]) -> None:
+        self.content, self.tool_calls = content, tool_calls or None
+
+
+class _StreamedChoice:
+    def __init__(self, message: _StreamedMessage) -> None:
+        self.message = message
+
+
+class _StreamedReply:
+    """A streamed reply assembled: the attributes `_parts` reads of a chat completion."""
+
+    def __init__(self, usage: Any, choices: list[_StreamedChoice]) -> None:
+        self.usage, self.choices = usage, choices
 
 
 def _parts(reply: Any) -> tuple[int, int, Any]:

@@ -6,6 +6,8 @@ their tree are the vocabulary's (`runtime/events.py`); this module only says how
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import Any, TextIO
 
 from flow_kernel.runtime.events import Event, is_default_label, scope_name, scope_of
@@ -14,14 +16,18 @@ from flow_kernel.terminal_text import terminal_safe
 
 _MARK = {"completed": "✓", "failed": "✗", "started": "▸"}
 _PLAIN = {"completed": "ok", "failed": "FAIL", "started": ">"}
+WRITING_EVERY = 1.0  # seconds between two lines of one call's streamed text
 
 
 class TerminalProgress:
-    def __init__(self, stream: TextIO, *, color: bool = False, unicode: bool = True) -> None:
+    def __init__(self, stream: TextIO, *, color: bool = False, unicode: bool = True,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.stream = stream
         self.color = color
         self.marks = _MARK if unicode else _PLAIN
         self.depth: dict[str, int] = {}
+        self.clock = clock
+        self.writing: dict[str, tuple[float, int]] = {}  # call -> (when its text was last shown, its length)
 
     def __call__(self, event: Event) -> None:
         line = self.line(event)
@@ -61,7 +67,29 @@ class TerminalProgress:
             return f"{indent}  → {answer} ({data.get('by', 'unanswered')})"
         if kind == "artifact.published":
             return f"{indent}⇪ published {data.get('name')}"
+        if kind == "agent.delta":
+            return self._writing(str(span.get("id")), data, indent)
+        if kind == "provider.waiting":
+            wait = data.get("wait_ms")
+            how_long = f" ~{wait / 1000:.1f} s" if isinstance(wait, int | float) else ""
+            return f"{indent}⏸ waiting{how_long} for {data.get('provider')} ({data.get('reason')})"
+        if kind == "provider.breaker":
+            state = data.get("state")
+            why = f" after {data.get('failures')} failures" if state == "open" and data.get("failures") else ""
+            return f"{indent}⚡ {data.get('provider')}'s circuit breaker is {state}{why}"
         return None
+
+    def _writing(self, call: str, data: dict[str, Any], indent: str) -> str | None:
+        """A call's streamed text, at most once a second per call: how far it got and its tail
+        (a terminal log cannot redraw a card, so it shows progress instead)."""
+        now = self.clock()
+        last, _ = self.writing.get(call, (float("-inf"), 0))
+        length = data.get("length")
+        if now - last < WRITING_EVERY or not isinstance(length, int):
+            return None
+        self.writing[call] = (now, length)
+        tail = str(data.get("text") or "").replace("\n", " ")
+        return f"{indent}✎ {length} chars …{shorten(tail, 60, first_line=True)}"
 
     def _scoped(self, head: str, phase: str, data: dict[str, Any], span: dict[str, Any]) -> str:
         span_id, parent = str(span.get("id")), span.get("parent")
