@@ -9,6 +9,7 @@ family table."""
 
 from __future__ import annotations
 
+from flow_kernel.diagnostics._catalogue_durability import ENTRIES as _DURABILITY
 from flow_kernel.diagnostics._catalogue_f1_f3 import ENTRIES as _EARLY
 from flow_kernel.diagnostics._catalogue_f4_f7 import ENTRIES as _LATE
 from flow_kernel.diagnostics._catalogue_panels import ENTRIES as _PANELS
@@ -18,7 +19,7 @@ Entry = tuple[str, str, str, str, str, str]
 
 # Codes added by issues beyond the normative catalogue, one table per topic (each file
 # defines ENTRIES like the family tables). Add an import and a name to `_ADDED`.
-_ADDED: tuple[tuple[Entry, ...], ...] = (_PANELS,)
+_ADDED: tuple[tuple[Entry, ...], ...] = (_PANELS, _DURABILITY)
 _ADDED += (_PROTOCOLS,)  # issue 20: tools lent by MCP servers
 
 # (code, severity letter E/W/I, one-line summary, explanation, failing example, fixed example)

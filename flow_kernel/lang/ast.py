@@ -254,12 +254,22 @@ class Parallel(Expr):
 class Approve(Expr):
     question: Expr
     details: Expr | None
+    deadline: Deadline | None = None
 
 
 @dataclass(eq=False)
 class Ask(Expr):
     question: Expr
     choice: Expr | None
+    deadline: Deadline | None = None
+
+
+@dataclass(eq=False)
+class Deadline(Node):
+    """`timeout T else V` on `approve`/`ask`: after T with no answer, V is the answer."""
+
+    timeout: Expr
+    default: Expr
 
 
 @dataclass(eq=False)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
 from flow_kernel.diagnostics.model import Related
@@ -386,16 +387,45 @@ class CallChecker:
         self.check_value(e.question, T.STRING, what="question")
         if e.details is not None:
             self.expr(e.details)
+        if e.deadline is not None:
+            self.prompt_deadline(e.deadline, "approve", T.BOOL)
         return T.BOOL
 
     def x_Ask(self: Checker, e: ast.Ask) -> T.Type:
         self.operator_prompt(e.span, "ask")
         self.check_value(e.question, T.STRING, what="question")
+        answer: T.Type = T.STRING
         if e.choice is not None:
             values = self.choice_values(e.choice)
             if values:
-                return T.union([T.Literal(v) for v in values])
-        return T.STRING
+                answer = T.union([T.Literal(v) for v in values])
+        if e.deadline is not None:
+            self.prompt_deadline(e.deadline, "ask", answer)
+        return answer
+
+    def prompt_deadline(self: Checker, d: ast.Deadline, word: str, answer: T.Type) -> None:
+        """`timeout T else V`: T a positive duration the run can wait for, V an answer the
+        operator could have given. V is computed before the question is asked (it travels
+        with the request, so a deferred run's record holds it too), hence it must be pure."""
+        self.check_value(d.timeout, T.DURATION, what="`timeout`")
+        if isinstance(d.timeout, ast.DurationLit):
+            if d.timeout.ms <= 0:
+                self.report("F5022", d.timeout.span, f"a `timeout` of {d.timeout.ms}ms on `{word}` gives nobody time to answer",
+                            hints=("use the default directly instead of asking",))
+            elif self.ctx is not None and d.timeout.ms > self.ctx.limits["duration"]:
+                self.report("F5023", d.timeout.span,
+                            f"`{word}` waits up to {_ms(d.timeout.ms)}, longer than the workflow's `duration` of "
+                            f"{_ms(self.ctx.limits['duration'])}: a run that waits for the answer ends with "
+                            "`workflow-timeout` first (only a deferred run, which stops while it waits, reaches the default)")
+        effect = _first_effect(d.default, self)
+        if effect is not None:
+            self.report("F5024", effect.span, f"the default of `{word}` is computed before the question is asked, "
+                        "so it cannot call an agent, team or workflow, ask, or run a process",
+                        hints=("bind the value with `let` before the question and use its name",))
+        t = self.expr(d.default)
+        if not T.is_any(t) and not T.assignable(t, answer):
+            wanted = f"one of its choices (`{answer}`)" if word == "ask" and answer != T.STRING else f"a `{answer}`"
+            self.report("F5021", d.default.span, f"the default of `{word}` must be {wanted}, found `{t}`")
 
     def x_Run(self: Checker, e: ast.Run) -> T.Type:
         self.effect(e.span, "`run`")
@@ -419,6 +449,25 @@ class CallChecker:
             if isinstance(e.timeout, ast.DurationLit):
                 self.timeout_within_deadline(e.timeout.ms, e.timeout.span)
         return T.RUN_RESULT
+
+
+def _first_effect(e: ast.Node, checker: Checker) -> ast.Node | None:
+    """The first node in `e` that has an effect: an operator prompt, `run`, `parallel`, or a
+    call of a declared agent, team or workflow (builtins are pure)."""
+    if isinstance(e, ast.Approve | ast.Ask | ast.Run | ast.Parallel):
+        return e
+    if isinstance(e, ast.Call):
+        callee = e.callee.obj if isinstance(e.callee, ast.Member) else e.callee
+        if isinstance(callee, ast.Name) and callee.name in checker.decls and checker.scope.lookup(callee.name) is None:
+            return e
+    for f in dataclasses.fields(e):
+        value = getattr(e, f.name)
+        for child in value if isinstance(value, list) else [value]:
+            if isinstance(child, ast.Node):
+                found = _first_effect(child, checker)
+                if found is not None:
+                    return found
+    return None
 
 
 def _is_scalar(t: T.Type) -> bool:

@@ -505,11 +505,17 @@ class CodeGenerator:
 
     def x_Approve(self, e: ast.Approve) -> py.expr:
         details = self.expr(e.details) if e.details is not None else py.Constant(None)
-        return self.await_(self.rt("approve", self.expr(e.question), details, span=e.span), e.span)
+        return self.await_(self.rt("approve", self.expr(e.question), details, *self._deadline(e.deadline), span=e.span), e.span)
 
     def x_Ask(self, e: ast.Ask) -> py.expr:
         choice = self.expr(e.choice) if e.choice is not None else py.Constant(None)
-        return self.await_(self.rt("ask", self.expr(e.question), choice, span=e.span), e.span)
+        return self.await_(self.rt("ask", self.expr(e.question), choice, *self._deadline(e.deadline), span=e.span), e.span)
+
+    def _deadline(self, deadline: ast.Deadline | None) -> list[py.expr]:
+        """`timeout T else V`: two more arguments (T in ms, V computed now, before asking)."""
+        if deadline is None:
+            return []
+        return [self.expr(deadline.timeout), self.expr(deadline.default)]
 
     def x_Run(self, e: ast.Run) -> py.expr:
         stdin = self.expr(e.stdin) if e.stdin is not None else py.Constant(None)

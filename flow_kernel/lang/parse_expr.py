@@ -90,7 +90,7 @@ class ExprParser(ParserBase):
             if self.peek().is_word("details"):
                 self.advance()
                 details = self.ternary()
-            return ast.Approve(self.span_from(tok.span), question, details)
+            return ast.Approve(self.span_from(tok.span), question, details, self._deadline("approve"))
         if tok.is_kw("ask"):
             self.advance()
             question = self.ternary()
@@ -98,10 +98,29 @@ class ExprParser(ParserBase):
             if self.peek().is_word("choice"):
                 self.advance()
                 choice = self.ternary()
-            return ast.Ask(self.span_from(tok.span), question, choice)
+            return ast.Ask(self.span_from(tok.span), question, choice, self._deadline("ask"))
         if tok.is_kw("run"):
             return self.run_expr()
         return self.ternary()
+
+    def _deadline(self, word: str) -> ast.Deadline | None:
+        """`timeout T else V` after an `approve`/`ask`: both halves, in this order."""
+        tok = self.peek()
+        if tok.is_kw("else"):
+            self.reporter.report("F1016", tok.span, f"a default (`else`) of `{word}` needs a `timeout` before it",
+                                 hints=(f"e.g. `{word} \"…\" timeout 2h else …`",))
+            raise ParseError()
+        if not tok.is_word("timeout"):
+            return None
+        self.advance()
+        timeout = self.ternary()
+        if not self.accept_kw("else"):
+            example = "false" if word == "approve" else '"…"'
+            self.reporter.report("F1015", self.span_from(tok.span), f"a `timeout` of `{word}` needs a default: `else` and the answer to use",
+                                 hints=(f"e.g. `timeout 2h else {example}`",))
+            raise ParseError()
+        default = self.ternary()
+        return ast.Deadline(self.span_from(tok.span), timeout, default)
 
     def run_expr(self) -> ast.Run:
         kw = self.advance()

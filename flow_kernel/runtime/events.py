@@ -130,13 +130,15 @@ class ApprovalRequested(TypedDict, total=False):
     choice: list[str] | None       # ask: the allowed answers
     agent: str                     # tool: the agent that wants to call…
     tool: str                      # …this tool
+    timeout_ms: int                # approve/ask `timeout T else V`: T…
+    default: Any                   # …and V, the answer when nobody answers in time
 
 
 class ApprovalResolved(TypedDict, total=False):
     kind: Required[Literal["approve", "ask", "tool"]]
     question: Required[str]
     answer: Any                    # yes/no (bool) or the text answered
-    by: str                        # who decided: the operator's policy, a person, "replayed"
+    by: str                        # who decided: the operator's policy, a person, "replayed", "timeout"
     error: str                     # the error code when no answer came
     agent: str
     tool: str

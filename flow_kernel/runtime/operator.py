@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import json
 import sys
 from collections.abc import Awaitable, Callable
@@ -11,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from flow_kernel.errors import OperatorUnavailableError
+from flow_kernel.runtime.prompt_deadline import PromptDeadline
 
 POLICIES = ("interactive", "auto-approve", "auto-deny", "none", "defer")
 # `defer`: the run records the request and stops `waiting`; `flow answer` / `%answer` / the
@@ -68,7 +70,7 @@ class Operator:
             return bool(await self.callback({**(context or {}), "kind": "approve", "question": question,
                                              "details": details, "choice": None})), "interactive"
         if self.policy == "interactive":
-            text = await self._prompt(f"{question} [y/n] ")
+            text = await self._prompt(f"{question} [y/n]{_deadline_hint(context)} ")
             return text.strip().lower() in ("y", "yes"), "terminal"
         raise OperatorUnavailableError(f"no operator to answer {question!r} (policy `none`)")
 
@@ -89,7 +91,7 @@ class Operator:
                                             "details": None, "choice": choice})), "interactive"
         if self.policy == "interactive":
             hint = f" ({'/'.join(choice)})" if choice else ""
-            return (await self._prompt(f"{question}{hint} ")).strip(), "terminal"
+            return (await self._prompt(f"{question}{hint}{_deadline_hint(context)} ")).strip(), "terminal"
         raise OperatorUnavailableError(f"no operator to answer {question!r} (policy `none`)")
 
     def _not_deferred(self) -> None:
@@ -101,8 +103,25 @@ class Operator:
 
     @staticmethod
     async def _prompt(text: str) -> str:
-        def read() -> str:
-            sys.stderr.write(text)
-            sys.stderr.flush()
-            return sys.stdin.readline()
-        return await asyncio.to_thread(read)
+        """A line from the terminal. A prompt given up on (its deadline passed) leaves its
+        read pending, and the next prompt waits on that same read: one reader of stdin, so
+        a line typed later answers the question then shown, never a stale one."""
+        global _pending_line
+        sys.stderr.write(text)
+        sys.stderr.flush()
+        if _pending_line is None or _pending_line.done():
+            _pending_line = _stdin_reader.submit(sys.stdin.readline)
+        return await asyncio.wrap_future(_pending_line)
+
+
+# One thread reads the terminal for every prompt (see `Operator._prompt`).
+_stdin_reader = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="flow-operator-stdin")
+_pending_line: concurrent.futures.Future[str] | None = None
+
+
+def _deadline_hint(context: dict[str, Any] | None) -> str:
+    """` (no answer in 2m: no)` for a prompt with `timeout T else V`."""
+    timeout = (context or {}).get("timeout_ms")
+    if not isinstance(timeout, int):
+        return ""
+    return f" ({PromptDeadline(timeout, (context or {}).get('default')).describe()})"

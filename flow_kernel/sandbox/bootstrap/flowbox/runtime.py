@@ -390,20 +390,22 @@ class Runtime:
                 failed.append(_values.text(message))
         return failed
 
-    async def approve(self, question, details):
+    async def approve(self, question, details, timeout=None, default=None):
         self.step()
         if not isinstance(question, str):
             raise evaluation(f"the question of `approve` must be a string, got {_values.type_of(question)}")
-        answer = await self._host("approve", {"question": question, "details": details})
+        answer = await self._host("approve", {"question": question, "details": details,
+                                              **_deadline("approve", timeout, default)})
         if not isinstance(answer, bool):
             raise FlowError("operator-unavailable", "the operator's answer to `approve` was not yes or no")
         return answer
 
-    async def ask(self, question, choice):
+    async def ask(self, question, choice, timeout=None, default=None):
         self.step()
         if not isinstance(question, str):
             raise evaluation(f"the question of `ask` must be a string, got {_values.type_of(question)}")
-        answer = await self._host("ask", {"question": question, "choice": choice})
+        answer = await self._host("ask", {"question": question, "choice": choice,
+                                          **_deadline("ask", timeout, default)})
         if not isinstance(answer, str) or (choice is not None and answer not in choice):
             raise FlowError("operator-unavailable", "the operator's answer to `ask` is not one of its choices")
         return answer
@@ -575,6 +577,15 @@ def _builtin(name, fn, is_async):
 
 for _name, _fn in _builtins.BUILTINS.items():
     setattr(Runtime, f"fn_{_name}", _builtin(_name, _fn, _name in _builtins.LAMBDA_BUILTINS))
+
+
+def _deadline(word, timeout, default):
+    """The `timeout T else V` of an `approve`/`ask`, for the host request ({} without one)."""
+    if timeout is None:
+        return {}
+    if not _values.is_number(timeout) or isinstance(timeout, bool) or timeout <= 0:
+        raise evaluation(f"the `timeout` of `{word}` must be a positive duration")
+    return {"timeout_ms": int(timeout), "default": default}
 
 
 def _message(message, text):
