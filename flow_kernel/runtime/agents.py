@@ -52,6 +52,7 @@ from flow_kernel.runtime.provider_base import (
 )
 from flow_kernel.runtime.provider_table import LOCAL_PROVIDERS, PROVIDERS
 from flow_kernel.runtime.providers import MockProvider, ScriptedProvider, parse_script
+from flow_kernel.runtime.resilience import Resilience, estimate_tokens
 from flow_kernel.runtime.streaming import DeltaMerger
 from flow_kernel.runtime.tools import ToolRegistry, call_tool, narrow
 from flow_kernel.runtime.validation import schema_errors, schema_validator
@@ -118,7 +119,8 @@ class AgentPipeline:
                  recorder: CassetteRecorder | None = None, player: CassettePlayer | None = None,
                  trace_sinks: list[TraceSink] | None = None, debug: bool = False,
                  providers: dict[str, Provider] | None = None,
-                 scope: str = "", checkpoint: RunCheckpoint | None = None) -> None:
+                 scope: str = "", checkpoint: RunCheckpoint | None = None,
+                 resilience: Resilience | None = None) -> None:
         self.check = check
         self.checkpoint = checkpoint  # the run's journal: attempts and tool results answered from it, written to it
         self.emit = emit
@@ -146,6 +148,9 @@ class AgentPipeline:
         # (one pipeline per run), so a re-run cell replays the same answers (runtime/cassette.py)
         self._occurrences: dict[tuple[str, str], int] = {}
         self.scope = scope  # the cassette key's program and workflow: cassette.source_scope
+        # Each remote provider's rate limits, Retry-After, breaker and bulkhead (resilience.py):
+        # the session's, shared by its runs; a run of its own otherwise.
+        self.resilience = resilience or Resilience(lambda name: self.config.provider(name).options)
         self._run_token = object()  # this run, for the recorder: its first answer replaces the scope's old ones
         # An agent's calls repeat the same contract: build its validator and system prompt once.
         self._validators: dict[str, jsonschema.protocols.Validator] = {}
@@ -482,17 +487,11 @@ class AgentPipeline:
         request = ProviderRequest(agent, call.model, call.system, call.prompt, call.schema, repair_of,
                                   float(temperature) if isinstance(temperature, int | float) else None,
                                   tuple(call.tools), use_tool if call.tools else None,
-                                  call_prompt=str(call.payload.get("prompt")), on_delta=merger)
+                                  call_prompt=str(call.payload.get("prompt")),
+                                  on_delta=merger if self.config.provider(call.provider).options.get("stream", True) else None)
         request.ask_operator = self._asker(call)
-        attempt = provider.attempt(request)
         try:
-            if isinstance(timeout_ms, int) and timeout_ms > 0:
-                try:
-                    reply = await asyncio.wait_for(attempt, timeout_ms / 1000)
-                except TimeoutError:
-                    raise AgentInvocationError(f"`{agent}` timed out after {timeout_ms} ms") from None
-            else:
-                reply = await attempt
+            reply = await self._guarded(call, lambda: self._timed(provider.attempt(request), timeout_ms, agent))
         except FlowError:
             if merger.text:  # a stream cut (or timed out) mid-way: what it wrote goes in the trace
                 call.partial = merger.text
@@ -501,6 +500,69 @@ class AgentPipeline:
             merger.flush()
         self._account(call, reply)
         return reply
+
+    @staticmethod
+    async def _timed(attempt: Awaitable[ProviderReply], timeout_ms: Any, agent: str) -> ProviderReply:
+        """An attempt within the agent's own `timeout` (`agent-invocation` when it runs out)."""
+        if isinstance(timeout_ms, int) and timeout_ms > 0:
+            try:
+                return await asyncio.wait_for(attempt, timeout_ms / 1000)
+            except TimeoutError:
+                raise AgentInvocationError(f"`{agent}` timed out after {timeout_ms} ms") from None
+        return await attempt
+
+    async def _guarded(self, call: _Call, send: Callable[[], Awaitable[ProviderReply]]) -> ProviderReply:
+        """An attempt through its provider's guard when the provider is a remote one
+        (resilience.py): the breaker, Retry-After, the rate limits and the bulkhead before,
+        the outcome after. A `429` is sent again after its Retry-After, up to
+        `rate_limit_retries` times, while no tool ran in the attempt and the wait ends
+        before the run's deadline; those re-sends are the same attempt (not charged again)."""
+        if call.provider not in PROVIDERS:  # the local providers need no guard
+            return await send()
+        guard = self.resilience.guard(call.provider)
+        notify = self._notifier(call)
+        estimate = estimate_tokens(call.system, call.prompt)
+        tools_before = len(call.tool_calls)
+        tried = 0
+        while True:
+            ticket = await guard.enter(estimate, self._remaining(), notify)
+            try:
+                reply = await send()
+            except FlowError as exc:
+                guard.failure(ticket, exc, notify)
+                details = exc.details if isinstance(exc.details, dict) else {}
+                if details.get("status") != 429 or tried >= guard.limits.rate_limit_retries \
+                        or len(call.tool_calls) > tools_before:
+                    raise
+                given = details.get("retry_after")
+                wait = float(given) if isinstance(given, int | float) else min(30.0, 2.0 ** tried)
+                remaining = self._remaining()
+                if remaining is not None and wait > remaining:
+                    raise AgentInvocationError(
+                        f"{exc.message}; its Retry-After ({wait:.1f} s) ends after the run's deadline "
+                        f"({max(0.0, remaining):.1f} s left)", details={**details, "rate_limited": "retry-after"}) from None
+                guard.hold_off(wait)
+                tried += 1
+                continue
+            except BaseException:  # cancelled (the run ended): leave without a verdict on the provider
+                guard.release(ticket)
+                raise
+            guard.success(ticket, reply.usage, notify)
+            return reply
+
+    def _remaining(self) -> float | None:
+        return None if self.deadline is None else self.deadline - time.monotonic()
+
+    def _notifier(self, call: _Call) -> Callable[[str, dict[str, Any]], None]:
+        """The call's provider events (waits, breaker changes): timing kinds, out of the
+        canonical sequence, so they take no order key from the call (events.py)."""
+        payload = call.payload
+
+        def notify(kind: str, data: dict[str, Any]) -> None:
+            self.emit({"type": kind, "span": {"id": payload.get("call"), "parent": payload.get("span")},
+                       "stage": payload.get("stage"), "data": data})
+
+        return notify
 
     def _merger(self, call: _Call) -> DeltaMerger:
         """The call's delta merger, started on a new attempt: its `agent.delta` events are

@@ -35,8 +35,8 @@ from flow_kernel.runtime.config import FlowConfig
 from flow_kernel.runtime.events import HOST_ONLY_PREFIXES, LAST, Event, is_live, sub_order
 from flow_kernel.runtime.journal import digest
 from flow_kernel.runtime.operator import Operator
-from flow_kernel.runtime.prompt_deadline import PromptDeadline, answer_by
 from flow_kernel.runtime.provider_base import Provider
+from flow_kernel.runtime.resilience import Resilience
 from flow_kernel.runtime.tools import ToolRegistry
 from flow_kernel.runtime.validation import require_valid, schema_validator
 
@@ -61,6 +61,7 @@ class HostServices:
     cassette_scope: str = ""  # the program and workflow run, in cassette keys (cassette.source_scope)
     ceilings: Ceilings = field(default_factory=Ceilings)
     checkpoint: RunCheckpoint | None = None  # the journal's effects: answered from, written to (checkpoint.py)
+    resilience: Resilience | None = None  # the session's provider guards (resilience.py); None: the run's own
 
     def __post_init__(self) -> None:
         self.events: list[Event] = []
@@ -76,7 +77,7 @@ class HostServices:
         self.agents = AgentPipeline(self.check, self.emit, self.frames, config=self.config, tools=self.tools,
                                     approve_tool=self.approve_tool, recorder=self.recorder, player=self.player,
                                     trace_sinks=self.trace_sinks, debug=self.debug, providers=self.providers,
-                                    scope=self.cassette_scope, checkpoint=self.checkpoint)
+                                    scope=self.cassette_scope, checkpoint=self.checkpoint, resilience=self.resilience)
         self.agents.sandbox_call = self._call_sandbox
         self.agents.ask_operator = self.ask  # an A2A agent's input-required (runtime/provider_a2a.py)
 
@@ -241,13 +242,11 @@ class HostServices:
     # -- operator ------------------------------------------------------------------------------
     async def approve(self, payload: dict[str, Any]) -> bool:
         question = str(payload.get("question"))
-        deadline = PromptDeadline.of(payload, "approve")  # `timeout T else V` (prompt_deadline.py)
-        timed = deadline.event_data() if deadline is not None else {}
-        self._event("approval.requested", payload, {"kind": "approve", "question": question, "details": payload.get("details"), **timed})
+        self._event("approval.requested", payload, {"kind": "approve", "question": question, "details": payload.get("details")})
         try:
             answer, how = await self._decide("approve", payload, {"question": question, "details": payload.get("details")},
-                                             lambda: answer_by(deadline, self.operator.approve(
-                                                 question, payload.get("details"), {"run": self.run_id, **timed})))
+                                             lambda: self.operator.approve(question, payload.get("details"),
+                                                                           {"run": self.run_id}))
         except FlowError as exc:
             self._event("approval.resolved", payload, {"kind": "approve", "question": question, "error": exc.code})
             raise
@@ -283,14 +282,11 @@ class HostServices:
     async def ask(self, payload: dict[str, Any]) -> str:
         question = str(payload.get("question"))
         choice = payload.get("choice")
-        deadline = PromptDeadline.of(payload, "ask", choice if isinstance(choice, list) else None)
-        timed = deadline.event_data() if deadline is not None else {}
-        self._event("approval.requested", payload, {"kind": "ask", "question": question, "choice": choice, **timed})
+        self._event("approval.requested", payload, {"kind": "ask", "question": question, "choice": choice})
         try:
             answer, how = await self._decide(
                 "ask", payload, {"question": question, "details": None, "choices": choice},
-                lambda: answer_by(deadline, self.operator.ask(question, choice if isinstance(choice, list) else None,
-                                                              {"run": self.run_id, **timed})))
+                lambda: self.operator.ask(question, choice if isinstance(choice, list) else None, {"run": self.run_id}))
         except FlowError as exc:
             self._event("approval.resolved", payload, {"kind": "ask", "question": question, "error": exc.code})
             raise

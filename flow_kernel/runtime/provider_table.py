@@ -59,6 +59,27 @@ def _positive_int(value: Any) -> bool:
 MAX_TOKENS = Option(_positive_int, "a positive integer")
 
 
+def _positive_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and value > 0
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+# A remote provider's resilience (runtime/resilience.py, `Limits`: unset keys keep its defaults)
+# and whether it streams (runtime/streaming.py; default true).
+RESILIENCE: dict[str, Option] = {
+    "requests_per_minute": Option(_positive_number, "a positive number"),
+    "tokens_per_minute": Option(_positive_number, "a positive number"),
+    "max_in_flight": Option(_positive_int, "a positive integer"),
+    "breaker_failures": Option(_positive_int, "a positive integer"),
+    "breaker_pause": Option(_positive_number, "a positive number of seconds"),
+    "rate_limit_retries": Option(_count, "a non-negative integer"),
+}
+STREAM = Option(lambda value: isinstance(value, bool), "true or false")
+
+
 @dataclass(frozen=True)
 class ProviderEntry:
     name: str  # the prefix of `model: "NAME/model"`
@@ -142,9 +163,10 @@ def _a2a_configured(config: Any) -> Provider:
 PROVIDERS: dict[str, ProviderEntry] = {entry.name: entry for entry in (
     # `max_tokens` is accepted and not used, as before this table: a flow.toml written for
     # either provider keeps loading.
-    ProviderEntry("openai", _openai, "openai", "OPENAI_API_KEY", "OPENAI_BASE_URL", {"max_tokens": MAX_TOKENS}),
+    ProviderEntry("openai", _openai, "openai", "OPENAI_API_KEY", "OPENAI_BASE_URL",
+                  {"max_tokens": MAX_TOKENS, "stream": STREAM, **RESILIENCE}),
     ProviderEntry("anthropic", _anthropic, "anthropic", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL",
-                  {"max_tokens": MAX_TOKENS}),
+                  {"max_tokens": MAX_TOKENS, "stream": STREAM, **RESILIENCE}),
     # A remote A2A agent as the model (runtime/provider_a2a.py, docs/protocols.md).
     ProviderEntry("a2a", _a2a, "a2a", "A2A_TOKEN", "A2A_BASE_URL", extra="protocols", distribution="a2a-sdk",
                   configured=_a2a_configured),

@@ -31,6 +31,7 @@ from flow_kernel.runtime.journal import Checkpoint, Journal, RunLocked, now_text
 from flow_kernel.runtime.nofollow import LinkRefused
 from flow_kernel.runtime.operator import Operator
 from flow_kernel.runtime.provider_base import Provider
+from flow_kernel.runtime.resilience import Resilience
 from flow_kernel.runtime.resume import program_header
 from flow_kernel.runtime.tools import ToolRegistry
 from flow_kernel.runtime.validation import require_valid
@@ -126,7 +127,8 @@ async def run_compiled(compiled: Compiled, executor: Executor, *, workflow: str 
                        tools: ToolRegistry | None = None, trace_sinks: list[TraceSink] | None = None,
                        debug: bool = False, providers: dict[str, Provider] | None = None,
                        ceilings: Ceilings | None = None, sources: dict[str, str] | None = None,
-                       cassette_scope: str | None = None, resume: Checkpoint | None = None) -> RunOutcome:
+                       cassette_scope: str | None = None, resume: Checkpoint | None = None,
+                       resilience: Resilience | None = None) -> RunOutcome:
     """Run a compiled module: its top level, or `workflow` with `input`. Never raises a FlowError:
     failures are in the outcome, with the events up to the failure (and, with `journal_dir`,
     in `<journal_dir>/<run>.jsonl` as they happen).
@@ -177,7 +179,8 @@ async def run_compiled(compiled: Compiled, executor: Executor, *, workflow: str 
                         debug=debug, providers=dict(providers or {}),
                         cassette_scope=cassette_scope or source_scope(compiled.check.source.name,
                                                                       compiled.check.source.text, workflow),
-                        ceilings=ceilings if ceilings is not None else Ceilings.from_env(), checkpoint=checkpoint)
+                        ceilings=ceilings if ceilings is not None else Ceilings.from_env(), checkpoint=checkpoint,
+                        resilience=resilience)
     if checkpoint is not None:
         checkpoint.on_wait = host.fail
     outcome = RunOutcome(run_id, events=host.events, journal=journal.path if journal is not None else None,

@@ -35,6 +35,7 @@ from flow_kernel.runtime.host import EventSink
 from flow_kernel.runtime.journal import Checkpoint
 from flow_kernel.runtime.operator import Operator
 from flow_kernel.runtime.provider_base import Provider
+from flow_kernel.runtime.resilience import Resilience
 from flow_kernel.runtime.run import Executor, RunOutcome, run_compiled
 from flow_kernel.runtime.tools import ToolFunction, ToolRegistry
 from flow_kernel.runtime.trust import (
@@ -119,6 +120,9 @@ class Session:
         self.trace_sinks: list[TraceSink] = list(trace_sinks)
         self.tools = ToolRegistry(set(tool_policy) if tool_policy is not None else None)
         self.providers = dict(providers or {})
+        # Each remote provider's rate limits, breaker and bulkhead, shared by all the session's
+        # runs (runtime/resilience.py), configured under [providers.NAME].
+        self.resilience = Resilience(lambda name: self.config.provider(name).options)
         self.debug = debug
         self.journal_dir = (self.directory / journal_dir) if journal_dir is not None else None
         self.sandbox = sandbox
@@ -229,7 +233,7 @@ class Session:
             operator=self.operator, allow_run=frozenset(self.allow_run), sinks=self.sinks + list(sinks), run_id=run_id,
             journal_dir=self.journal_dir, record=self._recorder, replay=self._player, config=self.config,
             tools=self.tools, trace_sinks=self.trace_sinks, debug=self.debug, providers=self.providers,
-            ceilings=self.ceilings, sources=self.sources, resume=resume)
+            ceilings=self.ceilings, sources=self.sources, resume=resume, resilience=self.resilience)
         self._commit(compiled.check, outcome)
         self.history.append(outcome)
         del self.history[:-HISTORY]  # a long-lived kernel keeps the recent runs; the journals keep all
