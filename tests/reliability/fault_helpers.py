@@ -16,7 +16,7 @@ import psutil
 from jupyter_client.blocking import BlockingKernelClient
 from jupyter_client.manager import KernelManager, start_new_kernel
 
-from flow_kernel.runtime.journal import read_journal
+from flow_kernel.runtime.journal import read_checkpoint, read_journal
 
 TIMEOUT = 120
 
@@ -103,9 +103,11 @@ def check_journal(path: Path, *, ends_with: str | None, contains: tuple[str, ...
     """Every line parses, `seq` runs 1..n without a gap (so no event was lost between the
     host numbering it and the journal), it starts with the run and holds `contains` in
     order; `ends_with` is the error code of the closing `workflow.failed` (None: completed)."""
-    lines = path.read_text(encoding="utf-8").splitlines()
+    lines = [line for line in path.read_text(encoding="utf-8").splitlines()
+             if not line.startswith('{"journal":')]  # the checkpoint records between the events
     events = read_journal(path)
     assert len(events) == len(lines), f"{path.name}: a line does not parse"
+    read_checkpoint(path)  # and every checkpoint record verifies (JournalForged otherwise)
     assert [e["seq"] for e in events] == list(range(1, len(events) + 1)), f"{path.name}: events lost"
     types = [e["type"] for e in events]
     assert types[0] == "workflow.started", types
