@@ -89,7 +89,11 @@ export function group(state, ui, g) {
   const agents = [...g.agents].join(", ");
   const stats = [`${g.done} done`, `${g.running} running`, g.failed ? `<span class="fr-err">${g.failed} failed</span>` : "",
     g.retried ? `${g.retried} retried` : "", g.cancelled ? `${g.cancelled} cancelled` : ""].filter(Boolean).join(" · ");
-  const state_ = g.running ? "running" : g.failed ? "failed" : g.cancelled ? "cancelled" : "completed";
+  // Between one call's end and the next one's start a map may have none running: it is done
+  // only when its scope is.
+  const scope = state.nodes.get(g.parent);
+  const open = g.running || (scope && scope.state === "running");
+  const state_ = open ? "running" : g.failed ? "failed" : g.cancelled ? "cancelled" : "completed";
   const p = page(state, g, ui.filter, ui.pages.get(g.id) || 0, PAGE);
   const rows = p.rows.map((call) => card(state, ui, call)).join("");
   const first = p.total ? p.page * PAGE + 1 : 0;
