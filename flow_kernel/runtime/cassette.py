@@ -259,7 +259,11 @@ class CassettePlayer:
             recorded = near.get("prompt")
             if isinstance(recorded, str) and prompt is not None:
                 diff = prompt_diff(recorded, prompt)
-                head += f"; the nearest recorded request is {where}, whose prompt differs:\n{diff or '(only in spacing)'}"
+                if recorded == prompt:  # the prompt is the same: what changed is the cell or file around it
+                    head += (f"; the nearest recorded request is {where}, with the same prompt: the cell's or file's "
+                             "text changed (a cell is known by its text, a call by where it is written)")
+                else:
+                    head += f"; the nearest recorded request is {where}, whose prompt differs:\n{diff or '(only in spacing)'}"
                 details["nearest"] = {"label": near.get("label"), "occurrence": near.get("occurrence"), "diff": diff}
             else:
                 head += f"; the nearest recorded request is {where} (recorded without its prompt text, so no diff)"

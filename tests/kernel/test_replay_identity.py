@@ -52,3 +52,29 @@ def test_rerun_edit_and_rerecord_cells_under_replay(kernel: tuple[Path, object])
     evalue = str(edited.content["evalue"])
     assert "nearest recorded request" in evalue
     assert "-Summarise the notes for users" in evalue and "+Summarise the notes for developers" in evalue
+
+
+def test_reordered_cells_replay_and_an_edit_that_keeps_the_prompt_says_so(kernel: tuple[Path, object]) -> None:
+    """The must-show of issue 17: cells run in another order than they were recorded in (and
+    one run twice in between) replay their own answers; an edited cell misses, with the diff
+    when its prompt changed and saying the prompt is the same when only the cell changed."""
+    folder, kc = kernel
+    first = 'a("Draft the release note")'
+    second = 'a("Review the release note", label: "review")'
+    assert execute(kc, 'agent a { model: "scripted", script: [when("Draft", "draft"), when("Review", "looks good")] }').status == "ok"
+    assert execute(kc, "%record tape.jsonl").status == "ok"
+    assert [execute(kc, first).result, execute(kc, second).result] == ["draft", "looks good"]
+    assert execute(kc, 'agent a { model: "scripted", script: ["live"] }').status == "ok"
+    assert execute(kc, "%replay tape.jsonl").status == "ok"
+    # Reordered: the second cell first, then the first twice; then the second again.
+    assert [execute(kc, cell).result for cell in (second, first, first, second)] == \
+        ["looks good", "draft", "draft", "looks good"]
+    changed = execute(kc, first.replace("Draft", "Write"))
+    assert changed.status == "error"
+    assert "-Draft the release note" in str(changed.content["evalue"])
+    assert "+Write the release note" in str(changed.content["evalue"])
+    moved = execute(kc, "let note = " + first)  # the same prompt, the call written elsewhere
+    assert moved.status == "error"
+    assert "with the same prompt: the cell's or file's text changed" in str(moved.content["evalue"])
+    assert "record it again" in str(moved.content["evalue"])
+    assert len(entries(folder / "tape.jsonl")) == 2  # replaying wrote nothing
