@@ -108,11 +108,13 @@ class ItemRunner:
     def _scope(self, workflow: str, case: Case, epoch: int) -> str:
         """An item's runs in cassette keys: the program by its file name (a notebook's eval
         by `eval`, not by its text, so that a changed prompt still finds its answers and
-        says what changed), the workflow, then the case and epoch, so that items neither
-        share nor replace each other's answers."""
+        says what changed), the workflow evaluated, then the case and epoch, so that items
+        neither share nor replace each other's answers; a scorer's run adds its workflow (a
+        judge's answers about one workflow's outputs are not another's)."""
         source = self.compiled.check.source
         program = "eval" if source.name.startswith("<") else source_scope(source.name, source.text)
-        return f"{program}#{workflow}@{case.id}/{epoch}"
+        scorer = f"/{workflow}" if workflow != self.workflow else ""
+        return f"{program}#{self.workflow}@{case.id}/{epoch}{scorer}"
 
     async def _run(self, workflow: str, data: dict[str, Any], case: Case, epoch: int,
                    runs: dict[str, list[dict[str, Any]]], recorder: Any) -> RunOutcome:

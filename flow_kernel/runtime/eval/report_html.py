@@ -51,7 +51,8 @@ def summary_html(report: EvalReport, *, timings: bool = True) -> str:
     cost = (f"<p>cost {s.cost:.4f}, {s.tokens} tokens"
             + (f", latency mean {s.latency_ms_mean:.0f} ms (p95 {s.latency_ms_p95:.0f} ms), {s.wall_s:.1f} s"
                if timings else "")
-            + (f"; {s.skipped_lines} bad data lines skipped" if s.skipped_lines else "") + "</p>")
+            + "</p>" + "".join(f"<p>skipped line {p.line} of {escape(plan.data_name)}: {escape(p.message)}</p>"
+                               for p in plan.problems))
     return f"<p>{head}</p>{table}{failures}{cost}"
 
 
@@ -110,9 +111,10 @@ def compare_bundle(before: EvalReport, after: EvalReport) -> dict[str, Any]:
         f"<td>{_value(old.output)}</td><td>{_value(new.output)}</td>"
         f"<td>{'fixed' if passed(new) else 'broken'}</td></tr>" for old, new in changed)
     fixed = sum(1 for _, new in changed if passed(new))
-    text.append(f"{fixed} items fixed, {len(changed) - fixed} broken")
+    verdict = f"{fixed} item{'' if fixed == 1 else 's'} fixed, {len(changed) - fixed} broken"
+    text.append(verdict)
     html = (f"<div class='flow-eval'>{TABLE}<tr><th>scorer (mean / pass rate)</th><th>before</th><th>after</th>"
-            f"</tr>{''.join(rows)}</table><p>{fixed} items fixed, {len(changed) - fixed} broken</p>"
+            f"</tr>{''.join(rows)}</table><p>{verdict}</p>"
             + (f"{TABLE}<tr><th>id</th><th>input</th><th>output before</th><th>output after</th><th></th></tr>"
                f"{change_rows}</table>" if changed else "") + "</div>")
     return {"text/plain": "\n".join(text), "text/html": html}

@@ -35,8 +35,8 @@ def report_text(report: EvalReport, *, timings: bool = True) -> str:
     lines.append(f"cost {s.cost:.4f}, {s.tokens} tokens" + (f", latency mean {s.latency_ms_mean:.0f} ms "
                                                             f"(p95 {s.latency_ms_p95:.0f} ms), {s.wall_s:.1f} s"
                                                             if timings else ""))
-    if s.skipped_lines:
-        lines.append(f"{s.skipped_lines} bad data lines skipped")
+    for problem in plan.problems:
+        lines.append(f"skipped line {problem.line} of {plan.data_name}: {problem.message}")
     bad = [r for r in report.results if not r.passed]
     for r in bad[:SHOWN_FAILURES]:
         why = (f"{r.error.get('code')}: {shorten(str(r.error.get('message')), 80)}" if r.error is not None else
