@@ -257,3 +257,39 @@ def test_a_cell_resumes_in_a_new_session_with_the_declarations_it_used(tmp_path:
     again.run(declare)
     assert again.resume(waiting.run_id).result == "ans:look"
     assert provider.asked == ["look"]
+
+
+class ToolUser(Counting):
+    """Asks for `refund` (approval-gated) once per attempt, then answers with what it got."""
+
+    async def attempt(self, request: ProviderRequest) -> ProviderReply:
+        self.asked.append(request.prompt)
+        assert request.call_tool is not None
+        got = await request.call_tool("refund", {"order": "A1"})
+        return ProviderReply(f"refund: {json.dumps(got)}", {})
+
+
+def test_an_approval_gated_tool_defers_and_runs_once_after_the_answer(tmp_path: Path) -> None:
+    source = ('tool refund(order: string) -> { ok: bool } requires approval\n'
+              'agent clerk { model: "counting/m", tools: [refund] }\nclerk("refund A1")')
+    refunds: list[str] = []
+    provider = ToolUser()
+
+    def make() -> Session:
+        s = session(tmp_path, provider)
+        s.tool(lambda order: refunds.append(order) or {"ok": True}, name="refund")
+        return s
+
+    waiting = make().run(source)
+    (pending,) = waiting.pending
+    assert pending["kind"] == "tool" and pending["details"] == {"tool": "refund", "arguments": {"order": "A1"}}
+    assert refunds == []
+    again = make().resume(waiting.run_id)  # not answered yet: the same request, the same id
+    assert again.pending == waiting.pending and refunds == []
+    s = make()
+    s.answer(waiting.run_id, pending["id"], True, by="test")
+    done = s.resume(waiting.run_id)
+    assert done.result == 'refund: {"ok": true}', done.to_json()
+    assert refunds == ["A1"]  # the tool ran once
+    # The attempt stopped at the approval was made again on each execution (it had not completed).
+    assert len(provider.asked) == 3
