@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+import os
+import random
 import re
 import subprocess
 import sys
@@ -104,12 +106,12 @@ def test_a_kernel_restarted_mid_cell_resumes_the_run_with_resume(tmp_path: Path,
     try:
         kc.execute(PROGRAM)
         deadline = time.time() + 90
-        held = 0
-        while time.time() < deadline:  # kill when the journal holds about half the calls
+        held, kill_at = 0, random.Random(int(os.environ.get("FLOW_KILL_SEED", "1717"))).randint(2, CALLS - 2)
+        while time.time() < deadline:  # kill when the journal holds `kill_at` calls (and a little later)
             journals = list(runs.glob("r*.jsonl")) if runs.is_dir() else []
             if journals:
                 held = sum(1 for key in read_checkpoint(journals[0]).effects if key.startswith("agent:"))
-                if held >= CALLS // 2:
+                if held >= kill_at:
                     break
             time.sleep(0.005)
         km.restart_kernel(now=True)  # the kernel process is killed, a new one starts
