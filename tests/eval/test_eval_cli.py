@@ -11,6 +11,9 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
+from flow_kernel.cli import main as flow_main
 from tests.eval.cases import FAILING, PROGRAM, write_cases
 
 FLOW = [sys.executable, "-m", "flow_kernel.cli"]
@@ -21,7 +24,8 @@ def flow(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*FLOW, *args], cwd=cwd, capture_output=True, text=True, timeout=240, env=env)
 
 
-def test_exit_codes_and_bad_lines(tmp_path: Path) -> None:
+def test_exit_codes_and_bad_lines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                  capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "parity.flow").write_text(PROGRAM)
     write_cases(tmp_path / "cases.jsonl", 40)  # the three bad lines fall after 40 cases: at 41+
     data = (tmp_path / "cases.jsonl").read_text().splitlines()
@@ -29,20 +33,27 @@ def test_exit_codes_and_bad_lines(tmp_path: Path) -> None:
     (tmp_path / "cases.jsonl").write_text("\n".join(data) + "\n")
     # n36 fails its run, n9/n19/n29/n39 are misclassified: parity 35/40
     ok = flow("eval", "parity.flow", "classify", "--data", "cases.jsonl", "--scorer", "field:parity,min=0.85",
-              "--format", "json", cwd=tmp_path)
+              "--format", "json", "--concurrency", "2", cwd=tmp_path)
     assert ok.returncode == 0, ok.stderr
     report = json.loads(ok.stdout)
     assert report["summary"]["scorers"]["field:parity"]["pass_rate"] == 0.875
     assert report["summary"]["failures"] == {"assertion": 1}
     assert "cases.jsonl line 6: not JSON" in ok.stderr and "(skipped)" in ok.stderr
     assert [s["line"] for s in report["skipped"]] == [6, 42, 43, 44]
-    failing = flow("eval", "parity.flow", "classify", "--data", "cases.jsonl", "--scorer", "field:parity",
-                   cwd=tmp_path)
-    assert failing.returncode == 1 and "NOT PASSED" in failing.stdout and "field:parity" in failing.stdout
-    batch = flow("batch", "parity.flow", "classify", "--data", "cases.jsonl", cwd=tmp_path)
-    assert batch.returncode == 1 and "failures: assertion x1" in batch.stdout  # one item's run failed
+    # the rest in this process (the same `main` as the `flow` command), the scoring on the sandbox all the same
+    monkeypatch.chdir(tmp_path)
+
+    def run(*args: str) -> tuple[int, str, str]:
+        code = flow_main(list(args))
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    code, out, _ = run("eval", "parity.flow", "classify", "--data", "cases.jsonl", "--scorer", "field:parity")
+    assert code == 1 and "NOT PASSED" in out and "field:parity" in out
+    code, out, _ = run("batch", "parity.flow", "classify", "--data", "cases.jsonl")
+    assert code == 1 and "failures: assertion x1" in out  # one item's run failed
     (tmp_path / "fine.jsonl").write_text('{"n": 1}\n{"n": 2}\n')
-    assert flow("batch", "parity.flow", "classify", "--data", "fine.jsonl", cwd=tmp_path).returncode == 0
+    assert run("batch", "parity.flow", "classify", "--data", "fine.jsonl")[0] == 0
     for args, message in [
         (["eval", "parity.flow", "nope", "--data", "cases.jsonl"], "`nope` is not a workflow"),
         (["eval", "parity.flow", "classify", "--data", "cases.jsonl", "--scorer", "fuzzy"], "unknown scorer"),
@@ -52,11 +63,11 @@ def test_exit_codes_and_bad_lines(tmp_path: Path) -> None:
         (["eval", "parity.flow", "classify", "--data", "cases.jsonl", "--concurrency", "0"], "at least 1"),
         (["eval", "parity.flow", "classify"], "--data"),
     ]:
-        done = flow(*args, cwd=tmp_path)
-        assert done.returncode == 2 and message in done.stderr, (args, done.stderr)
+        code, _, err = run(*args)
+        assert code == 2 and message in err, (args, err)
     (tmp_path / "broken.flow").write_text("workflow classify(n: int) -> int { return nope }\n")
-    broken = flow("eval", "broken.flow", "classify", "--data", "cases.jsonl", cwd=tmp_path)
-    assert broken.returncode == 2 and "F2001" in broken.stderr
+    code, _, err = run("eval", "broken.flow", "classify", "--data", "cases.jsonl")
+    assert code == 2 and "F2001" in err
 
 
 def test_resume_after_sigkill_halfway(tmp_path: Path) -> None:
