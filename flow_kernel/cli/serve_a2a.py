@@ -29,6 +29,7 @@ from flow_kernel.cli.serve_common import (
     ServedWorkflow,
     WorkflowHost,
     bearer_guard,
+    loopback_host_guard,
     outcome_error,
     progress_message,
     serve_http,
@@ -267,7 +268,7 @@ def agent_card(host: WorkflowHost, name: str, url: str, token: bool) -> Any:
     return card
 
 
-def build_app(host: WorkflowHost, name: str, url: str, token: str | None) -> Any:
+def build_app(host: WorkflowHost, name: str, url: str, token: str | None, address: str = "", port: int = 0) -> Any:
     from a2a.server.agent_execution import AgentExecutor
     from a2a.server.request_handlers import DefaultRequestHandler
     from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
@@ -280,9 +281,10 @@ def build_app(host: WorkflowHost, name: str, url: str, token: str | None) -> Any
     card = agent_card(host, name, url, token is not None)
     handler = DefaultRequestHandler(agent_executor=Executor(host), task_store=InMemoryTaskStore(), agent_card=card)
     routes = create_agent_card_routes(card) + create_jsonrpc_routes(handler, "/", enable_v0_3_compat=True)
-    return bearer_guard(Starlette(routes=routes), token)
+    app = bearer_guard(Starlette(routes=routes), token)
+    return loopback_host_guard(app, address, port) if address else app
 
 
 async def serve_a2a(host: WorkflowHost, name: str, address: str, port: int, token: str | None, ready: Any = None) -> None:
     url = f"http://{address}:{port}/"
-    await serve_http(build_app(host, name, url, token), address, port, ready)
+    await serve_http(build_app(host, name, url, token, address, port), address, port, ready)

@@ -191,6 +191,27 @@ def bearer_guard(app: ASGIApp, token: str | None) -> ASGIApp:
     return guarded
 
 
+def loopback_host_guard(app: ASGIApp, host: str, port: int) -> ASGIApp:
+    """On loopback, only requests addressed to loopback: a web page the person opens cannot
+    reach the server by DNS rebinding (a name of its own that resolves to 127.0.0.1 is the
+    page's origin, so the browser lets it read the answers). The MCP SDK checks the same for
+    its own app; this is the A2A server's."""
+    if not is_loopback(host):
+        return app
+    allowed = {f"127.0.0.1:{port}".encode(), f"localhost:{port}".encode(), f"[::1]:{port}".encode()}
+
+    async def guarded(scope: dict[str, Any], receive: Callable[[], Awaitable[Any]],
+                      send: Callable[[Any], Awaitable[None]]) -> None:
+        if scope.get("type") == "http" and dict(scope.get("headers") or []).get(b"host", b"") not in allowed:
+            await send({"type": "http.response.start", "status": 421,
+                        "headers": [(b"content-type", b"application/json")]})
+            await send({"type": "http.response.body", "body": b'{"error": "this server answers loopback names only"}'})
+            return
+        await app(scope, receive, send)
+
+    return guarded
+
+
 async def serve_http(app: ASGIApp, host: str, port: int, ready: Callable[[Any], None] | None = None) -> None:
     """Serve `app` with uvicorn until interrupted; `ready(server)` once it listens (the
     caller may stop it with `server.should_exit = True`)."""

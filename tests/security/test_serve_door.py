@@ -174,3 +174,19 @@ def test_reopened_a2a_door_runs_the_intruders_task(start: Any, monkeypatch: pyte
     assert _card(server.port, {})[0] == 200
     status, body = _send(server.port, {})
     assert status == 200 and "completed" in body.lower()  # a workflow ran for a caller without the token
+
+
+def test_a_loopback_a2a_agent_refuses_other_host_names(start: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """DNS rebinding: a page at http://evil.example:PORT whose name now resolves to 127.0.0.1
+    sends its own Host; the loopback server refuses any name but its loopback ones."""
+    server = start(a2a=True)
+    forged = {"Host": f"evil.example:{server.port}", "Authorization": f"Bearer {TOKEN}"}
+    assert _send(server.port, forged)[0] == 421
+    assert _card(server.port, {"Host": f"localhost:{server.port}", "Authorization": f"Bearer {TOKEN}"})[0] == 200
+
+
+def test_reopened_host_check_lets_a_rebound_page_run_a_task(start: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(serve_a2a, "loopback_host_guard", lambda app, host, port: app)
+    server = start(a2a=True)
+    status, body = _send(server.port, {"Host": f"evil.example:{server.port}", "Authorization": f"Bearer {TOKEN}"})
+    assert status == 200 and "completed" in body.lower()
