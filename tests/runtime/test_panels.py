@@ -178,3 +178,15 @@ def test_a_panel_declared_in_one_cell_is_called_from_another_and_hovered(tmp_pat
     assert "expert: a (a matters)" in panel_doc and "rubric: essay" in panel_doc and "judge: chair" in panel_doc
     rubric_doc = inspect("essay", 3, session.scope)["data"]["text/plain"]
     assert "accuracy: weight 3, scale 1..5" in rubric_doc
+
+
+def test_several_candidates_in_parallel(sandbox: tuple[SandboxExecutor, asyncio.AbstractEventLoop]) -> None:
+    """One call a candidate, side by side in `parallelMap`: each its own record and events."""
+    scripts = {"a": [verdict(5, 5)], "b": [verdict(1, 1)]}
+    source = program(scripts, rounds=1, spread=4, judge=False).rsplit("review(", 1)[0] + (
+        'parallelMap(["first essay", "second essay"], text => review(text))[*].aggregate\n')
+    outcome = run(sandbox, source)
+    assert outcome.result == [0.5, 0.5]  # (5 and 1: mean 3 → 0.5) on both criteria, for each candidate
+    completed = panel_events(outcome, "completed")
+    assert len(completed) == 2 and {e["status"] for e in completed} == {"converged"}
+    assert len(panel_events(outcome, "verdict")) == 4
