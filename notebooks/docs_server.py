@@ -5,7 +5,8 @@ gallery lesson 13 (declared in flow.toml beside it) and in tests/protocols: over
 Its tools cover what a lent tool can do: answer with structured content (`search`, marked
 read-only and not destructive), change something (`delete_page`, marked destructive),
 say nothing about itself (`shout`, no annotations), fail (`broken`), and be slow (`slow`).
-`delete_page` appends to the file named by $DOCS_DELETED, so a test sees whether it ran.
+`delete_page` appends to the file named by $DOCS_DELETED, so a test sees whether it ran;
+over HTTP, $DOCS_TOKEN (when set) is the bearer token every request needs.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.types import ToolAnnotations
@@ -57,12 +59,24 @@ async def slow(seconds: float) -> str:
     return "done"
 
 
+def _bearer(app: Any, token: str) -> Any:
+    async def guarded(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and dict(scope["headers"]).get(b"authorization") != f"Bearer {token}".encode():
+            await send({"type": "http.response.start", "status": 401, "headers": []})
+            await send({"type": "http.response.body", "body": b"unauthorized"})
+            return
+        await app(scope, receive, send)
+
+    return guarded
+
+
 def main() -> None:
     if len(sys.argv) == 3 and sys.argv[1] == "--http":
         import uvicorn
 
         app = server.streamable_http_app()
-        uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[2]), log_level="warning")
+        token = os.environ.get("DOCS_TOKEN")  # when set, every request needs it as a bearer token
+        uvicorn.run(_bearer(app, token) if token else app, host="127.0.0.1", port=int(sys.argv[2]), log_level="warning")
     else:
         server.run("stdio")
 

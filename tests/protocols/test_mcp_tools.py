@@ -119,6 +119,24 @@ def test_streamable_http_server_lends_tools_and_a_timeout_is_an_error(tmp_path: 
     assert "did not answer within 1500 ms" in slow["error"]
 
 
+def test_an_http_server_gets_the_token_the_configuration_names(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    port = free_port()
+    with server_process([PYTHON, str(DOCS_SERVER), "--http", str(port)], port, env={"DOCS_TOKEN": "docs-token-123456789"}):
+        url = f"http://127.0.0.1:{port}/mcp"
+        config = f'[mcp.docs]\nurl = "{url}"\ntoken_env = "DOCS_CLIENT_TOKEN"\ntimeout_ms = 5000\n'
+        monkeypatch.setenv("DOCS_CLIENT_TOKEN", "docs-token-123456789")
+        s, _ = session(tmp_path, config, [("search", {"query": "flow"})])
+        assert s.run(TOOLS + 'helper("Help")').result == [{"pages": ["intro"]}]
+        monkeypatch.setenv("DOCS_CLIENT_TOKEN", "not-the-token-000000")
+        s, _ = session(tmp_path, config, [("search", {"query": "flow"})])
+        (refused,) = s.run(TOOLS + 'helper("Help")').result
+        assert "did not start" in refused["error"]
+        monkeypatch.delenv("DOCS_CLIENT_TOKEN")
+        s, _ = session(tmp_path, config, [("search", {"query": "flow"})])
+        (unset,) = s.run(TOOLS + 'helper("Help")').result
+        assert "needs a token in $DOCS_CLIENT_TOKEN" in unset["error"]
+
+
 def test_a_server_that_does_not_start_or_lacks_the_tool_is_an_error_for_the_model(tmp_path: Path) -> None:
     config = '[mcp.docs]\ncommand = ["/nonexistent/server"]\ntimeout_ms = 3000\n'
     s, _ = session(tmp_path, config, [("search", {"query": "x"})])
