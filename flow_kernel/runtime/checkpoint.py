@@ -20,6 +20,7 @@ for: the same place *and* the same question, details and choices.
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import json
 from collections.abc import Awaitable, Callable
@@ -32,6 +33,7 @@ from flow_kernel.errors import (
     OperatorUnavailableError,
 )
 from flow_kernel.runtime.journal import Checkpoint, Journal, digest, now_text
+from flow_kernel.runtime.prompt_deadline import PromptDeadline, expired
 
 DEFER = "defer"
 
@@ -121,6 +123,12 @@ class RunCheckpoint:
             return record.get("result"), str(record.get("by") or "journal")
         pid = pending_id(key, fingerprint)
         answer = self.prior.answers.get(pid) if self.prior is not None and pid in self.prior.pending else None
+        deadline = request.get("deadline")  # `timeout T else V`: checked when answered or resumed (prompt_deadline.py)
+        waited = self.prior.pending.get(pid) if self.prior is not None else None
+        if isinstance(deadline, dict) and waited is not None and \
+                expired(waited.get("due"), answer.get("at") if answer is not None else None):
+            self.done(key, fingerprint, deadline.get("default"), by="timeout", pending=pid)
+            return deadline.get("default"), "timeout"
         if answer is not None:
             by = str(answer.get("by"))
             self.done(key, fingerprint, answer.get("value"), by=by, pending=pid)
@@ -129,7 +137,10 @@ class RunCheckpoint:
             pending = {"id": pid, "kind": kind, "question": request.get("question"),
                        "details": request.get("details"), "choices": request.get("choices")}
             if self.prior is None or pid not in self.prior.pending:
-                self.journal.record("pending", {**pending, "key": key, "request": fingerprint, "at": now_text()})
+                asked = now_text()
+                due = {"due": PromptDeadline(int(deadline["timeout_ms"]), deadline.get("default")).due(
+                    datetime.datetime.fromisoformat(asked)), "default": deadline.get("default")} if isinstance(deadline, dict) else {}
+                self.journal.record("pending", {**pending, "key": key, "request": fingerprint, "at": asked, **due})
             self.waiting.append(pending)
             stop = Waiting(f"the run waits for an answer to {str(request.get('question'))[:200]!r} "
                            f"(pending {pid}: flow answer {self.journal.run_id} {pid} VALUE)",

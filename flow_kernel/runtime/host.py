@@ -35,6 +35,7 @@ from flow_kernel.runtime.config import FlowConfig
 from flow_kernel.runtime.events import HOST_ONLY_PREFIXES, LAST, Event, is_live, sub_order
 from flow_kernel.runtime.journal import digest
 from flow_kernel.runtime.operator import Operator
+from flow_kernel.runtime.prompt_deadline import PromptDeadline, answer_by
 from flow_kernel.runtime.provider_base import Provider
 from flow_kernel.runtime.resilience import Resilience
 from flow_kernel.runtime.tools import ToolRegistry
@@ -242,11 +243,14 @@ class HostServices:
     # -- operator ------------------------------------------------------------------------------
     async def approve(self, payload: dict[str, Any]) -> bool:
         question = str(payload.get("question"))
-        self._event("approval.requested", payload, {"kind": "approve", "question": question, "details": payload.get("details")})
+        deadline = PromptDeadline.of(payload, "approve")  # `timeout T else V` (prompt_deadline.py)
+        timed = deadline.event_data() if deadline is not None else {}
+        self._event("approval.requested", payload, {"kind": "approve", "question": question, "details": payload.get("details"), **timed})
         try:
-            answer, how = await self._decide("approve", payload, {"question": question, "details": payload.get("details")},
-                                             lambda: self.operator.approve(question, payload.get("details"),
-                                                                           {"run": self.run_id}))
+            answer, how = await self._decide("approve", payload, {"question": question, "details": payload.get("details"),
+                                                                  **({"deadline": timed} if timed else {})},
+                                             lambda: answer_by(deadline, self.operator.approve(
+                                                 question, payload.get("details"), {"run": self.run_id, **timed})))
         except FlowError as exc:
             self._event("approval.resolved", payload, {"kind": "approve", "question": question, "error": exc.code})
             raise
@@ -282,11 +286,14 @@ class HostServices:
     async def ask(self, payload: dict[str, Any]) -> str:
         question = str(payload.get("question"))
         choice = payload.get("choice")
-        self._event("approval.requested", payload, {"kind": "ask", "question": question, "choice": choice})
+        deadline = PromptDeadline.of(payload, "ask", choice if isinstance(choice, list) else None)
+        timed = deadline.event_data() if deadline is not None else {}
+        self._event("approval.requested", payload, {"kind": "ask", "question": question, "choice": choice, **timed})
         try:
             answer, how = await self._decide(
-                "ask", payload, {"question": question, "details": None, "choices": choice},
-                lambda: self.operator.ask(question, choice if isinstance(choice, list) else None, {"run": self.run_id}))
+                "ask", payload, {"question": question, "details": None, "choices": choice, **({"deadline": timed} if timed else {})},
+                lambda: answer_by(deadline, self.operator.ask(question, choice if isinstance(choice, list) else None,
+                                                              {"run": self.run_id, **timed})))
         except FlowError as exc:
             self._event("approval.resolved", payload, {"kind": "ask", "question": question, "error": exc.code})
             raise

@@ -9,8 +9,10 @@ with `operator-unavailable` at once: a default stands in for a person who could 
 answered and did not, never for a missing operator.
 
 A run that stops while it waits (the `defer` policy) keeps the deadline as a wall-clock time
-(`due`, ISO 8601 UTC) in its pending request; the deadline is checked when the request is
-answered or the run resumed (`expired`): past it, the default applies, `by: "timeout"`.
+(`due`, ISO 8601 UTC) in its pending record (checkpoint.py); the deadline is checked when the
+run is resumed (`expired`): an answer given before it stands, one given after it, or none
+at all, gives the default, `by: "timeout"`. Before the deadline, with no answer, the run
+waits again.
 """
 
 from __future__ import annotations
@@ -81,18 +83,23 @@ class PromptDeadline:
         return self.default, "timeout"
 
 
-def expired(due: str | None, now: datetime.datetime | None = None) -> bool:
-    """Whether a waiting request's deadline (`due`) has passed: checked when it is answered
+def expired(due: str | None, now: datetime.datetime | str | None = None) -> bool:
+    """Whether a waiting request's deadline (`due`) had passed at `now` (a time, an ISO
+    text such as an answer's `at`, or the present): checked when the request is answered
     or its run resumed. A request without one never expires."""
-    if not due:
-        return False
-    try:
-        when = datetime.datetime.fromisoformat(due)
-    except ValueError:
-        return False
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=datetime.UTC)
-    return (now or utc_now()) >= when
+    when, at = _time(due), _time(now) if now is not None else utc_now()
+    return when is not None and at is not None and at >= when
+
+
+def _time(value: datetime.datetime | str | None) -> datetime.datetime | None:
+    if isinstance(value, str):
+        try:
+            value = datetime.datetime.fromisoformat(value)
+        except ValueError:
+            return None
+    if value is None:
+        return None
+    return value if value.tzinfo is not None else value.replace(tzinfo=datetime.UTC)
 
 
 async def answer_by(deadline: PromptDeadline | None, asking: Awaitable[tuple[Any, str]]) -> tuple[Any, str]:

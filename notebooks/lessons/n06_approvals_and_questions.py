@@ -25,6 +25,7 @@ CELLS = [
     - the operator policies: `interactive`, `auto-approve`, `auto-deny`,
       `answers:FILE` and `none`, set with `%operator`;
     - why a run with nobody to ask fails closed with `operator-unavailable`;
+    - deadlines: `approve "…" timeout 2h else false`, answered `by timeout`;
     - answering from a later cell with `%background`, `%approve` and `%wait`.
     """),
     md("""
@@ -177,6 +178,40 @@ CELLS = [
     code("""
     %operator interactive
     approve "Archive last month's drafts?"
+    """, RAISES),
+    md("""
+    ## Deadlines: `timeout … else …`
+
+    A question can say how long it waits and what the answer is when nobody gives one:
+
+    ```
+    approve "Ship the release tonight?" timeout 2h else false
+    ask "Which tone?" choice ["formal", "friendly"] timeout 10m else "formal"
+    ```
+
+    The default has the answer's type — `true`/`false` for an `approve`, one of the
+    choices for an `ask` with `choice` — and the checker holds it to that (`F5021`), as
+    it does to a `timeout` without an `else` (`F1015`) or a deadline longer than the
+    workflow's `duration`, which would end the run first (`F5023`). When the deadline
+    passes with the question unanswered, the prompt closes, the run goes on with the
+    default, and the run view and the journal record it as decided `by timeout` — not by
+    a person. In JupyterLab, run the cell below with `%operator interactive` instead and
+    leave the buttons alone for ten seconds to see it.
+
+    A deadline waits for a person who *could* answer. A policy that answers at once still
+    does (here `auto-deny`: no to the approval, the first choice to the question), and
+    with nobody able to answer at all — `none`, or `interactive` in a headless run — the
+    question still fails closed: a default never answers for a missing operator.
+    """),
+    code("""
+    %operator auto-deny
+    let tonight = approve "Ship the release tonight?" timeout 10s else true
+    let tone = ask "Which tone should the replies take?" choice ["formal", "friendly"] timeout 10s else "friendly"
+    {tonight: tonight, tone: tone}
+    """),
+    code("""
+    %operator interactive
+    approve "Ship the release tonight?" timeout 10s else false
     """, RAISES),
     md("""
     ## Answering from another cell: `%background`

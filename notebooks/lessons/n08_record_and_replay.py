@@ -59,6 +59,8 @@ CELLS = [
     - `%replay FILE`: answer agent calls from a cassette (the `replay` provider);
     - what a cassette holds (and what it never holds: keys, headers, endpoints);
     - why a changed prompt is a *miss* rather than a stale answer;
+    - exploring under `%replay`: cells run again or out of order replay their own
+      answers, an edited cell misses with a diff, recording again replaces;
     - `%record FILE`: recording against your own OpenAI-compatible or Anthropic endpoint.
 
     The agents below use real providers: `openai/gpt-4o-mini` through the
@@ -124,6 +126,44 @@ CELLS = [
     writer("Change: Dark mode everywhere")
     """, RAISES),
     md("""
+    ## Exploring under `%replay`: run again, reorder, edit
+
+    A notebook is explored, not run once from top to bottom: cells are run again, run
+    out of order, edited. Under `%replay` each cell finds *its own* answers wherever and
+    however often it runs, because a cell is known by its text and its calls are counted
+    within each run, not across the session.
+
+    **Running a cell again** replays the same answers. The cell below is the writing cell
+    from above, word for word, which is exactly what running that cell again is:
+    """),
+    WRITE,
+    md("""
+    **Order does not matter.** The review was recorded after the notes were written;
+    run it again now, after the writing cell ran a second time, and it finds its answer
+    just the same:
+    """),
+    REVIEW,
+    md("""
+    **An edited cell misses, and says what changed.** Edit the writing cell's prompt — here
+    `Change:` becomes `Release note for:` — and its calls are no longer the recorded ones.
+    The error names the call and shows the nearest recorded request with a diff of the
+    prompt, `-` what was recorded and `+` what the cell asks now. (Editing a cell without
+    changing any prompt, say adding a comment, misses too, and the message says the
+    prompt is the same: a cell is known by its text.)
+    """),
+    code("""
+    let renamed = parallelMap(changes, change => writer("Release note for: ${change}"), concurrency: 3)
+    renamed[*].title
+    """, RAISES),
+    md("""
+    **Recording again replaces.** To take the edit in, record it: with
+    `%record cassettes/08-release-notes.jsonl` (and a provider that answers) run the
+    edited cell, then `%replay` the same file again. Recording a cell replaces that
+    cell's entries and keeps every other cell's, so running a cell twice while recording
+    does not pile up answers. An edited cell is a new text, so its answers are added
+    beside the old text's, which stay until you record the whole notebook into a fresh
+    file (as `cassettes/record.py` does for this one).
+
     `%replay off` stops replaying; the agents would then call their providers again.
 
     ## Recording against your own endpoint

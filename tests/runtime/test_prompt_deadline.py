@@ -183,3 +183,48 @@ def test_a_waiting_requests_deadline_is_a_wall_clock_time() -> None:
     assert expired(due, asked + datetime.timedelta(hours=2))
     assert not expired(None, asked) and not expired("not a time", asked)
     assert PromptDeadline(90_000, "formal").describe() == "no answer in 90s: 'formal'"
+
+
+def test_a_deferred_question_keeps_its_deadline_and_it_is_checked_on_resume(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--operator defer`: the pending record holds when the deadline falls (`due`) and the
+    default; resumed before it with no answer, the run waits again; an answer given before
+    it stands; past it — no answer, or one given too late — the default is the answer,
+    `by: "timeout"`. The clock is moved, nothing sleeps."""
+    from flow_kernel.runtime import prompt_deadline, resume
+    from flow_kernel.runtime.journal import read_checkpoint
+
+    program = 'let ship = approve "Ship?" timeout 2h else false\nship'
+    later = datetime.datetime.now(datetime.UTC) + datetime.timedelta(hours=3)
+
+    def deferred(folder: Path) -> tuple[Session, Any]:
+        folder.mkdir()
+        s = Session(directory=folder, operator="defer", sandbox=False)
+        outcome = s.run(program)
+        assert outcome.status == "waiting", outcome.to_json()
+        return s, outcome
+
+    # Resumed in time with no answer: still waiting; answered in time: the answer stands.
+    s, outcome = deferred(tmp_path / "in-time")
+    (record,) = read_checkpoint(outcome.journal).pending.values()
+    assert record["default"] is False and expired(record["due"], later) and not expired(record["due"])
+    assert Session(directory=tmp_path / "in-time", operator="defer", sandbox=False).resume(outcome.run_id).status == "waiting"
+    pid = outcome.pending[0]["id"]
+    s.answer(outcome.run_id, pid, True, by="test")
+    answered = Session(directory=tmp_path / "in-time", operator="defer", sandbox=False).resume(outcome.run_id)
+    assert answered.result is True and resolved(answered)[-1] == (True, "test")
+
+    # Past the deadline with no answer: the default, by timeout.
+    s, outcome = deferred(tmp_path / "late")
+    monkeypatch.setattr(prompt_deadline, "utc_now", lambda: later)
+    timed_out = Session(directory=tmp_path / "late", operator="defer", sandbox=False).resume(outcome.run_id)
+    assert timed_out.result is False and resolved(timed_out)[-1] == (False, "timeout")
+    monkeypatch.undo()
+
+    # Answered, but after the deadline: the default still, by timeout.
+    s, outcome = deferred(tmp_path / "too-late")
+    monkeypatch.setattr(resume, "now_text", lambda: later.isoformat(timespec="milliseconds"))
+    s.answer(outcome.run_id, outcome.pending[0]["id"], True, by="test")
+    monkeypatch.undo()
+    too_late = Session(directory=tmp_path / "too-late", operator="defer", sandbox=False).resume(outcome.run_id)
+    assert too_late.result is False and resolved(too_late)[-1] == (False, "timeout")
