@@ -86,15 +86,21 @@ def _seal_key() -> bytes:
     home = config_home()
     home.mkdir(parents=True, exist_ok=True)
     path = home / KEY_FILE
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    except FileExistsError:
-        fd = -1
-    if fd >= 0:
+    if not path.exists():
+        # Written aside, then linked into place: two processes making it at once never see a
+        # half-written key, and the first link wins (the other's is dropped).
+        spare = home / f".{KEY_FILE}.{secrets.token_hex(6)}"
+        fd = os.open(spare, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         with os.fdopen(fd, "w", encoding="ascii") as out:
             out.write(secrets.token_hex(32))
             out.flush()
             os.fsync(out.fileno())
+        try:
+            os.link(spare, path)
+        except FileExistsError:
+            pass
+        finally:
+            spare.unlink()
     read = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     with os.fdopen(read, encoding="ascii") as key_file:
         text = key_file.read().strip()
