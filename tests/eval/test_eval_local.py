@@ -151,3 +151,13 @@ def test_schema_scorer_and_scorer_spec_errors(tmp_path: Path) -> None:
                           ("schema:nope.json", "cannot read it")]:
         with pytest.raises(ScorerError, match=message):
             parse_scorer(spec, directory=tmp_path)
+
+
+def test_epochs_and_a_batch(tmp_path: Path) -> None:
+    write_cases(tmp_path / "cases.jsonl", 5, bad=False)
+    session = Session(directory=tmp_path, sandbox=False, journal_dir=None)
+    report = session.eval("classify", "cases.jsonl", program=PROGRAM, scorers=["field:parity"], epochs=3)
+    assert [(r.id, r.epoch) for r in report.results] == [(f"n{i}", e) for i in range(5) for e in (1, 2, 3)]
+    assert report.summary.items == 15 and report.summary.scorers["field:parity"].n == 15
+    batch = session.eval("classify", "cases.jsonl", program=PROGRAM)  # no scorers: every item ran
+    assert batch.passed and batch.summary.scorers == {} and batch.results[4].output["square"] == 16
