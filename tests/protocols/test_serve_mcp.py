@@ -119,3 +119,22 @@ def test_an_unknown_tool_is_an_error(http_url: str) -> None:
 
     result = asyncio.run(go())
     assert result.is_error and "no workflow `nope`" in result.content[0].text
+
+
+def test_a_call_the_client_gives_up_on_stops_its_run(http_url: str) -> None:
+    """The SDK client cancels a request it stops waiting for; the run stops with it and the
+    server takes the next call (runs take turns: a run left going would hold it back 30 s)."""
+    import time
+
+    async def go() -> tuple[Any, float]:
+        async with Client(http_url) as client:
+            with pytest.raises(Exception, match=r"(?i)timed out|timeout"):
+                await client.call_tool("wait_long", {}, read_timeout_seconds=2)
+            started = time.monotonic()
+            counted = await client.call_tool("words", {"text": "a b c"})
+            return counted, time.monotonic() - started
+
+    counted, seconds = asyncio.run(go())
+    print(f"the next call answered {seconds:.1f} s after the cancel")
+    assert counted.structured_content == {"result": 3}
+    assert seconds < 20  # the cancelled run would have held the server for its 30 s
