@@ -18,6 +18,7 @@ Nothing here grants anything: a resumed run gets the capabilities of whoever res
 from __future__ import annotations
 
 import getpass
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +40,7 @@ from flow_kernel.runtime.journal import (
     read_journal,
 )
 from flow_kernel.runtime.nofollow import LinkRefused
+from flow_kernel.runtime.prompt_deadline import expired
 
 STATUSES = ("completed", "failed", "waiting", "interrupted", "running")
 
@@ -192,6 +194,11 @@ def record_answer(journal_dir: Path | None, run_id: str, pending: str, value: An
             if problem is not None:
                 raise ResumeRefused("bad-answer", f"{problem} (request {pending}: {request.get('question')!r})",
                                     {"run": run_id, "pending": pending})
+            if expired(request.get("due")):  # `timeout T else V` (prompt_deadline.py): too late to answer
+                raise ResumeRefused("deadline-passed", f"the deadline of request {pending} ({request.get('question')!r}) "
+                                    f"passed at {request.get('due')}: resuming run {run_id} answers it with its default "
+                                    f"({json.dumps(request.get('default'))}, by timeout)",
+                                    {"run": run_id, "pending": pending, "due": request.get("due")})
             return append_record(fd, run_id, checkpoint.last_mac, "answer",
                                  {"id": pending, "value": value, "by": by, "user": _user(), "at": now_text()})
     except RunLocked:

@@ -190,7 +190,7 @@ def test_a_deferred_question_keeps_its_deadline_and_it_is_checked_on_resume(
     """`--operator defer`: the pending record holds when the deadline falls (`due`) and the
     default; resumed before it with no answer, the run waits again; an answer given before
     it stands; past it — no answer, or one given too late — the default is the answer,
-    `by: "timeout"`. The clock is moved, nothing sleeps."""
+    `by: "timeout"`, and answering then is refused. The clock is moved, nothing sleeps."""
     from flow_kernel.runtime import prompt_deadline, resume
     from flow_kernel.runtime.journal import read_checkpoint
 
@@ -221,7 +221,17 @@ def test_a_deferred_question_keeps_its_deadline_and_it_is_checked_on_resume(
     assert timed_out.result is False and resolved(timed_out)[-1] == (False, "timeout")
     monkeypatch.undo()
 
-    # Answered, but after the deadline: the default still, by timeout.
+    # An answer after the deadline is refused, saying what a resume will do.
+    s, outcome = deferred(tmp_path / "refused")
+    monkeypatch.setattr(prompt_deadline, "utc_now", lambda: later)
+    with pytest.raises(resume.ResumeRefused) as refused:
+        s.answer(outcome.run_id, outcome.pending[0]["id"], True, by="test")
+    assert refused.value.code == "deadline-passed"
+    assert "answers it with its default (false, by timeout)" in str(refused.value)
+    monkeypatch.undo()
+
+    # An answer the journal holds with a time past the deadline (given just before it, say,
+    # by a clock that ran ahead) counts as late too: the default, by timeout.
     s, outcome = deferred(tmp_path / "too-late")
     monkeypatch.setattr(resume, "now_text", lambda: later.isoformat(timespec="milliseconds"))
     s.answer(outcome.run_id, outcome.pending[0]["id"], True, by="test")
