@@ -10,7 +10,6 @@ from flow_kernel.errors import RETRYABLE, RUNTIME_CODES
 from flow_kernel.lang import ast
 from flow_kernel.lang import types as T
 from flow_kernel.lang.check_common import article, closest, type_names
-from flow_kernel.lang.check_prompts import file_call
 from flow_kernel.lang.env import (
     AgentInfo,
     DeclEntry,
@@ -22,6 +21,7 @@ from flow_kernel.lang.env import (
 from flow_kernel.lang.graphs import find_cycles
 from flow_kernel.lang.literals import NOT_LITERAL, literal_value
 from flow_kernel.lang.patterns import pattern_problem
+from flow_kernel.lang.prompt_files import file_call
 from flow_kernel.lang.purposes import purpose_of
 from flow_kernel.lang.schema_rules import schema_problems
 

@@ -16,42 +16,18 @@ given the configuration's `[models]` table there; a notebook learns it at run ti
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from flow_kernel.lang import ast
 from flow_kernel.lang.check_common import closest
 from flow_kernel.lang.literals import NOT_LITERAL, literal_value
+from flow_kernel.lang.prompt_files import PromptFile, file_call
 from flow_kernel.lang.purposes import PURPOSES, purpose_of, unset_message
 from flow_kernel.source import Loader, UseRefused
 
 if TYPE_CHECKING:
     from flow_kernel.lang.checker import Checker
-
-
-@dataclass(frozen=True)
-class PromptFile:
-    """One `file("…")` of a declaration: where it is used, the path as written, the file it
-    resolved to and its text (None when it could not be read, with `problem` saying why)."""
-
-    used_for: str          # "instructions", "hints[2]", "criteria.accuracy.description"
-    path: str
-    resolved: str | None = None
-    text: str | None = None
-    problem: str | None = None
-
-    @property
-    def digest(self) -> str:
-        return hashlib.sha256((self.text or "").encode()).hexdigest()[:16]
-
-
-def file_call(expr: object) -> ast.Call | None:
-    """`expr` when it is a `file(…)` call."""
-    if isinstance(expr, ast.Call) and isinstance(expr.callee, ast.Name) and expr.callee.name == "file":
-        return expr
-    return None
 
 
 class PromptChecker:

@@ -10,7 +10,7 @@ from flow_kernel.lang import types as T
 from flow_kernel.source import Span
 
 if TYPE_CHECKING:
-    from flow_kernel.lang.check_prompts import PromptFile
+    from flow_kernel.lang.prompt_files import PromptFile
 
 DEFAULT_LIMITS = {"agent_runs": 100, "duration": 600_000, "concurrency": 4, "steps": 1000}
 

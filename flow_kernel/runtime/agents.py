@@ -30,10 +30,10 @@ from flow_kernel.errors import (
     WorkflowTimeoutError,
 )
 from flow_kernel.lang import ast
-from flow_kernel.lang.check_prompts import PromptFile
 from flow_kernel.lang.check_result import CheckResult
 from flow_kernel.lang.env import AgentInfo
 from flow_kernel.lang.literals import NOT_LITERAL, literal_value
+from flow_kernel.lang.prompt_files import PromptFile
 from flow_kernel.lang.purposes import purpose_of, unset_message
 from flow_kernel.lang.schema import type_schema
 from flow_kernel.runtime.cassette import CassettePlayer, CassetteRecorder
