@@ -190,3 +190,16 @@ def test_several_candidates_in_parallel(sandbox: tuple[SandboxExecutor, asyncio.
     completed = panel_events(outcome, "completed")
     assert len(completed) == 2 and {e["status"] for e in completed} == {"converged"}
     assert len(panel_events(outcome, "verdict")) == 4
+
+
+def test_a_panel_records_and_replays(tmp_path: Path) -> None:
+    """Each expert call is an ordinary labelled agent call: a cassette answers a panel again,
+    round by round, and the record is the same."""
+    from flow_kernel.runtime.session import Session
+
+    source = program({"a": [verdict(4, 5), verdict(4, 4)], "b": [verdict(2, 3), verdict(4, 4)]})
+    tape = tmp_path / "panel.jsonl"
+    recorded = Session(directory=tmp_path, sandbox=False, journal_dir=None, record=tape).run(source)
+    assert recorded.ok and len(tape.read_text(encoding="utf-8").splitlines()) == 5  # 2 experts x 2 rounds + judge
+    replayed = Session(directory=tmp_path, sandbox=False, journal_dir=None, replay=tape).run(source)
+    assert replayed.ok and replayed.result == recorded.result and replayed.result["status"] == "converged"
