@@ -171,6 +171,10 @@ def report(outcome: Any, json_mode: bool) -> int:
 
         described = describe_error(outcome.error, outcome.source_line, outcome.events)
         sys.stderr.write(terminal_safe("\n".join(described)) + "\n")
+    if not json_mode and getattr(outcome, "cost", None) is not None:  # priced calls: what they cost
+        usage = outcome.usage
+        sys.stderr.write(f"cost {outcome.cost:.6f} ({usage.get('input_tokens', 0):,} input + "
+                         f"{usage.get('output_tokens', 0):,} output tokens)\n")
     return EXIT_OK if outcome.error is None else EXIT_FAILED
 
 

@@ -14,6 +14,7 @@ from flow_kernel.diagnostics._catalogue_f1_f3 import ENTRIES as _EARLY
 from flow_kernel.diagnostics._catalogue_f4_f7 import ENTRIES as _LATE
 from flow_kernel.diagnostics._catalogue_panels import ENTRIES as _PANELS
 from flow_kernel.diagnostics._catalogue_protocols import ENTRIES as _PROTOCOLS
+from flow_kernel.diagnostics._catalogue_providers import ENTRIES as _PROVIDERS
 
 Entry = tuple[str, str, str, str, str, str]
 
@@ -21,6 +22,7 @@ Entry = tuple[str, str, str, str, str, str]
 # defines ENTRIES like the family tables). Add an import and a name to `_ADDED`.
 _ADDED: tuple[tuple[Entry, ...], ...] = (_PANELS, _DURABILITY)
 _ADDED += (_PROTOCOLS,)  # issue 20: tools lent by MCP servers
+_ADDED += (_PROVIDERS,)  # issue 19: the `cost` limit
 
 # (code, severity letter E/W/I, one-line summary, explanation, failing example, fixed example)
 ENTRIES: tuple[Entry, ...] = _EARLY + _LATE + tuple(entry for table in _ADDED for entry in table)

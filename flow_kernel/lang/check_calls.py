@@ -13,6 +13,7 @@ from flow_kernel.lang.builtins import BUILTINS, LAMBDA, LAMBDA_RESULT_KIND, Buil
 from flow_kernel.lang.check_common import closest
 from flow_kernel.lang.env import DeclEntry, Frame
 from flow_kernel.lang.literals import literal_value
+from flow_kernel.lang.prices import DEFAULT_MAX_OUTPUT_TOKENS, price_of
 
 if TYPE_CHECKING:
     from flow_kernel.lang.checker import Checker
@@ -364,8 +365,9 @@ class CallChecker:
                 fields[branch.name.name] = t
         finally:
             self.parallel_depth -= 1
-        calls = sum(1 for b in e.branches if self.is_agent_call(b.value.call if isinstance(b.value, ast.Expect) else b.value))
-        self._fan_out_report(e.keyword_span, calls)
+        called = [c for c in (b.value.call if isinstance(b.value, ast.Expect) else b.value for b in e.branches)
+                  if self.is_agent_call(c)]
+        self._fan_out_report(e.keyword_span, len(called), called)
         return T.object_type(fields)
 
     def fan_out(self: Checker, e: ast.Call, items: ast.Expr, lam: ast.Expr | None) -> None:
@@ -373,14 +375,32 @@ class CallChecker:
             return
         body = lam.body.call if isinstance(lam.body, ast.Expect) else lam.body
         if isinstance(body, ast.Expr) and self.is_agent_call(body):
-            self._fan_out_report(e.callee.span, len(items.items))
+            self._fan_out_report(e.callee.span, len(items.items), [body] * len(items.items))
 
-    def _fan_out_report(self: Checker, span: object, runs: int) -> None:
+    def _fan_out_report(self: Checker, span: object, runs: int, calls: list[ast.Expr] | None = None) -> None:
         if self.ctx is None:
             return
+        limit = self.ctx.limits.get("cost")
+        worst = self._worst_cost(calls or []) if limit is not None else None
+        if limit is not None and worst is not None and worst > limit:
+            self.report("F6007", span, f"the worst case of this fan-out costs {worst:.4g} (every call writing "  # type: ignore[arg-type]
+                                       f"{DEFAULT_MAX_OUTPUT_TOKENS} tokens), more than the `cost` limit of {limit:g}")
         budget = self.ctx.limits["agent_runs"]
         if runs > budget:
             self.report("F6006", span, f"this fan-out needs at least {runs} agent runs, but `agent_runs` is {budget}")  # type: ignore[arg-type]
+
+    def _worst_cost(self: Checker, calls: list[ast.Expr]) -> float | None:
+        """The calls' output at `max_tokens` each, priced by the built-in table; None when a
+        call's model has no price there (`default`, a team, a model the table lacks)."""
+        total = 0.0
+        for call in calls:
+            callee = call.callee if isinstance(call, ast.Call) else None
+            entry = self.decls.get(callee.name) if isinstance(callee, ast.Name) else None
+            price = price_of(entry.agent.model) if entry is not None and entry.agent is not None else None
+            if price is None:
+                return None
+            total += price.cost(0, DEFAULT_MAX_OUTPUT_TOKENS)
+        return total
 
     def x_Approve(self: Checker, e: ast.Approve) -> T.Type:
         self.operator_prompt(e.span, "approve")

@@ -37,7 +37,7 @@ AGENT_FIELDS = (
 STRING_CONSTRAINTS = ("minLength", "maxLength", "pattern", "format")
 NUMBER_CONSTRAINTS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
 ARRAY_CONSTRAINTS = ("minItems", "maxItems", "uniqueItems")
-LIMIT_KEYS = ("agent_runs", "duration", "concurrency", "steps")
+LIMIT_KEYS = ("agent_runs", "duration", "concurrency", "steps", "cost")
 MODEL_RE = re.compile(r"^[A-Za-z0-9_.-]+/\S+$")
 # `from mcp "SERVER"` or `from mcp "SERVER/TOOL"` (F2017): SERVER as a [mcp.SERVER] table names it
 _MCP_SOURCE = re.compile(r"[A-Za-z0-9_.-]+(/\S+)?")
@@ -448,6 +448,11 @@ class DeclChecker:
                     self.report("F6002", value.span, "`duration` must be a positive duration such as `2m`")
                     continue
                 ctx.limits[key] = value.ms
+            elif key == "cost":  # in the currency of the price table (lang/prices.py)
+                if not isinstance(value, ast.IntLit | ast.NumLit) or value.value <= 0:
+                    self.report("F6002", value.span, "`cost` must be a positive number, such as `2.5`")
+                    continue
+                ctx.limits[key] = value.value  # type: ignore[assignment]
             else:
                 if not isinstance(value, ast.IntLit) or value.value <= 0:
                     self.report("F6002", value.span, f"`{key}` must be a positive integer")

@@ -33,6 +33,7 @@ from flow_kernel.lang import ast
 from flow_kernel.lang.check_result import CheckResult
 from flow_kernel.lang.env import AgentInfo
 from flow_kernel.lang.literals import NOT_LITERAL, literal_value
+from flow_kernel.lang.prices import DEFAULT_MAX_OUTPUT_TOKENS, Price, price_of
 from flow_kernel.lang.prompt_files import PromptFile
 from flow_kernel.lang.purposes import purpose_of, unset_message
 from flow_kernel.lang.schema import type_schema
@@ -77,6 +78,8 @@ class FrameBudget:
     used: int = 0
     name: str = ""
     gate: asyncio.Semaphore | None = None
+    cost: float | None = None  # `limits { cost: … }`, in the currency of the price table
+    spent: float = 0.0  # what the calls charged to this frame have cost so far
 
 
 @dataclass
@@ -111,6 +114,8 @@ class _Call:
     schema_key: str = ""
     merger: DeltaMerger | None = None  # its streamed text, merged into `agent.delta` events (streaming.py)
     partial: str | None = None  # what a failed attempt's stream had written, for the trace
+    price: Price | None = None  # the model's price (lang/prices.py); None: unknown
+    cost: float = 0.0  # what its replies cost so far
 
 
 class AgentPipeline:
@@ -216,6 +221,8 @@ class AgentPipeline:
         summary: dict[str, Any] = {"attempts": call.log, "usage": dict(call.usage)}
         if call.tool_calls:
             summary["tool_calls"] = call.tool_calls
+        if call.price is not None and call.provider not in LOCAL_PROVIDERS:
+            summary["cost"] = round(call.cost, 6)
         return summary
 
     def _resolve(self, payload: dict[str, Any]) -> str:
@@ -269,6 +276,7 @@ class AgentPipeline:
         call = _Call(spec, payload, label, occurrence, schema, provider, model, system, prompt, tools,
                      prompt + prompt_files_identity(spec.prompt_files))
         call.schema_key = schema_key
+        call.price = price_of(provider if provider in LOCAL_PROVIDERS else f"{provider}/{model}", self.config.prices)
         return call
 
     def _output_schema(self, name: str, sent: Any) -> dict[str, Any]:
@@ -362,6 +370,7 @@ class AgentPipeline:
                 fresh = False
                 kind = "repair" if is_repair else "attempt"
                 repair_of = {"previousOutput": log[-1]["output"], "errors": log[-1]["errors"]} if is_repair else None
+                self._check_cost(call, repair_of)
                 try:
                     output = await self._attempt(call, timeout_ms, len(log) + 1, repair_of)
                 except FlowError as exc:
@@ -446,11 +455,49 @@ class AgentPipeline:
         call.tool_calls.extend(t for t in (tool_calls if isinstance(tool_calls, list) else []) if isinstance(t, dict))
         return reply.get("output")
 
-    @staticmethod
-    def _account(call: _Call, reply: ProviderReply) -> None:
+    def _account(self, call: _Call, reply: ProviderReply) -> None:
         for k, v in reply.usage.items():
             call.usage[k] = call.usage.get(k, 0) + int(v)
         call.raw.append(reply.raw)
+        if call.price is not None:  # what this reply cost, on the call and every enclosing frame
+            cost = call.price.cost(int(reply.usage.get("input_tokens", 0)), int(reply.usage.get("output_tokens", 0)))
+            call.cost += cost
+            for budget in self._chain(call.payload.get("frame")):
+                budget.spent += cost
+
+    def _chain(self, frame: Any) -> list[FrameBudget]:
+        """The frame a call was made in and every frame enclosing it."""
+        chain: list[FrameBudget] = []
+        while isinstance(frame, str) and frame in self.frames:
+            chain.append(self.frames[frame])
+            frame = self.frames[frame].parent
+        return chain
+
+    def _check_cost(self, call: _Call, repair_of: dict[str, Any] | None) -> None:
+        """`limits { cost: … }`, before each attempt: what was spent plus this attempt's worst
+        case (its prompt, and `max_tokens` of output) must stay within every enclosing
+        limit. Without a price for the model no limit can be checked, so the call does not
+        go (the price table: lang/prices.py, `[prices]` in flow.toml)."""
+        limited = [b for b in self._chain(call.payload.get("frame")) if b.cost is not None]
+        if not limited:
+            return
+        if call.price is None:
+            raise LimitExceededError(
+                f"`{call.spec.name}` uses {call.provider}/{call.model}, which has no price, so the `cost` limit of "
+                f"`{limited[0].name}` cannot be checked: add it under [prices] in flow.toml",
+                details={"limit": "cost", "value": limited[0].cost, "workflow": limited[0].name})
+        settings = self.config.provider(call.provider)
+        output = settings.max_tokens or DEFAULT_MAX_OUTPUT_TOKENS
+        sent = call.system + call.prompt + (json.dumps(repair_of, ensure_ascii=False, default=str) if repair_of else "")
+        worst = call.price.cost(estimate_tokens(sent), output)
+        for budget in limited:
+            assert budget.cost is not None
+            if budget.spent + worst > budget.cost:
+                raise LimitExceededError(
+                    f"the `cost` limit of {budget.cost:g} of `{budget.name}` would be exceeded by the next attempt of "
+                    f"`{call.spec.name}`: {budget.spent:.4f} spent, and it may cost up to {worst:.4f}",
+                    details={"limit": "cost", "value": budget.cost, "workflow": budget.name,
+                             "spent": round(budget.spent, 6), "worst_case": round(worst, 6)})
 
     async def _invoke(self, call: _Call, timeout_ms: Any, repair_of: dict[str, Any] | None) -> ProviderReply:
         provider = self.providers.get(call.provider)
@@ -596,6 +643,8 @@ class AgentPipeline:
         if call is not None:
             trace.update(provider=call.provider, model=call.model, usage=dict(call.usage), attempts=len(call.log),
                          tool_calls=len(call.tool_calls))
+            if call.price is not None and call.provider not in LOCAL_PROVIDERS:
+                trace["cost"] = round(call.cost, 6)
             if call.partial is not None:
                 trace["partial"] = call.partial
             if self.debug:

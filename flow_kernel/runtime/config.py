@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from flow_kernel.lang.prices import Price
 from flow_kernel.lang.purposes import PURPOSES
 from flow_kernel.runtime.processes import entries_from_config
 from flow_kernel.runtime.provider_table import (
@@ -71,6 +72,7 @@ class FlowConfig:
     models: dict[str, str] = field(default_factory=dict)  # [models]: purpose -> "provider/model" (lang/purposes.py)
     mcp: dict[str, McpServerSettings] = field(default_factory=dict)  # [mcp.NAME]: servers lending tools
     a2a: dict[str, A2AAgentSettings] = field(default_factory=dict)  # [a2a.NAME]: remote agents, `a2a/NAME`
+    prices: dict[str, Price] = field(default_factory=dict)  # [prices]: "provider/model" -> Price (lang/prices.py)
 
     def provider(self, name: str) -> ProviderSettings:
         return self.providers.get(name, ProviderSettings())
@@ -123,6 +125,7 @@ def parse_config(table: dict[str, Any], path: Path | None = None) -> FlowConfig:
     where = f"{path}" if path is not None else "the configuration"
     known = {"default_model", "operator", "allow_run", "providers", "mcp", "a2a"}
     known.add("models")
+    known.add("prices")
     for key in table:
         if key not in known:
             raise ConfigError(f"{where}: unknown key `{key}` (known: {', '.join(sorted(known))})")
@@ -151,7 +154,24 @@ def parse_config(table: dict[str, Any], path: Path | None = None) -> FlowConfig:
         raise ConfigError(str(exc)) from None
     return FlowConfig(default_model, _opt_str(table, "operator", where), tuple(allow), providers, path=path,
                       mcp=mcp, a2a=a2a,
-                      models=parse_models(table.get("models", {}), where))
+                      models=parse_models(table.get("models", {}), where),
+                      prices=parse_prices(table.get("prices", {}), where))
+
+
+def parse_prices(raw: Any, where: str) -> dict[str, Price]:
+    """`[prices]`: `"provider/model" = { input = 0.15, output = 0.6 }`, per million tokens in
+    the currency of the table; overrides or extends the built-in table (lang/prices.py)."""
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}: `prices` must be a table")
+    prices: dict[str, Price] = {}
+    for model, entry in raw.items():
+        if not isinstance(entry, dict) or set(entry) != {"input", "output"} or not all(
+                isinstance(entry[k], int | float) and not isinstance(entry[k], bool) and entry[k] >= 0
+                for k in ("input", "output")):
+            raise ConfigError(f"{where}: `prices.\"{model}\"` must be {{ input = N, output = N }}: prices per million "
+                              "tokens, zero or more")
+        prices[model] = Price(float(entry["input"]), float(entry["output"]))
+    return prices
 
 
 def parse_models(raw: Any, where: str) -> dict[str, str]:

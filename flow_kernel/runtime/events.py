@@ -92,6 +92,7 @@ class AgentCompleted(TypedDict, total=False):
     usage: dict[str, int]
     tool_calls: list[dict[str, Any]]
     latency_ms: int
+    cost: float                    # priced by the model's price (lang/prices.py), remote providers only
 
 
 class AgentFailed(TypedDict, total=False):  # and the error's own details (Kind.open_data)
@@ -104,6 +105,7 @@ class AgentFailed(TypedDict, total=False):  # and the error's own details (Kind.
     usage: dict[str, int]
     tool_calls: list[dict[str, Any]]
     latency_ms: int
+    cost: float
 
 
 class VerifyEvaluated(TypedDict):

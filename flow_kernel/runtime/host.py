@@ -154,7 +154,8 @@ class HostServices:
             limits = self.ceilings.clamp(self.compiled_limits(str(data.get("name"))))
             self.frames[str(data.get("frame"))] = FrameBudget(
                 data.get("parent"), int(limits.get("agent_runs", 0)), name=str(data.get("name")),
-                gate=asyncio.Semaphore(max(1, int(limits.get("concurrency", 1)))))
+                gate=asyncio.Semaphore(max(1, int(limits.get("concurrency", 1)))),
+                cost=float(limits["cost"]) if isinstance(limits.get("cost"), int | float) else None)
         self.events.append(full)
         for sink in self.sinks:
             with contextlib.suppress(Exception):  # sinks are best-effort (runtime.md §4)

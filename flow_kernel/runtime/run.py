@@ -106,6 +106,21 @@ class RunOutcome:
             self.error.span = {**span, "file": shown}
         self.shown_as[shown] = file
 
+    @property
+    def usage(self) -> dict[str, int]:
+        """Tokens used by the run's agent calls, summed over their traces."""
+        total: dict[str, int] = {}
+        for trace in self.traces:
+            for key, value in (trace.get("usage") or {}).items():
+                total[key] = total.get(key, 0) + int(value)
+        return total
+
+    @property
+    def cost(self) -> float | None:
+        """What the run's calls cost, in the price table's currency; None when none was priced."""
+        costs = [t["cost"] for t in self.traces if isinstance(t.get("cost"), int | float)]
+        return round(sum(costs), 6) if costs else None
+
     def to_json(self) -> dict[str, Any]:
         if self.pending:
             return {"ok": None, "status": "waiting", "run": self.run_id, "pending": self.pending}

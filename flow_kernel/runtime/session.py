@@ -314,6 +314,13 @@ class Session:
 
         return record_answer(self.journal_dir, run_id, pending, value, by)
 
+    @property
+    def cost(self) -> float | None:
+        """What the session's runs (those in its history) cost, in the price table's currency;
+        None when no call was priced."""
+        costs = [o.cost for o in self.history if o.cost is not None]
+        return round(sum(costs), 6) if costs else None
+
     def _bound_history(self) -> None:
         """Keep at most twice the output ceiling of events in memory (at least the newest run):
         a kernel after many floods holds ~128 MiB of them, not 100 x 64 MiB. Older runs

@@ -151,6 +151,7 @@ class RunModel:
         self.error_line: str | None = None  # the Flow source line the error points to
         self.approvals: list[Approval] = []
         self.breakers: dict[str, str] = {}  # provider -> its circuit breaker's state, as last reported
+        self.cost: float | None = None  # what the run's priced calls cost (agent.completed/failed `cost`)
         self.artifacts: list[dict[str, Any]] = []
         self.panels: dict[str, PanelTable] = {}  # panel calls by label (views/panel_view.py)
         self.started: str | None = None
@@ -206,6 +207,9 @@ class RunModel:
             node.ended = ts if isinstance(ts, str) else None
             if head == "agent":
                 self.agent_runs += len(node.attempts)
+                cost = data.get("cost")  # priced calls only (lang/prices.py)
+                if isinstance(cost, int | float) and not isinstance(cost, bool) and cost >= 0:
+                    self.cost = (self.cost or 0.0) + cost
             if head == "workflow" and parent is None:
                 self.ended = node.ended
                 self.status = phase
@@ -319,6 +323,10 @@ class RunModel:
         rows: list[tuple[str, int, int | None]] = [("agent runs", self.agent_runs, _int(self.limits.get("agent_runs")))]
         if self.steps is not None:
             rows.append(("steps", self.steps, _int(self.limits.get("steps"))))
+        if self.cost is not None:  # in the price table's currency; shown only when a call was priced
+            limit = self.limits.get("cost")
+            rows.append(("cost", round(self.cost, 4),  # type: ignore[arg-type]
+                         limit if isinstance(limit, int | float) and not isinstance(limit, bool) else None))
         return rows
 
     def error_place(self) -> str | None:
