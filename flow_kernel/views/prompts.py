@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from flow_kernel.markup import escape
+from flow_kernel.runtime.prompt_deadline import PromptDeadline
 
 # The capability prompt's answers (its buttons).
 ALLOW_ONCE, ALLOW_NOTEBOOK, DENY = "Allow once", "Allow for this notebook", "Deny"
@@ -85,6 +86,9 @@ class Prompts:
             parts.append(w.HTML("<ul>" + "".join(f"<li>{escape(item)}</li>" for item in request["items"]) + "</ul>"))
         if request.get("details") is not None:
             parts.append(w.HTML(f"<pre>{escape(json.dumps(request['details'], ensure_ascii=False, indent=2))}</pre>"))
+        if isinstance(request.get("timeout_ms"), int):  # `timeout T else V`: the prompt closes after T
+            deadline = PromptDeadline(request["timeout_ms"], request.get("default"))
+            parts.append(w.HTML(f"<em>{escape(deadline.describe())}</em>"))
 
         def settle(value: Any) -> None:
             if not future.done():
