@@ -138,3 +138,15 @@ def test_an_unset_purpose_fails_closed_at_compile_time_in_a_file(tmp_path: Path,
     (tmp_path / "flow.toml").write_text('[models]\ndeep-judgement = "mock"\n', encoding="utf-8")
     code, out, err = _flow(capsys, "run", "p.flow", "--config", "flow.toml")  # a config the person names applies
     assert code == 0, err
+
+
+def test_a_prompt_file_gone_since_its_cell_fails_the_call_not_silently(tmp_path: Path) -> None:
+    """An agent declared in an earlier cell whose prompt file was deleted since: the later
+    call fails with the file's problem instead of running without its instructions."""
+    folder = _folder(tmp_path)
+    session = _session(folder)
+    assert session.run(AGENT).ok
+    (folder / "prompts" / "triage.md").unlink()
+    outcome = session.run('print triager("Ticket 1")')
+    assert outcome.error is not None and outcome.error.code == "agent-invocation"
+    assert '"prompts/triage.md" not found' in outcome.error.message
