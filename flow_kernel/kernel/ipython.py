@@ -40,6 +40,7 @@ from flow_kernel.runtime.session import Session
 from flow_kernel.runtime.tools import TOOLS, flow_tool
 from flow_kernel.runtime.value_text import render_value
 from flow_kernel.views.live import LiveView
+from flow_kernel.views.run_model import declared_agents
 
 
 class FlowRunError(Exception):
@@ -113,7 +114,7 @@ class FlowMagics:
         raise OperatorUnavailableError(f"no operator can answer {request.get('question')!r} here "
                                        "(use %%flow --operator auto-approve | auto-deny | answers:PATH)")
 
-    def _open_view(self, name: str | None) -> Any:
+    def _open_view(self, agents: dict[str, dict[str, Any]]) -> Any:
         """The live view where a person watches (the frontend allows input); headless —
         nbclient, nbval, a terminal — the cell gets only the summary at the end."""
         kernel = getattr(self.shell, "kernel", None)
@@ -124,7 +125,7 @@ class FlowMagics:
 
             from flow_kernel.views.run_view import RunView
 
-            view = RunView(name)
+            view = RunView(agents=agents)
         except ImportError:
             return None
         # With a display id: the summary replaces the live view in place when the run ends.
@@ -158,7 +159,8 @@ class FlowMagics:
             diagnostics = compiled.check.diagnostics
             raise FlowCompileError(diagnostics, render_text(diagnostics))
         self.view_display = None
-        live = self.live = LiveView(lambda: self._open_view(None))  # the summary sits under its cell: no title
+        agents = declared_agents(compiled.check.decls)
+        live = self.live = LiveView(lambda: self._open_view(agents))  # the summary sits under its cell: no title
         # Events reach the sinks from the sandbox's reader task, whose context is the cell
         # that started the process; ipykernel takes an output's parent from the context, so
         # the sinks run in this cell's.

@@ -550,19 +550,9 @@ def cell_name(code: str) -> str:
 
 
 def _declared_agents(compiled: Compiled | None) -> dict[str, dict[str, Any]]:
-    """Each agent's role and instructions as declared (literal strings), for its cards."""
-    from flow_kernel.lang import ast
+    from flow_kernel.views.run_model import declared_agents
 
-    agents: dict[str, dict[str, Any]] = {}
-    decls = compiled.check.decls if compiled is not None else {}
-    for name, entry in decls.items():
-        node = getattr(entry, "node", None)
-        if not isinstance(node, ast.AgentDecl):
-            continue
-        agents[name] = {f.name.name: f.value.constant for f in node.fields
-                        if f.name.name in ("role", "instructions") and isinstance(f.value, ast.StrLit)
-                        and f.value.constant is not None}
-    return agents
+    return declared_agents(compiled.check.decls) if compiled is not None else {}
 
 
 def _text(text: str) -> dict[str, Any]:

@@ -449,6 +449,21 @@ class RunModel:
         return None
 
 
+def declared_agents(decls: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each agent's role and instructions as declared (constant strings), from a checked
+    program's declarations: the live cards show them, and the run's events do not carry them."""
+    from flow_kernel.lang import ast
+
+    agents: dict[str, dict[str, Any]] = {}
+    for name, entry in decls.items():
+        node = getattr(entry, "node", None)
+        if isinstance(node, ast.AgentDecl):
+            agents[name] = {f.name.name: f.value.constant for f in node.fields
+                            if f.name.name in ("role", "instructions") and isinstance(f.value, ast.StrLit)
+                            and f.value.constant is not None}
+    return agents
+
+
 def item_of(order: Any) -> tuple[str, int] | None:
     """A `parallelMap` item's (group, index) from an event's `order` (runtime/events.py):
     its innermost `[fork, key]` when the key is an int (a `parallel` branch or a task is

@@ -33,8 +33,8 @@ class RunView:
 
         from flow_kernel.views.run_widget import RunWidget
 
-        self.model = RunModel(run_id, title)
         self.agents = agents or {}  # agent name -> its declared fields (role, instructions) for the cards
+        self.model = RunModel(run_id, title)
         self.loop = asyncio.get_running_loop()
         self.widget = RunWidget(title=title or "")
         self.compact = Compactor()
