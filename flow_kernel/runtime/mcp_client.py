@@ -93,7 +93,9 @@ def result_value(result: Any) -> Any:
     return values[0] if len(values) == 1 else values
 
 
-def _client(settings: McpServerSettings, folder: Path | None) -> Client:
+def _client(settings: McpServerSettings, folder: Path | None, closing: contextlib.AsyncExitStack) -> Client:
+    """The SDK's client for one server; what it opens besides (the child's stderr sink, the
+    HTTP client) is closed by `closing` when the connection ends."""
     from mcp import Client, StdioServerParameters
     from mcp.client.stdio import get_default_environment, stdio_client
 
@@ -105,7 +107,7 @@ def _client(settings: McpServerSettings, folder: Path | None) -> Client:
                                        env=get_default_environment(),
                                        cwd=str(Path(folder or ".") / settings.cwd) if settings.cwd else
                                        (str(folder) if folder else None))
-        errlog = open(os.devnull, "w")  # noqa: SIM115 - closed with the connection
+        errlog = closing.enter_context(open(os.devnull, "w"))  # noqa: SIM115 - closed with the connection
         return Client(stdio_client(params, errlog=errlog), read_timeout_seconds=settings.timeout_ms / 1000)
     import httpx2
     from mcp.client.streamable_http import streamable_http_client
@@ -120,6 +122,7 @@ def _client(settings: McpServerSettings, folder: Path | None) -> Client:
     # The SDK's own defaults: a response stream may stay open long after connecting (a slow
     # tool answers on it); each call's bound is `timeout_ms`, applied per request.
     http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=300))
+    closing.push_async_callback(http.aclose)
     assert settings.url is not None
     return Client(streamable_http_client(settings.url, http_client=http),
                   read_timeout_seconds=settings.timeout_ms / 1000)
@@ -151,21 +154,8 @@ class _Connection:
 
     async def _hold(self, ready: asyncio.Future[None]) -> None:
         try:
-            client = _client(self.settings, self.folder)
-            async with client:
-                listed = await client.list_tools()
-                tools = list(listed.tools)
-                cursor = listed.next_cursor
-                for _ in range(100):  # a server that pages forever cannot hang the run
-                    if not cursor:
-                        break
-                    more = await client.list_tools(cursor=cursor)
-                    tools += more.tools
-                    cursor = more.next_cursor
-                self.tools = {t.name: _remote_tool(t) for t in tools}
-                self.client = client
-                ready.set_result(None)
-                await self._closing.wait()
+            async with contextlib.AsyncExitStack() as closing:
+                await self._serve(_client(self.settings, self.folder, closing), ready)
         except McpUnavailable as exc:
             if not ready.done():
                 ready.set_exception(exc)
@@ -177,6 +167,23 @@ class _Connection:
             self.client = None
             if not ready.done():
                 ready.set_exception(McpUnavailable(f"the MCP server `{self.settings.name}` closed"))
+
+    async def _serve(self, client: Client, ready: asyncio.Future[None]) -> None:
+        """Connect, list the tools, then hold the connection open until `close`."""
+        async with client:
+            listed = await client.list_tools()
+            tools = list(listed.tools)
+            cursor = listed.next_cursor
+            for _ in range(100):  # a server that pages forever cannot hang the run
+                if not cursor:
+                    break
+                more = await client.list_tools(cursor=cursor)
+                tools += more.tools
+                cursor = more.next_cursor
+            self.tools = {t.name: _remote_tool(t) for t in tools}
+            self.client = client
+            ready.set_result(None)
+            await self._closing.wait()
 
     async def close(self) -> None:
         self._closing.set()
