@@ -42,13 +42,15 @@ def test_ray_gives_the_same_results_as_local(tmp_path: Path, ray_cluster: Any) -
 
 
 def test_a_killed_worker_loses_nothing_and_counts_nothing_twice(tmp_path: Path, ray_cluster: Any) -> None:
-    slow = PROGRAM.replace('{ label: "even" }),', 'slow(80ms, { label: "even" })),', 1)
+    slow = PROGRAM.replace('{ label: "even" }),', 'slow(200ms, { label: "even" })),', 1)
     n = 40
     write_cases(tmp_path / "cases.jsonl", n, bad=False)
     killed: list[int] = []
 
     def kill_one(result: Any) -> None:
-        if not killed and result.worker:  # after the first item: kill the worker that ran it, mid-eval
+        # After the first item (an odd n: its answer is not delayed), kill the worker that ran it:
+        # the even item it took with it waits 200 ms for its answer, so it is in flight.
+        if not killed and result.worker:
             pid = int(result.worker.rsplit(" ", 1)[1])
             os.kill(pid, signal.SIGKILL)
             killed.append(pid)
