@@ -136,12 +136,15 @@ class RunCheckpoint:
         if policy == DEFER:
             pending = {"id": pid, "kind": kind, "question": request.get("question"),
                        "details": request.get("details"), "choices": request.get("choices")}
-            if self.prior is None or pid not in self.prior.pending:
-                asked = now_text()
-                due = {"due": PromptDeadline(int(deadline["timeout_ms"]), deadline.get("default")).due(
-                    datetime.datetime.fromisoformat(asked)), "default": deadline.get("default")} if isinstance(deadline, dict) else {}
+            asked = now_text()
+            # A deadline falls when the question was first asked plus T (not again at each resume).
+            due = {} if not isinstance(deadline, dict) else \
+                {"due": waited.get("due"), "default": waited.get("default")} if waited is not None else \
+                {"due": PromptDeadline(int(deadline["timeout_ms"]), deadline.get("default")).due(
+                    datetime.datetime.fromisoformat(asked)), "default": deadline.get("default")}
+            if waited is None:
                 self.journal.record("pending", {**pending, "key": key, "request": fingerprint, "at": asked, **due})
-            self.waiting.append(pending)
+            self.waiting.append({**pending, **due})
             stop = Waiting(f"the run waits for an answer to {str(request.get('question'))[:200]!r} "
                            f"(pending {pid}: flow answer {self.journal.run_id} {pid} VALUE)",
                            details={"pending": pid})

@@ -246,7 +246,8 @@ def run_info(path: Path) -> RunInfo:
     info = RunInfo(run, "running" if is_locked(path) else checkpoint.status, str(header.get("at") or ""),
                    str(program.get("path") or program.get("name") or ""), len(events))
     if info.status == "waiting":
-        info.pending = [{k: p.get(k) for k in ("id", "kind", "question", "details", "choices")}
+        info.pending = [{k: p.get(k) for k in ("id", "kind", "question", "details", "choices", "due", "default")
+                         if k in p or k not in ("due", "default")}  # `due`: the question's deadline, if any
                         for p in checkpoint.unanswered()]
     if info.status == "failed" and checkpoint.ends:
         info.error = str(checkpoint.ends[-1].get("error") or "")
@@ -270,7 +271,8 @@ def runs_table(infos: list[RunInfo]) -> str:
         status = info.status + (f": {info.error}" if info.error and info.status in ("failed", "unreadable") else "")
         lines.append(f"{info.run:<15} {status:<28} {info.started[:19]:<20} {Path(info.program).name}")
         for pending in info.pending:
-            lines.append(f"    {pending['id']}  {pending['kind']}: {str(pending['question'])[:100]}")
+            due = f"  (no answer by {str(pending['due'])[:19]}Z: {json.dumps(pending.get('default'))})" if pending.get("due") else ""
+            lines.append(f"    {pending['id']}  {pending['kind']}: {str(pending['question'])[:100]}{due}")
     return "\n".join(lines)
 
 

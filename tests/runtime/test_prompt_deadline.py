@@ -208,7 +208,12 @@ def test_a_deferred_question_keeps_its_deadline_and_it_is_checked_on_resume(
     s, outcome = deferred(tmp_path / "in-time")
     (record,) = read_checkpoint(outcome.journal).pending.values()
     assert record["default"] is False and expired(record["due"], later) and not expired(record["due"])
-    assert Session(directory=tmp_path / "in-time", operator="defer", sandbox=False).resume(outcome.run_id).status == "waiting"
+    assert outcome.pending[0]["due"] == record["due"] and outcome.pending[0]["default"] is False  # shown to whoever answers
+    again = Session(directory=tmp_path / "in-time", operator="defer", sandbox=False).resume(outcome.run_id)
+    assert again.status == "waiting" and again.pending[0]["due"] == record["due"]  # the deadline did not move
+    (listed,) = resume.list_runs(tmp_path / "in-time" / ".flow" / "runs", waiting=True)
+    assert listed.pending[0]["due"] == record["due"]
+    assert f"(no answer by {record['due'][:19]}Z: false)" in resume.runs_table([listed])
     pid = outcome.pending[0]["id"]
     s.answer(outcome.run_id, pid, True, by="test")
     answered = Session(directory=tmp_path / "in-time", operator="defer", sandbox=False).resume(outcome.run_id)
