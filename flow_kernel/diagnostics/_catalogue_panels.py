@@ -347,4 +347,48 @@ panel review {
 print review("An essay", label: "essay-1").status
 """,
     ),
+    (
+        "F4034",
+        "W",
+        "a panel cannot finish a round within `agent_runs`",
+        """\
+A panel call costs at least one agent run per expert for its first round, and one
+more for the judge's synthesis. When the workflow's `agent_runs` is smaller, the
+panel can only stop with status `budget-exhausted` before any round is complete,
+so its record has no aggregate. Raise the limit, or use fewer experts.""",
+        """\
+rubric essay {
+  criteria: [{ id: "accuracy", description: "Facts are right" }]
+}
+agent historian { model: "mock" }
+agent stylist { model: "mock" }
+agent chair { model: "mock" }
+panel review {
+  experts: [{ agent: historian, domain: "history" }, { agent: stylist, domain: "prose" }]
+  rubric: essay
+  judge: chair
+}
+workflow judge_it(text: string) -> string {
+  limits { agent_runs: 2 }
+  return review(text).status
+}
+""",
+        """\
+rubric essay {
+  criteria: [{ id: "accuracy", description: "Facts are right" }]
+}
+agent historian { model: "mock" }
+agent stylist { model: "mock" }
+agent chair { model: "mock" }
+panel review {
+  experts: [{ agent: historian, domain: "history" }, { agent: stylist, domain: "prose" }]
+  rubric: essay
+  judge: chair
+}
+workflow judge_it(text: string) -> string {
+  limits { agent_runs: 6 }
+  return review(text).status
+}
+""",
+    ),
 )

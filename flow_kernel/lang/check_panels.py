@@ -262,4 +262,14 @@ class PanelChecker:
             else:
                 self.expr(arg.value)
         info = entry.panel
+        if info is not None and self.ctx is not None:
+            # One round and the synthesis are the least a panel can do; fewer runs than that
+            # and it can only end `budget-exhausted` with no complete round.
+            needed = len(info.experts) + (1 if info.judge else 0)
+            budget = self.ctx.limits["agent_runs"]
+            if needed > budget:
+                judge = " and its judge" if info.judge else ""
+                self.report("F4034", e.span, f"panel `{entry.name}` needs at least {needed} agent runs (one round of "
+                                             f"{len(info.experts)} experts{judge}), but `agent_runs` is {budget}",
+                            hints=(f"raise `agent_runs` to {needed} or more in the workflow's `limits`",))
         return info.result if info is not None else T.ANY
