@@ -67,3 +67,23 @@ def test_a_killed_worker_loses_nothing_and_counts_nothing_twice(tmp_path: Path, 
     assert report.summary.scorers["field:parity"].pass_rate == 35 / 40
     lines = (tmp_path / "results.jsonl").read_text().splitlines()[1:]
     assert sorted(json.loads(line)["id"] for line in lines) == sorted(f"n{i}" for i in range(n))
+
+
+def test_flow_eval_joins_a_cluster_by_address(tmp_path: Path, ray_cluster: Any) -> None:
+    """`flow eval --executor ray --ray-address`: another process joins the session's cluster
+    (the one cluster of the test run) as a driver, and its items run on that cluster."""
+    import subprocess
+    import sys
+
+    address = ray_cluster.get_runtime_context().gcs_address
+    (tmp_path / "parity.flow").write_text(PROGRAM)
+    write_cases(tmp_path / "cases.jsonl", 10, bad=False)
+    done = subprocess.run([sys.executable, "-m", "flow_kernel.cli", "eval", "parity.flow", "classify", "--data",
+                           "cases.jsonl", "--scorer", "field:parity,min=0.9", "--executor", "ray", "--ray-address",
+                           address, "--workers", "2", "--format", "json"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout)
+    assert report["summary"]["scorers"]["field:parity"]["pass_rate"] == 0.9  # n9 misclassified
+    assert {item["worker"].split(" ")[0] for item in report["items"]} <= {"ray-1", "ray-2"}
+    assert all(item["worker"].startswith("ray-") for item in report["items"])
