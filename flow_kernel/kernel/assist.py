@@ -499,6 +499,7 @@ AGENT_CALL_FORMS = {
     "": '("")', "context": '("", context: {})', "label": '("", label: "")', "output": '("", output: string)',
     "tools": '("", tools: [])', "timeout": '("", timeout: 30s)', "repair": '("", repair: 1)',
     "choice": '("", choice: ["a", "b"], fallback: "a")', "fallback": '("", choice: ["a", "b"], fallback: "a")',
+    "facts": '("", facts: {})', "documents": '("", documents: {})',  # data at trust high / medium
 }
 
 

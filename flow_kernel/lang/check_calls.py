@@ -18,7 +18,9 @@ from flow_kernel.lang.prices import DEFAULT_MAX_OUTPUT_TOKENS, price_of
 if TYPE_CHECKING:
     from flow_kernel.lang.checker import Checker
 
-AGENT_OPTIONS = ("context", "label", "output", "tools", "timeout", "repair", "choice", "fallback")
+# `facts:` (trust high), `documents:` (medium) and `context:` (low) pass data at a trust level
+# (runtime/prompts.py renders each as such).
+AGENT_OPTIONS = ("context", "facts", "documents", "label", "output", "tools", "timeout", "repair", "choice", "fallback")
 
 
 class CallChecker:
@@ -238,7 +240,7 @@ class CallChecker:
                     self.timeout_within_deadline(value.ms, value.span)
             elif name == "repair":
                 self.check_value(value, T.INT, what="`repair`")
-            elif name == "context":
+            elif name in ("context", "facts", "documents"):
                 self.expr(value)
         if entry is not None and entry.agent is not None and entry.agent.timeout_ms is not None and "timeout" not in named:
             self.timeout_within_deadline(entry.agent.timeout_ms, e.span, entry.agent.timeout_span)
