@@ -95,6 +95,19 @@ def fold(tables: dict[str, PanelTable], kind: str, data: dict[str, Any]) -> Pane
     return table
 
 
+def panel_line(kind: str, data: dict[str, Any]) -> str | None:
+    """One line for a round's summary or the panel's end, for views that show a panel as it
+    goes without its grid (the live widget shows it as a log line: views/run_stream.py)."""
+    name = _str(data.get("panel"))
+    if kind == "panel.round":
+        return (f"panel {name} · round {_cell(_num(data.get('round')))} · aggregate {_cell(_num(data.get('aggregate')))}"
+                f" · spread {_cell(_num(data.get('spread')))} · {_str(data.get('status'))}")
+    if kind == "panel.completed":
+        return (f"panel {name}: {_str(data.get('status'))} after {_cell(_num(data.get('rounds')))} round(s)"
+                f" · aggregate {_cell(_num(data.get('aggregate')))}")
+    return None
+
+
 def _cell(value: Any) -> str:
     return "–" if value is None else str(value)
 

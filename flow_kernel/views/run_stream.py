@@ -29,6 +29,7 @@ from typing import Any
 
 from flow_kernel.runtime.events import is_default_label, scope_of
 from flow_kernel.short_text import shorten
+from flow_kernel.views.panel_view import panel_line
 from flow_kernel.views.run_model import item_of
 
 RATE = 20  # messages a second at most
@@ -104,6 +105,8 @@ class Compactor:
             shown = answer if isinstance(answer, bool) or answer is None else clip(answer, TEXT)
             return {"e": "d", "q": clip(data.get("question"), TEXT), "a": shown, "by": clip(data.get("by"), 40),
                     "c": clip(data.get("error"), 40), "t": t}
+        if kind in ("panel.round", "panel.completed"):  # a line a round (the grid is the summary's)
+            return {"e": "l", "i": i, "t": t, "m": clip(panel_line(kind, data), TEXT)}
         short = _POINTS.get(kind)
         if short is None:
             return None  # print goes to the cell's stdout; an unknown kind shows nothing

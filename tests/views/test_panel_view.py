@@ -78,3 +78,14 @@ def test_forged_panel_events_do_not_break_the_view() -> None:
     assert "<img" not in html and "<b>" not in html and "<script>" not in html
     assert "&lt;img src=x onerror=alert(1)&gt;" in html
     assert model.text(result=False)
+
+
+def test_the_live_stream_shows_each_round_as_a_line() -> None:
+    """The live widget draws no grid: its records carry a line per round and one at the end."""
+    from flow_kernel.views.run_stream import Compactor
+
+    compact = Compactor()
+    lines = [r["m"] for r in (compact(e) for e in _events()) if r is not None and r.get("e") == "l"]
+    assert lines == ["panel review · round 1 · aggregate 0.5625 · spread 2 · running",
+                     "panel review · round 2 · aggregate 0.75 · spread 0 · converged",
+                     "panel review: converged after 2 round(s) · aggregate 0.75"]
