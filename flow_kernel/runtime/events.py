@@ -82,6 +82,7 @@ class AgentStarted(TypedDict, total=False):
     provider: str                  # left out when the call failed before it was prepared
     model: str
     tools: list[str]
+    of: int                        # a `parallelMap` item's call: the map's size (the run view's progress bar)
 
 
 class AgentCompleted(TypedDict, total=False):

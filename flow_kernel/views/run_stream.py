@@ -10,7 +10,7 @@ records and sends them at most `RATE` times a second, `MAX_BATCH` at a time, so 
 The records (widgets/src/reducer.js reads them; docs/widgets.md lists them):
   s  scope started   {i, p, k: workflow|pipeline|stage, n, t, lim?}
   x  scope ended     {i, s: completed|failed, c?, m?, t}
-  a  agent started   {i, p, a, l: label or the prompt's start, t, g?: parallelMap, x?: item index}
+  a  agent started   {i, p, a, l: label or the prompt's start, t, g?: parallelMap, x?: item index, of?: its size}
   b  agent ended     {i, s, ms, n: attempts, r: retries and repairs, o?: output's start | c, m}
   p  progress        {i, d, n, m}
   r  approval asked  {i, k, q}           d  approval answered {q, a, by, c?}
@@ -130,6 +130,9 @@ class Compactor:
             if item is not None:
                 record["g"] = clip(f"{p}|{item[0]}", 96)
                 record["x"] = item[1]
+                size = data.get("of")  # the map's size: its bar is of the whole map, not the items started
+                if isinstance(size, int) and not isinstance(size, bool) and size > 0:
+                    record["of"] = size
             return record
         attempts = data.get("attempts")
         tried = [a for a in attempts if isinstance(a, dict)] if isinstance(attempts, list) else []

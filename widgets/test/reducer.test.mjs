@@ -27,7 +27,7 @@ test("the triage example: pipeline, stages, a parallelMap of two, an approval, v
   const kinds = [...state.nodes.values()].map((n) => `${n.kind}:${n.name}:${n.state}`);
   assert.ok(kinds.includes("pipeline:triage:completed") && kinds.includes("stage:classify:completed"), kinds);
   const group = onlyGroup(state);
-  assert.deepEqual([group.done, group.running, group.failed, group.items.length], [2, 0, 0, 2]);
+  assert.deepEqual([group.done, group.running, group.failed, group.items.length, group.total], [2, 0, 0, 2, 2]);
   assert.deepEqual([...state.calls.values()].map((c) => [c.idx, c.label]),
     [[0, "Ticket T1: Reset my password"], [1, "Ticket T2: I want a refund"]]);
   assert.equal(state.approvals.length, 1);
@@ -45,6 +45,7 @@ test("300 items: one row with counts, a histogram of every latency, one page of 
   const state = fold(messages("map300"));
   const group = onlyGroup(state);
   assert.equal(group.items.length, 300);
+  assert.equal(group.total, 300); // the map's size came with its first call: the bar is of the whole map
   assert.equal(group.done + group.failed, 300);
   assert.equal(group.failed, 2); // items 3 and 7 give invalid output
   assert.equal(group.retried, 2); // each was repaired once before failing
@@ -93,6 +94,8 @@ test("an interrupted run: what was running is cancelled, nothing keeps a running
   const group = onlyGroup(state);
   assert.equal(group.running, 0);
   assert.equal(group.cancelled, c.cancelled);
+  assert.ok(group.items.length < group.total, "cut short: fewer items started than the map has");
+  assert.ok(renderRun(state, emptyUi(), "", 0).includes(`${group.done + group.failed}/300`));
   const html = renderRun(state, emptyUi(), "", 0);
   assert.ok(html.includes("cancelled") && !html.includes("fr-card fr-running"));
 });

@@ -88,19 +88,20 @@ class Branch:
     first: the same program and answers give the same ids, and the host can put events in
     one canonical order (siblings by key) whatever order they arrived in."""
 
-    __slots__ = ("counter", "path", "prefix")
+    __slots__ = ("counter", "map_size", "path", "prefix")
 
-    def __init__(self, path=(), prefix=""):
+    def __init__(self, path=(), prefix="", map_size=None):
         self.path = path  # ((fork counter, key), ...) from the top level down
         self.prefix = prefix
         self.counter = 0
+        self.map_size = map_size  # a `parallelMap` item's branch: the map's size (the run view shows it)
 
     def next(self):
         self.counter += 1
         return self.counter
 
-    def child(self, fork, key):
-        return Branch(self.path + ((fork, key),), f"{self.prefix}{fork}.{key}.")
+    def child(self, fork, key, map_size=None):
+        return Branch(self.path + ((fork, key),), f"{self.prefix}{fork}.{key}.", map_size)
 
     def order(self, index):
         return [[fork, key] for fork, key in self.path] + [[index]]
@@ -358,6 +359,8 @@ class Runtime:
         call = f"c{branch.prefix}{index}"
         payload = dict(target, prompt=prompt, options=options, call=call, expect=check is not None,
                        order=branch.order(index))
+        if branch.map_size is not None:
+            payload["of"] = branch.map_size
         if check is not None:
             # The host asks for the check from outside this task: it runs in the call's context
             # (its frame for steps and deadline, its branch for ids).
@@ -463,7 +466,7 @@ class Runtime:
         async def worker():
             # Workers take items in input order, so items start in order (language.md §4.2.1).
             for i in cursor:
-                token = _branch.set(here.child(fork, i))
+                token = _branch.set(here.child(fork, i, len(xs)))
                 try:
                     results[i] = await _where({"item": i + 1, "of": "parallelMap"}, fn(xs[i], i))
                 finally:
