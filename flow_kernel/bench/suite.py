@@ -24,7 +24,7 @@ from typing import Any
 
 from flow_kernel.bench.measure import Figures, Row, Target
 
-SECTIONS = ("kernel", "frontend", "sandbox", "agents", "memory", "view", "evals", "evals_ray")  # the order of the targets table
+SECTIONS = ("kernel", "frontend", "sandbox", "agents", "memory", "view", "evals", "evals_ray", "models")  # the order of the targets table
 
 
 @dataclass(frozen=True)

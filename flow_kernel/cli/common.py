@@ -73,7 +73,7 @@ def load_file(loader: FileSystemLoader, path: str, models: Mapping[str, str] | N
         source = loader(path, None)
         if source is None:
             raise UsageError(f"{path}: no such file")
-        return check(source, loader=loader, models=models)
+        return check(source, loader=loader, models=models, mcp_servers=_mcp_servers_for(path))
     except SourceReadError as e:  # the file itself, or a file it `use`s
         raise UsageError(f"{display_name(e.path)}: {e.reason}") from None
 
@@ -85,6 +85,16 @@ def _models_for(path: str) -> Mapping[str, str]:
         return find_config(config_folder(path)).models
     except ConfigError:  # a broken flow.toml is `flow run`'s to report; here it sets no model
         return {}
+
+
+def _mcp_servers_for(path: str) -> list[str]:
+    """The `[mcp.NAME]` servers of the configuration that applies to the file (F4021)."""
+    from flow_kernel.runtime.config import ConfigError, config_folder, find_config
+
+    try:
+        return list(find_config(config_folder(path)).mcp)
+    except ConfigError:  # a broken flow.toml is `flow run`'s to report; here it declares no server
+        return []
 
 
 def guarded_loader(path: str, allow_paths: Sequence[str] = ()) -> FileSystemLoader:

@@ -23,7 +23,29 @@ agent helper { model: "mock", tools: [search], output: string }
 print helper("Find the intro")
 """,
         """\
+tool search(query: string) -> any
+agent helper { model: "mock", tools: [search], output: string }
+print helper("Find the intro")
+""",
+    ),
+    (
+        "F4021",
+        "E",
+        "tool lent by an MCP server the configuration does not declare",
+        """\
+In a file (`flow check`, `flow run`, `flow serve`) a tool `from mcp "SERVER"` needs the
+configuration that applies to the file to declare that server: a `[mcp.SERVER]` table in
+flow.toml (or `[tool.flow.mcp.SERVER]`) with the command that starts it or its `url`, in
+a folder you trust. Without it no agent could ever call the tool, so the file is refused
+before it runs. In a notebook the session's configuration is only known when the cell
+runs, and a missing server is a `capability-violation` of the call then.""",
+        """\
 tool search(query: string) -> any from mcp "docs"
+agent helper { model: "mock", tools: [search], output: string }
+print helper("Find the intro")
+""",
+        """\
+tool search(query: string) -> any
 agent helper { model: "mock", tools: [search], output: string }
 print helper("Find the intro")
 """,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gc
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 
 from flow_kernel.diagnostics.model import Related
@@ -29,16 +29,18 @@ def check(
     loader: Loader | None = None,
     cell: bool | None = None,
     models: Mapping[str, str] | None = None,
+    mcp_servers: Iterable[str] | None = None,
 ) -> CheckResult:
     """Check one file or notebook cell. Never raises for bad input: everything wrong
     with the source is a diagnostic. `cell` defaults to "a session was given". `models` is
     the configuration's `[models]` table: in a file, a `model: "for:…"` whose purpose it
-    does not set is an error (a notebook learns it when the call runs)."""
+    does not set is an error (a notebook learns it when the call runs). `mcp_servers` are the
+    configuration's `[mcp.NAME]` names: in a file, a tool `from mcp` another server is F4021."""
     previous = sys.getrecursionlimit()
     sys.setrecursionlimit(max(previous, RECURSION_LIMIT))
     try:
         with no_cyclic_gc():
-            return _check(source, session, loader, cell, models)
+            return _check(source, session, loader, cell, models, mcp_servers)
     except RecursionError:
         reporter = Reporter()
         reporter.report("F1006", source.span(0, min(1, len(source.text))), "the source is nested too deeply to check")
@@ -63,13 +65,14 @@ def no_cyclic_gc() -> Iterator[None]:
 
 
 def _check(source: SourceFile, session: SessionScope | None, loader: Loader | None, cell: bool | None,
-           models: Mapping[str, str] | None = None) -> CheckResult:
+           models: Mapping[str, str] | None = None, mcp_servers: Iterable[str] | None = None) -> CheckResult:
     is_cell = session is not None if cell is None else cell
     reporter = Reporter()
     module = parse(source, reporter)
     used = _load_uses(source, module, loader, reporter, is_cell)
     checker = Checker(reporter, {source, *(src for src, _ in used)}, file_mode=not is_cell)
     checker.loader, checker.models = loader, models  # for prompt files and models by purpose
+    checker.mcp_servers = frozenset(mcp_servers or ())  # for tools lent by MCP servers (F4021)
     checker.cell_sources = frozenset({id(source)} if is_cell else ())
     _collect(checker, module, used, session or SessionScope())
     checker.check_declarations()

@@ -45,6 +45,7 @@ _MCP_SOURCE = re.compile(r"[A-Za-z0-9_.-]+(/\S+)?")
 
 class DeclChecker:
     _resolving: DeclEntry | None  # the alias being resolved (its self-reference is no "use")
+    mcp_servers: frozenset[str] = frozenset()  # the configuration's [mcp.NAME] names, for files (F4021)
     # -- type expressions ------------------------------------------------------------
     def resolve_type(self: Checker, te: ast.TypeExpr) -> T.Type:
         if isinstance(te, ast.TName):
@@ -213,6 +214,12 @@ class DeclChecker:
             self.report("F2017", node.name.span, f"tool `{node.name.name}`: {node.mcp!r} is not an MCP server name",
                         hints=('write `from mcp "SERVER"` or `from mcp "SERVER/TOOL"`, SERVER as in [mcp.SERVER] of '
                                "flow.toml (letters, digits, `_`, `-`, `.`)",))
+        elif node.mcp is not None and self.file_mode and node.mcp.partition("/")[0] not in self.mcp_servers:
+            server = node.mcp.partition("/")[0]
+            known = ", ".join(sorted(self.mcp_servers)) or "none"
+            self.report("F4021", node.name.span, f"tool `{node.name.name}` is lent by the MCP server `{server}`, which "
+                        f"the configuration that applies here does not declare (declared: {known})",
+                        hints=(f"add [mcp.{server}] to flow.toml (a command or a url) in a folder you trust", ))
         entry.tool = info
 
     def declare_workflow(self: Checker, entry: DeclEntry) -> None:

@@ -54,6 +54,7 @@ from flow_kernel.runtime.provider_base import (
 from flow_kernel.runtime.provider_table import LOCAL_PROVIDERS, PROVIDERS
 from flow_kernel.runtime.providers import MockProvider, ScriptedProvider, parse_script
 from flow_kernel.runtime.resilience import Resilience, estimate_tokens
+from flow_kernel.runtime.streaming import INTERVAL as DELTA_INTERVAL
 from flow_kernel.runtime.streaming import DeltaMerger
 from flow_kernel.runtime.tools import ToolRegistry, call_tool, narrow
 from flow_kernel.runtime.validation import schema_errors, schema_validator
@@ -119,6 +120,8 @@ class _Call:
 
 
 class AgentPipeline:
+    delta_interval = DELTA_INTERVAL  # seconds between two `agent.delta` events of a call (the bench sets 0)
+
     def __init__(self, check: CheckResult, emit: Callable[[Event], None], frames: dict[str, FrameBudget], *,
                  config: FlowConfig, tools: ToolRegistry, approve_tool: ToolApprover,
                  recorder: CassetteRecorder | None = None, player: CassettePlayer | None = None,
@@ -624,7 +627,7 @@ class AgentPipeline:
                 self.emit({"type": "agent.delta", "span": {"id": payload.get("call"), "parent": payload.get("span")},
                            "stage": payload.get("stage"), "data": {**base, **data}})
 
-            call.merger = DeltaMerger(emit, structured=not is_plain_text(call.schema))
+            call.merger = DeltaMerger(emit, structured=not is_plain_text(call.schema), interval=self.delta_interval)
         call.merger.start_attempt(len(call.log) + 1)
         return call.merger
 

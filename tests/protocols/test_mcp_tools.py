@@ -50,13 +50,28 @@ def http_server() -> Iterator[str]:
 
 
 def test_the_checker_types_a_lent_tool_and_the_signature_is_its_contract() -> None:
-    result = check(SourceFile("t.flow", TOOLS + 'let r = helper("x")\n'))
+    result = check(SourceFile("t.flow", TOOLS + 'let r = helper("x")\n'), mcp_servers=["docs"])
     assert result.ok, [d.message for d in result.diagnostics]
     assert result.decls["search"].node.mcp == "docs"
     assert result.decls["loud"].node.mcp == "docs/shout"
     assert result.schema_for("search")["input"]["properties"] == {"query": {"type": "string"}}
     bad = check(SourceFile("t.flow", 'tool search(query: string) -> any from mcp\n'))
     assert not bad.ok and "server's name" in bad.diagnostics[0].message
+
+
+def test_flow_check_wants_the_server_in_the_configuration_that_applies(
+        tmp_path: Path, trust_folder: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    from flow_kernel.cli import main
+
+    program = tmp_path / "lent.flow"
+    program.write_text(TOOLS + 'let r = helper("x")\n')
+    assert main(["check", str(program)]) == 1  # no flow.toml: F4021 for each lent tool
+    assert "[F4021]" in capsys.readouterr().out
+    (tmp_path / "flow.toml").write_text(stdio_config())
+    assert main(["check", str(program)]) == 1  # found but not trusted: it declares nothing
+    capsys.readouterr()
+    trust_folder(tmp_path)
+    assert main(["check", str(program)]) == 0, capsys.readouterr().out
 
 
 def test_stdio_server_lends_tools_annotations_add_approvals_and_errors_go_back(tmp_path: Path) -> None:
@@ -188,7 +203,7 @@ def test_probe_lists_tools_and_writes_their_flow_signatures() -> None:
     assert tools["delete_page"].destructive is True and tools["shout"].destructive is None
     signature = flow_signature("docs", tools["search"])
     assert signature.startswith('tool search(query: string) -> ') and signature.endswith('from mcp "docs"')
-    assert check(SourceFile("s.flow", signature + "\n")).ok
+    assert check(SourceFile("s.flow", signature + "\n"), mcp_servers=["docs"]).ok
     bad = parse_config({"mcp": {"docs": {"command": ["/nonexistent/server"], "timeout_ms": 2000}}}).mcp["docs"]
     with pytest.raises(McpUnavailable, match="did not start"):
         asyncio.run(probe(bad))
