@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, TextIO
 
 from flow_kernel.terminal_text import terminal_safe
@@ -58,10 +58,12 @@ def display_name(name: str) -> str:
     return name if relative.startswith(os.pardir) else relative
 
 
-def load_file(loader: FileSystemLoader, path: str, models: Mapping[str, str] | None = None) -> CheckResult:
+def load_file(loader: FileSystemLoader, path: str, models: Mapping[str, str] | None = None,
+              mcp_servers: Iterable[str] | None = None) -> CheckResult:
     """Check one file named on the command line; `UsageError` if it cannot be read. `models`
     is the `[models]` table that applies (by default, of the configuration found for the
-    file, if the person trusts it): a `model: "for:…"` it does not set is F4026."""
+    file, if the person trusts it): a `model: "for:…"` it does not set is F4026. `mcp_servers`
+    likewise: the `[mcp.NAME]` names that apply; a tool `from mcp` another server is F4021."""
     from flow_kernel.files import SourceReadError
     from flow_kernel.lang import check
 
@@ -73,7 +75,8 @@ def load_file(loader: FileSystemLoader, path: str, models: Mapping[str, str] | N
         source = loader(path, None)
         if source is None:
             raise UsageError(f"{path}: no such file")
-        return check(source, loader=loader, models=models, mcp_servers=_mcp_servers_for(path))
+        servers = _mcp_servers_for(path) if mcp_servers is None else mcp_servers
+        return check(source, loader=loader, models=models, mcp_servers=servers)
     except SourceReadError as e:  # the file itself, or a file it `use`s
         raise UsageError(f"{display_name(e.path)}: {e.reason}") from None
 

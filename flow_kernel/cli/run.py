@@ -101,7 +101,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         Ceilings.from_env()  # so is a bad FLOW_MAX_* value
         trust = _trust(args)
         config = load_config(args.config) if args.config else find_config(config_folder(args.file), trust=trust)
-        result = load_file(FileSystemLoader(guard=trust.use_guard()), args.file, models=config.models)
+        result = load_file(FileSystemLoader(guard=trust.use_guard()), args.file, models=config.models,
+                           mcp_servers=config.mcp)
         data = _parse_input(args.input)
         if config.ignored is not None:
             print_error(f"warning: {config.ignored_warning()}", command="run")

@@ -120,11 +120,12 @@ def _workflow_host(args: argparse.Namespace) -> Any:
     if args.config:
         grants.append(Capability("config", str(Path(args.config).resolve().parent)))
     trust = Trust(config_folder(args.file), grants=grants, document=Path(args.file), asker="This file")
-    result = load_file(FileSystemLoader(guard=trust.use_guard()), args.file)
+    config = load_config(args.config) if args.config else find_config(config_folder(args.file), trust=trust)
+    result = load_file(FileSystemLoader(guard=trust.use_guard()), args.file, models=config.models,
+                       mcp_servers=config.mcp)
     if not result.ok:
         sys.stderr.write(render_text(result.diagnostics, color=wants_color(sys.stderr), display_name=display_name) + "\n")
         return None
-    config = load_config(args.config) if args.config else find_config(config_folder(args.file), trust=trust)
     if config.ignored is not None:
         print_error(f"warning: {config.ignored_warning()}", command="serve")
     policy = args.operator or config.operator

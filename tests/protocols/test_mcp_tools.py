@@ -74,6 +74,18 @@ def test_flow_check_wants_the_server_in_the_configuration_that_applies(
     assert main(["check", str(program)]) == 0, capsys.readouterr().out
 
 
+def test_flow_run_reads_the_servers_of_the_config_it_is_given(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from flow_kernel.cli import main
+
+    program = tmp_path / "prog" / "lent.flow"
+    program.parent.mkdir()
+    program.write_text(TOOLS + 'print "declared"\n')
+    assert main(["run", str(program)]) == 2 and "[F4021]" in capsys.readouterr().err
+    (tmp_path / "elsewhere.toml").write_text(stdio_config())
+    assert main(["run", str(program), "--config", str(tmp_path / "elsewhere.toml")]) == 0
+    assert "declared" in capsys.readouterr().out
+
+
 def test_stdio_server_lends_tools_annotations_add_approvals_and_errors_go_back(tmp_path: Path) -> None:
     plan = [("search", {"query": "agent"}), ("delete_page", {"name": "intro"}), ("shout", {"text": "hi"}),
             ("broken", {"reason": "x"}), ("loud", {"text": "abc"}), ("search", {"query": 3})]
