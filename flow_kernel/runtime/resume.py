@@ -225,10 +225,12 @@ class RunInfo:
     events: int = 0
     pending: list[dict[str, Any]] = field(default_factory=list)
     error: str | None = None  # the failure's code, or why the journal cannot be read
+    cost: float | None = None  # what its priced agent calls cost (issue 19); None: none was priced
 
     def to_json(self) -> dict[str, Any]:
         return {"run": self.run, "status": self.status, "started": self.started, "program": self.program,
-                "pending": self.pending, **({"error": self.error} if self.error else {})}
+                "pending": self.pending, **({"error": self.error} if self.error else {}),
+                **({"cost": self.cost} if self.cost is not None else {})}
 
 
 def run_info(path: Path) -> RunInfo:
@@ -251,7 +253,17 @@ def run_info(path: Path) -> RunInfo:
                         for p in checkpoint.unanswered()]
     if info.status == "failed" and checkpoint.ends:
         info.error = str(checkpoint.ends[-1].get("error") or "")
+    info.cost = journal_cost(events)
     return info
+
+
+def journal_cost(events: list[dict[str, Any]]) -> float | None:
+    """What a run's priced agent calls cost, from their `agent.completed`/`agent.failed`
+    events (`cost`, lang/prices.py); None when no call was priced."""
+    costs = [data["cost"] for e in events if e.get("type") in ("agent.completed", "agent.failed")
+             and isinstance(data := e.get("data"), dict) and isinstance(data.get("cost"), int | float)
+             and not isinstance(data.get("cost"), bool)]
+    return round(sum(costs), 6) if costs else None
 
 
 def list_runs(journal_dir: Path | None, *, waiting: bool = False) -> list[RunInfo]:
@@ -269,7 +281,8 @@ def runs_table(infos: list[RunInfo]) -> str:
     lines = []
     for info in infos:
         status = info.status + (f": {info.error}" if info.error and info.status in ("failed", "unreadable") else "")
-        lines.append(f"{info.run:<15} {status:<28} {info.started[:19]:<20} {Path(info.program).name}")
+        cost = f"  cost {info.cost:.6f}" if info.cost is not None else ""
+        lines.append(f"{info.run:<15} {status:<28} {info.started[:19]:<20} {Path(info.program).name}{cost}")
         for pending in info.pending:
             due = f"  (no answer by {str(pending['due'])[:19]}Z: {json.dumps(pending.get('default'))})" if pending.get("due") else ""
             lines.append(f"    {pending['id']}  {pending['kind']}: {str(pending['question'])[:100]}{due}")

@@ -135,3 +135,20 @@ def test_the_cost_limit_is_in_the_compiled_limits_and_the_view() -> None:
     ]
     model = RunModel.from_events(events)
     assert ("cost", 0.1, 0.35) in model.budgets()
+
+
+def test_runs_lists_each_journaled_run_with_its_cost(server: SSEServer, tmp_path: Path) -> None:
+    """`flow runs` / `%runs` read the cost from the run's journal."""
+    from flow_kernel.runtime.resume import list_runs, runs_table
+
+    server.replies.append(openai_text(["a"], usage=(1000, 500)))
+    session = Session(directory=tmp_path, sandbox=False)  # journals in tmp_path/.flow/runs
+    priced = session.run('agent a { model: "openai/gpt-4o-mini" }\na("x")')
+    free = session.run('agent m { model: "mock" }\nm("y")')
+    assert priced.error is None and free.error is None
+    infos = {i.run: i for i in list_runs(tmp_path / ".flow" / "runs")}
+    assert infos[priced.run_id].cost == pytest.approx(0.00045) and infos[free.run_id].cost is None
+    table = runs_table(list(infos.values()))
+    assert "cost 0.000450" in next(line for line in table.splitlines() if line.startswith(priced.run_id))
+    assert "cost" not in next(line for line in table.splitlines() if line.startswith(free.run_id))
+    assert infos[priced.run_id].to_json()["cost"] == pytest.approx(0.00045)
