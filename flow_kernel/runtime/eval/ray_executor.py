@@ -111,7 +111,16 @@ class RayItems:
         self._started = 0
 
     def _start_ray(self) -> Any:
-        return start_ray(self.address)
+        from flow_kernel.runtime.eval.runner import EvalUsageError
+
+        try:
+            return start_ray(self.address)
+        except ImportError:
+            raise
+        except Exception as exc:  # an address nobody answers at, a cluster that did not start: said plainly
+            where = f"join the Ray cluster at {self.address}" if self.address else "start a local Ray cluster"
+            raise EvalUsageError(f"cannot {where}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") \
+                from None
 
     def _new_actor(self, ray: Any, pool: int) -> Any:
         self._started += 1
