@@ -99,6 +99,23 @@ STYLE = """<style>
 
 _SEVERITY_ORDER = (Severity.ERROR, Severity.WARNING, Severity.INFO)
 
+# The same looks again as inline styles, on the elements that carry meaning: sanitisers drop
+# `<style>` (JupyterLab in an untrusted notebook, GitHub) and keep a safelist of inline
+# properties, so a saved notebook's diagnostics keep their colours (issue 18). Fixed strings:
+# nothing from a diagnostic goes into a style.
+_COLOURS = {"error": ("#cf222e", "#ffebe9"), "warning": ("#9a6700", "#fff8c5"), "info": ("#0969da", "#ddf4ff")}
+_SECTION = "border:1px solid #d0d7de;border-left:4px solid {0};border-radius:6px;padding:6px 10px;margin:6px 0"
+_BADGE = "display:inline-block;border-radius:10px;padding:0 8px;color:#ffffff;background:{0};font-size:12px"
+_EXCERPT = ("background:#f6f8fa;padding:4px 8px;border-radius:4px;margin:2px 0 4px;overflow:auto;white-space:pre;"
+            "font-family:ui-monospace,monospace")
+_MARK = "background:{1}"
+_CARET = "color:{0};font-weight:600"
+_GUTTER = "color:#8c959f"
+
+
+def _style(template: str, severity: str) -> str:
+    return template.format(*_COLOURS.get(severity, ("#6e7781", "#eaeef2")))
+
 
 _BACKTICKED = re.compile(r"`([^`\n]+)`")
 
@@ -165,14 +182,14 @@ def _diagnostic(d: Diagnostic, display_name: DisplayName) -> str:
     spans = [d.span, *(r.span for r in d.related)]
     width = max(len(str(s.start_pos.line)) for s in spans)
     out = [
-        f'<section class="flow-diagnostic flow-{sev}" data-code="{_e(d.code)}">',
+        f'<section class="flow-diagnostic flow-{sev}" data-code="{_e(d.code)}" style="{_style(_SECTION, sev)}">',
         '<p class="flow-header">'
-        f'<strong class="flow-badge flow-badge-{sev}">{sev}</strong> '
+        f'<strong class="flow-badge flow-badge-{sev}" style="{_style(_BADGE, sev)}">{sev}</strong> '
         f'<code class="flow-code">{_e(d.code)}</code> '
         f'<span class="flow-message">{_inline(d.message)}</span> '
         f'<span class="flow-location">at <code>{_e(_location(d.span, display_name))}</code></span>'
         "</p>",
-        _excerpt_html(d.span, width),
+        _excerpt_html(d.span, width, sev),
     ]
     if d.related:
         out.append('<ul class="flow-related">')
@@ -181,7 +198,7 @@ def _diagnostic(d: Diagnostic, display_name: DisplayName) -> str:
                 '<li class="flow-note"><strong>note</strong>: '
                 f'<span class="flow-location"><code>{_e(_location(rel.span, display_name))}</code></span>: '
                 f'<span class="flow-message">{_inline(rel.message)}</span>\n'
-                f"{_excerpt_html(rel.span, width)}</li>"
+                f"{_excerpt_html(rel.span, width, 'info')}</li>"
             )
         out.append("</ul>")
     if d.hints:
@@ -202,21 +219,22 @@ def _diagnostic(d: Diagnostic, display_name: DisplayName) -> str:
     return "\n".join(out)
 
 
-def _excerpt_html(span: Span, width: int) -> str:
+def _excerpt_html(span: Span, width: int, severity: str = "error") -> str:
     """The source line and its caret line, aligned like `render_text` (same gutter, same
     display columns); the spanned characters are also wrapped in `<mark>`."""
     line, shown, caret_col, carets = _excerpt(span)
     start, end = _char_range(shown, caret_col, caret_col + carets)
     marked = (
-        _e(shown[:start]) + f'<mark class="flow-span">{_e(shown[start:end])}</mark>' + _e(shown[end:])
+        _e(shown[:start]) + f'<mark class="flow-span" style="{_style(_MARK, severity)}">{_e(shown[start:end])}</mark>'
+        + _e(shown[end:])
         if end > start
         else _e(shown)
     )
-    gutter = f'<span class="flow-gutter">{line:>{width}} |</span>'
-    blank = f'<span class="flow-gutter">{"":>{width}} |</span>'
+    gutter = f'<span class="flow-gutter" style="{_GUTTER}">{line:>{width}} |</span>'
+    blank = f'<span class="flow-gutter" style="{_GUTTER}">{"":>{width}} |</span>'
     text_line = f"{gutter} {marked}" if shown else gutter
-    caret_line = f'{blank} {" " * caret_col}<span class="flow-caret">{"^" * carets}</span>'
-    return f'<pre class="flow-excerpt">{text_line}\n{caret_line}</pre>'
+    caret_line = f'{blank} {" " * caret_col}<span class="flow-caret" style="{_style(_CARET, severity)}">{"^" * carets}</span>'
+    return f'<pre class="flow-excerpt" style="{_EXCERPT}">{text_line}\n{caret_line}</pre>'
 
 
 def _char_range(shown: str, start_col: int, end_col: int) -> tuple[int, int]:

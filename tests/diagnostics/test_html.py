@@ -325,3 +325,19 @@ def test_related_span_in_another_file_and_display_name() -> None:
     assert note.find("pre").text().splitlines()[0] == " 1 | let x = 1"
     assert "/abs/" not in bundle["text/html"]
     assert html.escape("<&") in bundle["text/html"]
+
+
+def test_the_looks_survive_without_the_stylesheet() -> None:
+    """Sanitisers drop `<style>` (an untrusted notebook in JupyterLab, GitHub): the badge,
+    the section's border, the excerpt and the marked span carry inline styles too, from a
+    fixed table, which the safelist check of tests/security accepts (issue 18)."""
+    from flow_kernel.diagnostics.html import STYLE, render_html
+    from tests.security.markup_check import live_markup, view_policy
+
+    src = SourceFile("<cell>", "let x = 1 +\n")
+    d = Diagnostic("F1006", Severity.ERROR, "expected an expression", src.span(10, 11))
+    out = render_html([d]).replace(STYLE, "")  # what a sanitiser leaves
+    assert '<strong class="flow-badge flow-badge-error" style="display:inline-block;' in out
+    assert "background:#cf222e" in out and "border-left:4px solid #cf222e" in out
+    assert '<pre class="flow-excerpt" style="background:#f6f8fa;' in out and 'style="background:#ffebe9"' in out
+    assert live_markup(out, view_policy()) == []

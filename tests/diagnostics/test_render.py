@@ -376,11 +376,11 @@ def test_html_is_escaped_and_classed_by_severity() -> None:
     )
     out = render_html([d])  # the one HTML renderer (diagnostics/html.py; its own tests: test_html.py)
     assert out.startswith('<div class="flow-diagnostics">')
-    assert '<section class="flow-diagnostic flow-warning" data-code="F3001">' in out
+    assert '<section class="flow-diagnostic flow-warning" data-code="F3001" style="' in out
     assert "<script>" not in out and "<b>" not in out and "<here>" not in out
     assert "&lt;script&gt;" in out and "expected <code>&lt;b&gt;</code> &amp; more" in out
     assert "&lt;x&gt;.flow:1:8" in out
-    assert out.count('<pre class="flow-excerpt">') == 2
+    assert out.count('<pre class="flow-excerpt" style=') == 2
     assert "try <code>a &lt; b</code>" in out
     error_html = render_html([undefined_name()])
     assert 'class="flow-diagnostic flow-error"' in error_html

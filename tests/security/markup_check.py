@@ -47,7 +47,7 @@ def view_policy(*styles: str) -> Policy:
         tags=frozenset({"style", "div", "header", "section", "p", "span", "strong", "em", "mark", "ul", "li",
                         "details", "summary", "progress", "pre", "code"}),
         attributes={"*": frozenset({"class", "style"}), "details": frozenset({"class", "open", "style"}),
-                    "progress": frozenset({"value", "max"}), "section": frozenset({"class", "data-code"})},
+                    "progress": frozenset({"value", "max"}), "section": frozenset({"class", "data-code", "style"})},
         styles=frozenset(s.removeprefix("<style>").removesuffix("</style>") for s in styles),
         classes=True,
         inline_styles=True,
