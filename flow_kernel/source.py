@@ -26,10 +26,14 @@ class SourceFile:
     def __init__(self, name: str, text: str) -> None:
         self.name = name
         self.text = text
+        # str.find from newline to newline: a loop over the characters took ~60 ms for a
+        # 200 KB file (as long as a fifth of checking it).
         starts = [0]
-        for i, ch in enumerate(text):
-            if ch == "\n":
-                starts.append(i + 1)
+        find, append = text.find, starts.append
+        i = find("\n")
+        while i >= 0:
+            append(i + 1)
+            i = find("\n", i + 1)
         self._line_starts = starts
 
     def __repr__(self) -> str:

@@ -30,6 +30,7 @@ from flow_kernel.lang.session_scope import SessionBinding, SessionScope
 from flow_kernel.runtime.agents import TraceSink
 from flow_kernel.runtime.cassette import CassettePlayer, CassetteRecorder
 from flow_kernel.runtime.ceilings import Ceilings
+from flow_kernel.runtime.compile_cache import CompileCache
 from flow_kernel.runtime.config import FlowConfig, find_config, load_config
 from flow_kernel.runtime.host import EventSink
 from flow_kernel.runtime.journal import Checkpoint
@@ -131,6 +132,7 @@ class Session:
         # FLOW_MAX_* variables, never by a notebook, a program or a flow.toml (runtime/ceilings.py).
         self.ceilings = ceilings if ceilings is not None else Ceilings.from_env()
         self.scope = SessionScope()
+        self.compiled_cells = CompileCache()
         self.values: dict[str, Any] = {}  # top-level bindings as JSON, by name
         self.history: list[RunOutcome] = []  # the last HISTORY runs, newest last
         self.sources: dict[str, str] = {}  # cell name -> text, of the cells that ran (error excerpts)
@@ -211,7 +213,14 @@ class Session:
         return check(self._source(source, name), session=self.scope, loader=loader, cell=True)
 
     def compile(self, source: str, name: str | None = None) -> Compiled:
-        return compile_checked(self.check(source, name), self.scope)
+        """Check and compile a cell. A named cell compiled again unchanged, against the same
+        declarations, bindings and files, is a lookup (runtime/compile_cache.py)."""
+        if name is None:  # "<cell N>": a new name each time, never compiled again
+            return compile_checked(self.check(source, name), self.scope)
+        from flow_kernel.files import FileSystemLoader
+
+        loader = FileSystemLoader(str(self.directory), guard=self.trust.use_guard())
+        return self.compiled_cells.compile(self._source(source, name), self.scope, loader)
 
     # -- run ------------------------------------------------------------------------------------
     async def run_async(self, source: str | Compiled, *, workflow: str | None = None, input: dict[str, Any] | None = None,
