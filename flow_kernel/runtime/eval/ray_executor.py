@@ -27,6 +27,7 @@ from flow_kernel.runtime.eval.items import ItemDone, ItemRunner, RunSettings, wa
 from flow_kernel.runtime.eval.scorers import Scorer
 
 RETRIES = 3  # times an item is sent again after its worker died under it
+PREFETCH = 2  # items an actor holds per sandbox: one running, one waiting (no round trip between items)
 
 
 def _ray() -> Any:
@@ -74,6 +75,7 @@ class EvalWorker:
 
             executor = InProcessExecutor()
         self.pool = pool
+        self._gate: asyncio.Semaphore | None = None  # made on the actor's own event loop
         self.runner = ItemRunner(compiled, workflow, scorers, executor, settings, collect=True, keep_events=True,
                                  worker=f"{name} pid {os.getpid()}")
 
@@ -83,8 +85,13 @@ class EvalWorker:
         return os.getpid()
 
     async def run(self, case: Case, epoch: int) -> ItemDone:
+        # The driver keeps more items here than sandboxes (PREFETCH), so that the next one
+        # is waiting when one ends; they take turns at the pool.
+        if self._gate is None:
+            self._gate = asyncio.Semaphore(self.pool)
         try:
-            return await self.runner.run(case, epoch)
+            async with self._gate:
+                return await self.runner.run(case, epoch)
         except Exception as exc:  # the item fails, the actor lives on
             from flow_kernel.runtime.eval.runner import crashed
 
@@ -125,7 +132,7 @@ class RayItems:
     def _new_actor(self, ray: Any, pool: int) -> Any:
         self._started += 1
         worker = ray.remote(num_cpus=1, max_restarts=0)(EvalWorker)
-        return worker.options(max_concurrency=pool + 2).remote(*self.args, pool, self.sandbox, f"ray-{self._started}")
+        return worker.options(max_concurrency=pool * PREFETCH + 2).remote(*self.args, pool, self.sandbox, f"ray-{self._started}")
 
     async def map(self, tasks: list[tuple[Case, int]], done: Callable[[ItemDone], None]) -> None:
         if not tasks:
@@ -143,7 +150,7 @@ class RayItems:
         recorded: set[tuple[str, int]] = set()
         while queue or flight:
             for index in range(len(self.actors)):
-                while queue and busy[index] < pool:
+                while queue and busy[index] < pool * PREFETCH:
                     case, epoch = queue.pop()
                     attempts[(case.id, epoch)] = attempts.get((case.id, epoch), 0) + 1
                     actor = self.actors[index]
