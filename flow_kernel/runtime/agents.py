@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import time
 from collections.abc import Awaitable, Callable
@@ -53,7 +54,13 @@ from flow_kernel.runtime.provider_base import (
 )
 from flow_kernel.runtime.provider_table import LOCAL_PROVIDERS, PROVIDERS
 from flow_kernel.runtime.providers import MockProvider, ScriptedProvider, parse_script
-from flow_kernel.runtime.resilience import Resilience, estimate_tokens
+from flow_kernel.runtime.resilience import (
+    Notify,
+    ProviderGuard,
+    Resilience,
+    Ticket,
+    estimate_tokens,
+)
 from flow_kernel.runtime.streaming import INTERVAL as DELTA_INTERVAL
 from flow_kernel.runtime.streaming import DeltaMerger
 from flow_kernel.runtime.tools import ToolRegistry, call_tool, narrow
@@ -544,7 +551,7 @@ class AgentPipeline:
                                   on_delta=merger if self.config.provider(call.provider).options.get("stream", True) else None)
         request.ask_operator = self._asker(call)
         try:
-            reply = await self._guarded(call, lambda: self._timed(provider.attempt(request), timeout_ms, agent))
+            reply = await self._guarded(call, lambda: self._timed(provider.attempt(request), timeout_ms, agent), request)
         except FlowError:
             if merger.text:  # a stream cut (or timed out) mid-way: what it wrote goes in the trace
                 call.partial = merger.text
@@ -564,7 +571,8 @@ class AgentPipeline:
                 raise AgentInvocationError(f"`{agent}` timed out after {timeout_ms} ms") from None
         return await attempt
 
-    async def _guarded(self, call: _Call, send: Callable[[], Awaitable[ProviderReply]]) -> ProviderReply:
+    async def _guarded(self, call: _Call, send: Callable[[], Awaitable[ProviderReply]],
+                       request: ProviderRequest | None = None) -> ProviderReply:
         """An attempt through its provider's guard when the provider is a remote one
         (resilience.py): the breaker, Retry-After, the rate limits and the bulkhead before,
         the outcome after. A `429` is sent again after its Retry-After, up to
@@ -579,6 +587,8 @@ class AgentPipeline:
         tried = 0
         while True:
             ticket = await guard.enter(estimate, self._remaining(), notify)
+            if request is not None:  # a tool loop's later rounds wait for the rate limits too
+                request.before_request = functools.partial(self._pace, guard, ticket, estimate, notify)
             try:
                 reply = await send()
             except FlowError as exc:
@@ -602,6 +612,9 @@ class AgentPipeline:
                 raise
             guard.success(ticket, reply.usage, notify)
             return reply
+
+    async def _pace(self, guard: ProviderGuard, ticket: Ticket, estimate: float, notify: Notify) -> None:
+        await guard.pace(ticket, estimate, self._remaining(), notify)  # the time left when the round starts
 
     def _remaining(self) -> float | None:
         return None if self.deadline is None else self.deadline - time.monotonic()

@@ -101,6 +101,8 @@ class AnthropicProvider:
         usage = {"input_tokens": 0, "output_tokens": 0}
         tool_log: list[dict[str, Any]] = []
         for round_ in range(1, MAX_TOOL_ROUNDS + 1):
+            if round_ > 1 and request.before_request is not None:
+                await request.before_request()
             arguments: dict[str, Any] = {"model": request.model, "max_tokens": self.max_tokens, "system": request.system,
                                          "messages": messages, "output_config": output_config, "tools": tools,
                                          "extra_body": extra_body}

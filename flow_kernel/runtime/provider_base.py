@@ -54,6 +54,9 @@ class ProviderRequest:
     # Given: the provider streams (its SDK's streaming API) and reports each piece here
     # (runtime/streaming.py); None: it asks for the whole reply at once.
     on_delta: DeltaSink | None = None
+    # Awaited before each request after the first within the attempt (a tool loop's later
+    # rounds), so the provider's rate limits count them too (runtime/resilience.py).
+    before_request: Callable[[], Awaitable[None]] | None = None
 
 
 @dataclass

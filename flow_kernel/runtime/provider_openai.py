@@ -70,6 +70,8 @@ class OpenAIProvider:
         usage = {"input_tokens": 0, "output_tokens": 0}
         tool_log: list[dict[str, Any]] = []
         for round_ in range(1, MAX_TOOL_ROUNDS + 1):
+            if round_ > 1 and request.before_request is not None:
+                await request.before_request()
             if request.on_delta is not None:
                 reply = await self._stream(request.model, messages, options, request.on_delta, round_)
             else:

@@ -140,6 +140,13 @@ class ProviderGuard:
             raise
         return ticket
 
+    async def pace(self, ticket: Ticket, tokens: float, remaining: float | None, notify: Notify) -> None:
+        """A later request within an attempt already inside the guard (a tool loop's next
+        round): it waits for the rate limits like any request and keeps the slot it has; its
+        token estimate joins the ticket's, which the usage settles at the end."""
+        await self._rate(Ticket(tokens), remaining, notify)
+        ticket.tokens += tokens
+
     def _breaker(self, ticket: Ticket, notify: Notify) -> None:
         if self.state == "closed":
             return

@@ -222,3 +222,24 @@ def test_the_token_bucket_never_hands_out_more_than_it_holds() -> None:
     assert tokens.reserve(150, now=0.0) == pytest.approx(5.0)  # 50 short at 10 a second
     tokens.give_back(100, now=0.0)  # the call used 50 of its 150: 100 back, at most the capacity
     assert tokens.reserve(50, now=0.0) == 0
+
+
+def test_a_tool_loops_later_rounds_are_counted_by_the_rate_limit(server: SSEServer, tmp_path: Path) -> None:
+    """Six requests a minute, a burst of one: the second round of a tool loop is a request
+    too, so it goes ten (simulated) seconds after the first."""
+    from tests.runtime.sse_servers import openai_tool_call
+
+    clock = FakeClock()
+    server.clock = clock
+    server.replies += [openai_tool_call("call_1", "lookup", ['{"order_id": "A1"}']),
+                       openai_text(['{"answer": "shipped"}'])]
+    session = Session(directory=tmp_path, sandbox=False, journal_dir=None, config=config(requests_per_minute=6))
+    session.resilience = Resilience(lambda name: session.config.provider(name).options, clock=clock)
+    session.tool(lambda order_id: {"status": "shipped"}, name="lookup")
+    outcome = session.run('tool lookup(order_id: string) -> { status: string }\n'
+                          'agent helper { model: "openai/m", tools: [lookup], output: { answer: string } }\n'
+                          'helper("Where is A1?")')
+    assert outcome.error is None, outcome.to_json()
+    assert len(server.stamps) == 2 and server.stamps[1] - server.stamps[0] >= 10.0
+    waits = [e["data"] for e in outcome.events if e["type"] == "provider.waiting"]
+    assert waits == [{"provider": "openai", "reason": "rpm", "wait_ms": 10000}]
