@@ -44,7 +44,7 @@ from flow_kernel.runtime.config import FlowConfig
 from flow_kernel.runtime.events import Event, sub_order
 from flow_kernel.runtime.journal import digest
 from flow_kernel.runtime.mcp_client import McpConnections
-from flow_kernel.runtime.prompts import system_prompt, user_prompt
+from flow_kernel.runtime.prompts import TRUST_OPTIONS, system_prompt, user_prompt
 from flow_kernel.runtime.provider_base import (
     Provider,
     ProviderReply,
@@ -169,7 +169,7 @@ class AgentPipeline:
         self._run_token = object()  # this run, for the recorder: its first answer replaces the scope's old ones
         # An agent's calls repeat the same contract: build its validator and system prompt once.
         self._validators: dict[str, jsonschema.protocols.Validator] = {}
-        self._systems: dict[tuple[str, str, bool], str] = {}
+        self._systems: dict[tuple[str, str, tuple[str, ...]], str] = {}
         self._compiled_schemas: dict[str, dict[str, Any]] | None = None  # made on the first call
         # MCP servers lending tools (`tool … from mcp "NAME"`), opened on first use, closed by `aclose`
         self.mcp = McpConnections(config.mcp, config.path.parent if config.path is not None else None)
@@ -281,11 +281,14 @@ class AgentPipeline:
         occurrence = self._occurrences[(name, label)] = self._occurrences.get((name, label), 0) + 1
         context = options.get("context")
         schema_key = json.dumps(schema, sort_keys=True)
-        system_key = (name, schema_key, context is not None)
+        # the trust levels the call's data comes in (`facts:`, `documents:`, `context:`: prompts.py)
+        levels = tuple(option for option in TRUST_OPTIONS if options.get(option) is not None)
+        system_key = (name, schema_key, levels)
         system = self._systems.get(system_key)
         if system is None:
-            system = self._systems[system_key] = system_prompt(spec.fields, schema, has_context=context is not None)
-        prompt = user_prompt(str(payload.get("prompt")), context)
+            system = self._systems[system_key] = system_prompt(spec.fields, schema, levels=levels)
+        prompt = user_prompt(str(payload.get("prompt")), context, facts=options.get("facts"),
+                             documents=options.get("documents"))
         call = _Call(spec, payload, label, occurrence, schema, provider, model, system, prompt, tools,
                      prompt + prompt_files_identity(spec.prompt_files))
         call.schema_key = schema_key
