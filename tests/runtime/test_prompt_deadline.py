@@ -243,3 +243,28 @@ def test_a_deferred_question_keeps_its_deadline_and_it_is_checked_on_resume(
     monkeypatch.undo()
     too_late = Session(directory=tmp_path / "too-late", operator="defer", sandbox=False).resume(outcome.run_id)
     assert too_late.result is False and resolved(too_late)[-1] == (False, "timeout")
+
+
+def test_from_the_command_line_a_waiting_question_shows_its_deadline(tmp_path: Path) -> None:
+    """`flow run --operator defer --format json` (exit 3) and `flow runs --waiting` show when
+    the default takes over; `flow answer` in time, then `flow resume`, goes on with the answer."""
+    import subprocess
+
+    def flow(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "flow_kernel.cli", *args], cwd=tmp_path, capture_output=True,
+                              text=True, timeout=120)
+
+    (tmp_path / "ship.flow").write_text('let ship = approve "Ship?" timeout 2h else false\nship ? "shipped" : "kept"\n',
+                                        encoding="utf-8")
+    waiting = flow("run", "ship.flow", "--operator", "defer", "--format", "json")
+    assert waiting.returncode == 3, waiting.stdout + waiting.stderr
+    report = json.loads(waiting.stdout)
+    (pending,) = report["pending"]
+    assert pending["default"] is False and not expired(pending["due"])
+    assert expired(pending["due"], datetime.datetime.now(datetime.UTC) + datetime.timedelta(hours=2, seconds=1))
+    listed = flow("runs", "--waiting")
+    assert f"(no answer by {pending['due'][:19]}Z: false)" in listed.stdout, listed.stdout
+    assert flow("answer", report["run"], pending["id"], "true").returncode == 0
+    resumed = flow("resume", report["run"], "--format", "json")
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert json.loads(resumed.stdout)["result"] == "shipped"
