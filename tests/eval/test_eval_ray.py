@@ -17,6 +17,7 @@ from flow_kernel.runtime.session import Session
 from tests.eval.cases import FAILING, PROGRAM, SCORERS, write_cases
 
 pytest.importorskip("ray")  # the `ray_cluster` fixture is in conftest.py
+pytestmark = pytest.mark.ray
 
 
 def _comparable(report: Any) -> list[tuple[Any, ...]]:
