@@ -24,7 +24,7 @@ TIMINGS = {
     "kernel": ("kernel_start_s", "first_cell_ms", "cold_load_pyodide_ms", "flow_cell_ms", "ipython_cell_ms"),
 }
 TARGET_KEYS = {"section", "figure", "bound", "at_least", "unit", "target", "value", "shown", "met", "measured",
-               "compared"}
+               "compared", "goal", "goal_text", "goal_met"}
 
 
 @pytest.fixture(scope="module")
@@ -70,8 +70,10 @@ def test_targets_and_report(quick_run: tuple[dict[str, Any], str, str]) -> None:
     for target in result["targets"]:
         assert set(target) == TARGET_KEYS
         assert target["met"] in (True, False, None)
+        assert target["goal_met"] in (True, False, None)
+        assert (target["goal"] is None) == (target["goal_met"] is None) or target["value"] is None
     # The printed report is a Markdown table of the targets, then the details.
-    assert "| figure | measured | compared with, same run | value | target | met |" in printed
+    assert "| figure | measured | compared with, same run | value | target | met | issue 23 goal | met |" in printed
     for figure in figures:
         assert f"| {figure} |" in printed
     for section in suite.SECTIONS:
@@ -93,3 +95,26 @@ def test_generated_sources_scale_with_lines() -> None:
         python = python_program(flow.count("\n"))
         compile(python, "bench.py", "exec")
         assert python.count("\n") == flow.count("\n")
+
+
+def test_compare_prints_the_change_per_figure(quick_run: tuple[dict[str, Any], str, str],
+                                              tmp_path: Path) -> None:
+    result, _printed, path = quick_run
+    before = json.loads(Path(path).read_text())
+    ratio = next(t for t in before["targets"] if t["figure"] == "check + codegen of a 5,000-line Flow file")
+    ratio["value"] *= 2  # "before" was twice as slow
+    before["sections"]["frontend"]["check_only_s"]["median"] *= 2
+    before_path = tmp_path / "before.json"
+    before_path.write_text(json.dumps(before))
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):  # --from: reports the saved run, measures nothing
+        assert flow_main(["bench", "--from", path, "--compare", str(before_path)]) == 0
+    out = printed.getvalue()
+    assert "| figure | before | after | change | |" in out
+    for target in result["targets"]:
+        assert f"| {target['figure']} | " in out.split("Change from", 1)[1]
+    ratio_line = next(line for line in out.splitlines() if line.startswith(f"| {ratio['figure']} | ")
+                      and "%" in line and "better" in line)
+    assert "-50.0 %" in ratio_line  # half the ratio of "before": a change of -50 %, better
+    check_line = next(line for line in out.splitlines() if "frontend.check_only_s" in line)
+    assert "-50.0 %" in check_line and "better" in check_line

@@ -124,7 +124,8 @@ class Row:
 
 @dataclass(frozen=True)
 class Target:
-    """A figure of issue 8 and its bound: `value(figures)` ≤ `bound` (or ≥ when `at_least`)."""
+    """A figure of issue 8 and its bound: `value(figures)` ≤ `bound` (or ≥ when `at_least`);
+    `goal`, when set, is the tighter bound issue 23 aims at for the same figure."""
 
     figure: str
     measured: Callable[[Figures], str]
@@ -133,16 +134,27 @@ class Target:
     bound: float
     at_least: bool = False
     unit: str = "×"
+    goal: float | None = None  # issue 23's (round two) bound for the same figure, if it sets one
 
     def met(self, figures: Figures) -> bool:
-        v = self.value(figures)
-        return v >= self.bound if self.at_least else v <= self.bound
+        return self.within(self.value(figures), self.bound)
+
+    def within(self, v: float, bound: float) -> bool:
+        return v >= bound if self.at_least else v <= bound
+
+    def goal_met(self, figures: Figures) -> bool | None:
+        return None if self.goal is None else self.within(self.value(figures), self.goal)
 
     def shown(self, v: float) -> str:
         if self.unit == "×":
             return f"{v:.2f}×"
         return f"{v:.1f} %" if self.unit == "%" else f"{v:,.0f} {self.unit}"
 
-    def bound_text(self) -> str:
-        bound = f"{self.bound:g}×" if self.unit == "×" else f"{self.bound:,g} {self.unit}"
-        return ("≥ " if self.at_least else "≤ ") + bound
+    def bound_text(self, bound: float | None = None) -> str:
+        if bound is None:
+            bound = self.bound
+        shown = f"{bound:g}×" if self.unit == "×" else f"{bound:,g} {self.unit}"
+        return ("≥ " if self.at_least else "≤ ") + shown
+
+    def goal_text(self) -> str:
+        return "—" if self.goal is None else self.bound_text(self.goal)

@@ -103,6 +103,7 @@ TARGETS = [
         lambda f: float(f["sandbox_rss_after_run_mb"]),
         220,
         unit="MB",
+        goal=150,
     ),
     Target(
         "kernel RSS idle",
@@ -119,5 +120,14 @@ TARGETS = [
         lambda f: float(f["rss_growth"]) * 100,
         10,
         unit="%",
+    ),
+    Target(
+        "  … the kernel process alone",
+        lambda f: f"{f['rss_after_last_mb']['kernel']:.0f} MB after cell {f['cells']:,}",
+        lambda f: f"{f['rss_after_first_mb']['kernel']:.0f} MB after cell {f['first_cells']:,}",
+        lambda f: float(f["kernel_rss_growth"]) * 100,
+        1,
+        unit="%",
+        goal=1,
     ),
 ]

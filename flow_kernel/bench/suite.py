@@ -1,9 +1,11 @@
 """`flow bench [--quick] [--json FILE] [--only SECTION]` (also `python -m flow_kernel.bench`):
-every benchmark section in one process, one report.
+every benchmark section in one process, one report. `--compare BEFORE.json` then prints
+the change per figure from an earlier `--json` file; `--from AFTER.json` reports a saved
+run instead of measuring.
 
 Each section times its measurements several times after a warm-up and keeps the
 median, min and max; the report prints the targets of issue 8 (met or not, with the
-figure each is compared with in the same run) and then every section's details.
+figure each is compared with in the same run) and issue 23's tighter goals beside them and then every section's details.
 `--quick` uses fewer repeats and smaller inputs: a smoke run for CI, whose times mean
 little. Nothing here fails because of a time.
 """
@@ -59,12 +61,15 @@ def run(quick: bool, only: Sequence[str] = (), progress: Callable[[str], None] |
     for name, figures in sections.items():
         for target in load(name).targets:
             entry: dict[str, Any] = {"section": name, "figure": target.figure, "bound": target.bound,
-                                     "at_least": target.at_least, "unit": target.unit, "target": target.bound_text()}
+                                     "at_least": target.at_least, "unit": target.unit, "target": target.bound_text(),
+                                     "goal": target.goal, "goal_text": target.goal_text()}
             if "skipped" in figures:
-                entry.update(value=None, shown="—", met=None, measured="skipped", compared=figures["skipped"])
+                entry.update(value=None, shown="—", met=None, goal_met=None, measured="skipped",
+                             compared=figures["skipped"])
             else:
                 value = target.value(figures)
                 entry.update(value=value, shown=target.shown(value), met=target.met(figures),
+                             goal_met=target.goal_met(figures),
                              measured=target.measured(figures), compared=target.compared(figures))
             targets.append(entry)
     return {
@@ -95,12 +100,13 @@ def render(result: dict[str, Any]) -> str:
         f"flow bench — {kind}, {result['date']}, {result['seconds']:.0f} s",
         f"Python {m['python']}, Node {m['node']}, {m['cpus']} CPUs, {m['platform']}",
         "",
-        "| figure | measured | compared with, same run | value | target | met |",
-        "|---|---|---|---|---|---|",
+        "| figure | measured | compared with, same run | value | target | met | issue 23 goal | met |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for t in result["targets"]:
-        met = "skipped" if t["met"] is None else "yes" if t["met"] else "**no**"
-        lines.append(f"| {t['figure']} | {t['measured']} | {t['compared']} | {t['shown']} | {t['target']} | {met} |")
+        goal_met = "—" if t.get("goal") is None else _met(t.get("goal_met"))
+        lines.append(f"| {t['figure']} | {t['measured']} | {t['compared']} | {t['shown']} | {t['target']} | "
+                     f"{_met(t['met'])} | {t.get('goal_text', '—')} | {goal_met} |")
     lines += ["", "Details: median (min–max) of the repeats after a warm-up"]
     for name, figures in result["sections"].items():
         lines.append(f"{name} ({figures.get('repeat', '-')} repeats, {figures['section_s']:.0f} s)")
@@ -108,20 +114,78 @@ def render(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _met(met: bool | None) -> str:
+    return "skipped" if met is None else "yes" if met else "**no**"
+
+
+def compare(before: dict[str, Any], after: dict[str, Any]) -> str:
+    """The change per figure from `before` to `after` (two `--json` results): every target's
+    value, then every median of the details that both runs measured; "better"/"worse" by the
+    target's direction (for the details: times down and rates up are better)."""
+    lines = [f"Change from {before.get('date', '?')} to {after.get('date', '?')}", "",
+             "| figure | before | after | change | |", "|---|---|---|---|---|"]
+    earlier = {(t["section"], t["figure"]): t for t in before.get("targets", [])}
+    for t in after["targets"]:
+        b = earlier.get((t["section"], t["figure"]))
+        if b is None or b.get("value") is None or t.get("value") is None:
+            lines.append(f"| {t['figure']} | {'—' if b is None else b['shown']} | {t['shown']} | — | |")
+            continue
+        lines.append(f"| {t['figure']} | {b['shown']} | {t['shown']} | {_change(b['value'], t['value'])} | "
+                     f"{_verdict(b['value'], t['value'], higher_is_better=t['at_least'])} |")
+    lines += ["", "Details (medians):"]
+    for name, figures in after["sections"].items():
+        old = before.get("sections", {}).get(name, {})
+        for key, value in figures.items():
+            b, a = _median(old.get(key)), _median(value)
+            if b is None or a is None or key in ("section_s", "repeat") or b == a == 0:
+                continue
+            higher = key.endswith(("per_s", "_per_s_in_process")) or "calls_per_s" in key
+            lines.append(f"  {name}.{key:<44} {b:>12,.4g} → {a:<12,.4g} {_change(b, a):>8}  "
+                         f"{_verdict(b, a, higher_is_better=higher)}")
+    return "\n".join(lines)
+
+
+def _median(value: Any) -> float | None:
+    if isinstance(value, dict) and isinstance(value.get("median"), int | float):
+        return float(value["median"])
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _change(before: float, after: float) -> str:
+    return "—" if before == 0 else f"{(after - before) / abs(before) * 100:+.1f} %"
+
+
+def _verdict(before: float, after: float, higher_is_better: bool) -> str:
+    if before == after:
+        return "same"
+    return "better" if (after > before) == higher_is_better else "worse"
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quick", action="store_true", help="fewer repeats and smaller inputs (a smoke run)")
     parser.add_argument("--json", metavar="FILE", help="also write the figures to FILE as JSON")
     parser.add_argument("--only", action="append", choices=SECTIONS, metavar="SECTION", default=[],
                         help=f"measure only this section (repeatable): {', '.join(SECTIONS)}")
+    parser.add_argument("--compare", metavar="BEFORE.json",
+                        help="after the report, print the change per figure from an earlier --json file")
+    parser.add_argument("--from", dest="from_json", metavar="AFTER.json",
+                        help="do not measure: report (and --compare) the figures of an earlier --json file")
 
 
 def command(args: argparse.Namespace) -> int:
-    result = run(args.quick, args.only, progress=lambda text: print(text, file=sys.stderr, flush=True))
+    if args.from_json:
+        with open(args.from_json, encoding="utf-8") as saved:
+            result = json.load(saved)
+    else:
+        result = run(args.quick, args.only, progress=lambda text: print(text, file=sys.stderr, flush=True))
     print(render(result))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as out:
             json.dump(result, out, indent=2)
             out.write("\n")
+    if args.compare:
+        with open(args.compare, encoding="utf-8") as saved:
+            print("\n" + compare(json.load(saved), result))
     return 0
 
 
