@@ -14,6 +14,9 @@ STATIC = Path(__file__).parent / "static"
 
 
 class RunWidget(anywidget.AnyWidget):
-    _esm = STATIC / "run_view.js"
-    _css = STATIC / "run_view.css"
+    # Read once, as text. Given as paths, anywidget wraps them in FileContents and connects
+    # every instance to their `changed` signal (hot reload): no RunWidget was ever freed, and
+    # each cell's view, its model and its records stayed in the kernel (~14 KB a cell).
+    _esm = (STATIC / "run_view.js").read_text(encoding="utf-8")
+    _css = (STATIC / "run_view.css").read_text(encoding="utf-8")
     title = traitlets.Unicode("").tag(sync=True)
