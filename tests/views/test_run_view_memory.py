@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("ipywidgets")
 
-from tests.views.test_live import PROGRAM, run_with_view  # noqa: E402
+from tests.views.test_live import PROGRAM, run_with_view
 
 
 def test_a_finished_run_view_and_its_widget_are_freed(tmp_path: Path) -> None:
