@@ -156,7 +156,7 @@ def _change(before: float, after: float) -> str:
 
 
 def _verdict(before: float, after: float, higher_is_better: bool) -> str:
-    if before == after:
+    if before == after or abs(after - before) <= abs(before) * 0.005:  # within half a percent
         return "same"
     return "better" if (after > before) == higher_is_better else "worse"
 
