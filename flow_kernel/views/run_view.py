@@ -130,8 +130,7 @@ class RunView:
     def close(self) -> None:
         self.batcher.close()
         self.prompts.close()
-        self.box.close()
-        self.widget.close()
+        close_widgets(self.box)
 
     # -- prompts (views/prompts.py: the one prompt machinery) --------------------------------------
     @property
@@ -145,3 +144,22 @@ class RunView:
     async def ask(self, request: dict[str, Any]) -> Any:
         """Show a prompt for an operator request and wait for the click (or `answer`)."""
         return await self.prompts.ask(request)
+
+
+def close_widgets(*widgets: Any) -> None:
+    """Close widgets with their children, layouts and styles. Each of those is a widget of
+    its own that `Widget.close()` leaves open, registered in the comm manager for the
+    kernel's life: three Layouts a cell, kept forever, before (issue 23)."""
+    from ipywidgets import Widget
+
+    todo, seen = list(widgets), set()
+    while todo:
+        widget = todo.pop()
+        if id(widget) in seen:
+            continue
+        seen.add(id(widget))
+        todo.extend(getattr(widget, "children", None) or ())
+        for part in (widget._trait_values.get("layout"), widget._trait_values.get("style")):
+            if isinstance(part, Widget):  # read without creating one that was never made
+                todo.append(part)
+        widget.close()

@@ -41,3 +41,14 @@ def test_a_widget_whose_module_is_a_path_is_never_freed() -> None:
     del widget
     gc.collect()
     assert ref() is not None
+
+
+def test_a_finished_run_view_leaves_no_widget_open(tmp_path: Path) -> None:
+    """Layouts are widgets of their own: closed with the view, none left in the registry."""
+    from ipywidgets.widgets.widget import _instances  # every open widget, by model id
+
+    before = set(_instances)
+    live, _opened, outcome = run_with_view(tmp_path, PROGRAM)
+    assert set(_instances) - before  # the view, its box, their layouts
+    live.finish(outcome)
+    assert set(_instances) - before == set(), "widgets left open after the run"
