@@ -38,7 +38,30 @@ class _InProcessBridge:
         self.on_notify = on_notify
         self.errors = errors
 
-    async def invoke(self, op: str, payload: dict[str, Any]) -> Any:
+    def invoke(self, op: str, payload: dict[str, Any]) -> asyncio.Future[Any]:
+        """A future, as the sandbox's bridge returns: the workflow's deadline timer
+        (flowbox `Frame.watch`) fails it by setting its exception, which a coroutine or a
+        task would not allow. The host's work is a task that settles the future; when the
+        deadline settles it first, that work is cancelled (the run has moved on)."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
+        work = loop.create_task(self._answer(op, payload))
+
+        def settle(done: asyncio.Task[Any]) -> None:
+            if future.done():
+                return
+            if done.cancelled():
+                future.cancel()
+            elif (error := done.exception()) is not None:
+                future.set_exception(error)
+            else:
+                future.set_result(done.result())
+
+        work.add_done_callback(settle)
+        future.add_done_callback(lambda _settled: work.cancel())  # a no-op once the work is done
+        return future
+
+    async def _answer(self, op: str, payload: dict[str, Any]) -> Any:
         try:
             return await self.handler(op, payload)
         except FlowError as exc:  # a host error becomes the sandbox's own error type, as over the bridge

@@ -158,3 +158,20 @@ def test_answers_file(inprocess: InProcessExecutor, tmp_path: Any) -> None:
     compiled = compile_source(SourceFile("op.flow", 'let ok = approve "Unlisted?"\nok'))
     outcome = asyncio.run(run_compiled(compiled, inprocess, operator=Operator.parse(f"answers:{answers}")))
     assert outcome.error is not None and outcome.error.code == "operator-unavailable"
+
+
+def test_in_process_deadline_fails_a_host_call_in_flight(inprocess: InProcessExecutor) -> None:
+    """The workflow's `duration` fails a host call that is still waiting, in process as in
+    the sandbox: the in-process bridge hands the runtime a future its deadline timer can
+    fail (a coroutine, as it once was, made the timer raise and the run wait out the call)."""
+    source = ('agent slowpoke { model: "scripted", script: [slow(5s, "late")] }\n'
+              'workflow w() -> string {\n  limits { duration: 200ms }\n  return slowpoke("hi")\n}\nw()')
+    started = asyncio.get_event_loop_policy().new_event_loop()
+    try:
+        begun = started.time()
+        outcome = run_case(inprocess, source, started)
+        took = started.time() - begun
+    finally:
+        started.close()
+    assert outcome.error is not None and outcome.error.code == "workflow-timeout", outcome.to_json()
+    assert took < 4, f"the run waited {took:.1f} s for a call its 200 ms deadline had failed"
