@@ -44,6 +44,7 @@ from flow_kernel.markup import escape
 from flow_kernel.runtime.ceilings import Ceilings
 from flow_kernel.runtime.config import FlowConfig
 from flow_kernel.runtime.failure_report import describe_error
+from flow_kernel.runtime.gc_policy import older_objects_frozen
 from flow_kernel.runtime.operator import Operator
 from flow_kernel.runtime.run import RunOutcome, new_run_id
 from flow_kernel.runtime.session import Session
@@ -151,7 +152,12 @@ class FlowKernel(Kernel):
         # that started the process: outputs carry this cell's parent explicitly.
         self._cell_parent = self.get_parent("shell")
         try:
-            return await self._execute(code, silent)
+            # The whole cell in the runs' frozen-heap window (runtime/gc_policy.py): what it
+            # leaves in reference cycles (its run view's widgets, the run's host objects) is
+            # collected as it ends, scanning only what it made. Left to the thresholds, they
+            # waited for a full collection: ~40 KB a cell (issue 23).
+            with older_objects_frozen():
+                return await self._execute(code, silent)
         except Exception as exc:  # the kernel's own bug: still an answer, never a hung frontend
             return self._error("InternalError", f"{type(exc).__name__}: {exc}",
                                traceback.format_exc().splitlines(), silent)
