@@ -2,10 +2,11 @@
 (docs/durability.md).
 
 `%resume RUN` opens a run journaled in this folder — waiting, or interrupted (a kernel
-restarted mid-cell) — in this kernel. A waiting run's open requests are asked first, when a
-person is at the frontend: the approval widget (views/pending_prompt.py), or stdin without
-widgets; each answer is journaled with who gave it (`widget`, `stdin`). Then the run goes
-on as a cell of this kernel, with its live view, appending to the same journal. Headless
+restarted mid-cell) — in this kernel (`%resume last`: the run this kernel last left
+waiting). A waiting run's open requests are asked first, when a person is at the
+frontend: the approval widget (views/pending_prompt.py), or stdin without widgets;
+each answer is journaled with who gave it (`widget`, `stdin`). Then the run goes on as a
+cell of this kernel, with its live view, appending to the same journal. Headless
 (nbclient, nbval), nothing is asked: the run goes on with the session's operator (`%answer`
 first, or `%operator defer` to stop again at the request).
 """
@@ -15,7 +16,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from flow_kernel.kernel.magics import MagicError
+from flow_kernel.kernel.magics import MagicError, waiting_run
 from flow_kernel.runtime.resume import ResumeRefused, load_checkpoint
 from flow_kernel.runtime.session import Resumption
 from flow_kernel.views.pending_prompt import pending_request, typed_answer
@@ -25,7 +26,8 @@ async def open_run(kernel: Any, run_id: str, silent: bool) -> Resumption:
     """Ask the run's open requests (a person at the frontend), then check it can go on."""
     session = kernel.flow
     if not run_id or " " in run_id:
-        raise MagicError("usage: %resume RUN (the run ids are in %runs)")
+        raise MagicError("usage: %resume RUN|last (the run ids are in %runs)")
+    run_id = waiting_run(session, run_id, "%resume")
     try:
         checkpoint = load_checkpoint(session.journal_dir, run_id)
         if kernel._person_can_answer(silent):

@@ -459,8 +459,23 @@ def _runs(session: Session, args: str, plan: CellPlan) -> None:
     plan.outputs.append(text_output(runs_table(infos) or ("no waiting runs" if args.strip() else "no runs yet")))
 
 
-@magic("answer", "%answer RUN PENDING_ID VALUE", "answer a waiting run's approval (true/false) or question (text); "
-       "then %resume RUN goes on")
+def waiting_run(session: Session, run: str, magic: str) -> str:
+    """RUN as typed, or for `last` the newest run of this kernel that stopped waiting and has
+    not gone on since: a notebook can answer and resume the run a cell above left waiting
+    without writing its (random) id into a cell. After a restart the kernel has no such run:
+    name it (`%runs --waiting`)."""
+    if run != "last":
+        return run
+    seen: set[str] = set()
+    for outcome in reversed(session.history):
+        if outcome.run_id not in seen and outcome.pending:
+            return outcome.run_id
+        seen.add(outcome.run_id)
+    raise MagicError(f"{magic}: no run of this kernel is waiting; name the run: {magic} RUN (see %runs --waiting)")
+
+
+@magic("answer", "%answer RUN|last PENDING_ID VALUE", "answer a waiting run's approval (true/false) or question (text); "
+       "then %resume RUN goes on (`last`: the run this kernel last left waiting)")
 def _answer(session: Session, args: str, plan: CellPlan) -> None:
     from flow_kernel.runtime.resume import ResumeRefused
 
@@ -468,6 +483,7 @@ def _answer(session: Session, args: str, plan: CellPlan) -> None:
     if len(words) != 3:
         raise MagicError("usage: %answer RUN PENDING_ID VALUE (the ids are in %runs --waiting)")
     run, pending, text = words
+    run = waiting_run(session, run, "%answer")
     try:
         value: Any = json.loads(text)
     except ValueError:
@@ -523,8 +539,8 @@ for _name, _usage, _help in (
         ("background", "%background", "the cell returns at once with the live view; the run goes on"),
         ("approve", "%approve [RUN] yes|no", "answer a background run's pending approval (RUN: when several wait)"),
         ("wait", "%wait RUN", "wait for a background run to end"),
-        ("resume", "%resume RUN", "go on with a waiting or interrupted run from its journal (its open requests are "
-         "asked first)")):
+        ("resume", "%resume RUN|last", "go on with a waiting or interrupted run from its journal (its open requests are "
+         "asked first; `last`: the run this kernel last left waiting)")):
     MAGICS[_name] = Magic(_name, _usage, _help, _kernel_only(_name), kernel_only=True)
 
 

@@ -64,7 +64,8 @@ class LiveView:
         view = self._end()
         if view is None:
             return self._summary(outcome) if shown else None
-        view.finish(outcome.result, outcome.error_json(), outcome.steps, outcome.source_line(), outcome.events)
+        view.finish(outcome.result, outcome.error_json(), outcome.steps, outcome.source_line(), outcome.events,
+                    waiting=bool(outcome.pending))
         bundle: dict[str, Any] = view.static_bundle()
         view.close()
         return bundle
@@ -85,7 +86,7 @@ class LiveView:
         from flow_kernel.views.run_model import RunModel
 
         model = RunModel.from_events(outcome.events, self.title)
-        model.finish(outcome.result, outcome.error_json(), outcome.steps, outcome.source_line())
+        model.finish(outcome.result, outcome.error_json(), outcome.steps, outcome.source_line(), waiting=bool(outcome.pending))
         return summary_bundle(model)
 
     def drop(self) -> None:

@@ -284,9 +284,10 @@ class RunModel:
             pending.error = data.get("error")
 
     def finish(self, result: Any = None, error: dict[str, Any] | None = None, steps: int | None = None,
-               error_line: str | None = None) -> None:
+               error_line: str | None = None, waiting: bool = False) -> None:
         """What the host knows at the end and events do not carry: the result, the error's
-        Flow span and line, the steps taken."""
+        Flow span and line, the steps taken, whether the run stopped `waiting` for an answer
+        (`defer`: its workflow never ended, it is not completed)."""
         self.steps = steps
         if error is not None:
             self.status = "failed"
@@ -296,7 +297,7 @@ class RunModel:
                 self.interrupt()
         else:
             if self.status == "running":
-                self.status = "completed"
+                self.status = "waiting" if waiting else "completed"
             self.result = result
             self.has_result = result is not None
 

@@ -96,6 +96,37 @@ def test_a_deferred_approval_answered_in_the_widget_of_a_new_kernel(tmp_path: Pa
     assert answer["by"] == "widget" and answer["value"] is True
 
 
+def test_last_answers_and_resumes_the_run_this_kernel_left_waiting(tmp_path: Path) -> None:
+    """`%answer last …` / `%resume last`: a notebook (gallery lesson 15) goes on with the run a
+    cell above left waiting without writing its random id into a cell; the summary of that
+    cell says `waiting`, not `completed` (its workflow never ended)."""
+    km, kc = start(tmp_path, live_view=False)
+    try:
+        none_yet = execute(kc, "%resume last")
+        assert none_yet.status == "error" and "no run of this kernel is waiting" in none_yet.error["evalue"]
+        reply = execute(kc, DEFERRED)
+        text = shown(reply)
+        assert "Flow run: waiting" in text and "Flow run: completed" not in text, text
+        run = re.search(r"run (r[0-9a-f]{12}) is waiting", text)
+        pending = re.search(r"^\s+(p[0-9a-f]{10})\s+approve: Publish Draft 1\?", text, re.M)
+        assert run and pending, text
+        answered = execute(kc, f"%answer last {pending.group(1)} true")
+        assert answered.status == "ok", answered.outputs
+        assert f"of run {run.group(1)}: true" in shown(answered)
+        resumed = execute(kc, "%resume last")
+        assert resumed.status == "ok", resumed.outputs
+        assert "published Draft 1" in str(resumed.result)
+        assert "Flow run: completed" in shown(resumed)
+        again = execute(kc, f"%answer last {pending.group(1)} false")  # it went on: nothing of this kernel waits
+        assert again.status == "error" and "no run of this kernel is waiting" in again.error["evalue"]
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+    checkpoint = read_checkpoint(tmp_path / ".flow" / "runs" / f"{run.group(1)}.jsonl")
+    assert checkpoint.status == "completed" and checkpoint.executions == 2
+    assert checkpoint.answers[pending.group(1)]["by"] == "%answer"
+
+
 def test_a_kernel_restarted_mid_cell_resumes_the_run_with_resume(tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     server = CountingServer()
