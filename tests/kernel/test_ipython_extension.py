@@ -95,11 +95,13 @@ def test_non_json_python_values_stay_unknown_to_flow(python_kernel: Any) -> None
 
 def test_a_flow_cell_is_checked_once(python_kernel: Any) -> None:
     """Checked once, then run as checked; again only when it took Python values (their
-    types change the check). It used to be probed, then compiled again, every time."""
+    types change the check). It used to be probed, then compiled again, every time. The
+    spy counts the compiles the session's compile cache really does (runtime/compile_cache.py)."""
     kc = python_kernel
-    spy = ("checks = []\nflow_session = get_ipython()._flow_magics.session\nreal_check = flow_session.check\n"
-           "def counting_check(code, name=None):\n    checks.append(name)\n    return real_check(code, name)\n"
-           "flow_session.check = counting_check")
+    spy = ("checks = []\nimport flow_kernel.runtime.compile_cache as flow_cache\nreal_check = flow_cache.compile_source\n"
+           "def counting_check(source, **options):\n    checks.append(source.name)\n"
+           "    return real_check(source, **options)\n"
+           "flow_cache.compile_source = counting_check")
     assert execute(kc, spy).status == "ok"
     assert execute(kc, "%%flow\nlet once = 20 + 1\nonce * 2").result == "42"
     assert execute(kc, "len(checks)").result == "1"
@@ -108,7 +110,7 @@ def test_a_flow_cell_is_checked_once(python_kernel: Any) -> None:
     assert execute(kc, "len(checks), len(set(checks))").result == "(3, 2)"
     bad = execute(kc, "%%flow\nlet = 1")
     assert bad.content["ename"] == "FlowCompileError"
-    assert execute(kc, "len(checks); flow_session.check = real_check; len(checks)").result == "4"
+    assert execute(kc, "len(checks); flow_cache.compile_source = real_check; len(checks)").result == "4"
 
 
 def test_flow_cells_get_the_run_view_and_its_summary(python_kernel: Any) -> None:
