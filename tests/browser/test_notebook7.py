@@ -1,0 +1,151 @@
+"""The run view in Jupyter Notebook 7's own UI (issue 18: "works in JupyterLab, Notebook 7 and
+VS Code"), in Debian's Chromium: a Flow notebook opened at /notebooks/…, a cell with a small
+parallelMap and an approval run under the interactive operator; the live anywidget renders
+(the map's row with its counts), its Approve button is clicked, and the finished summary
+replaces it. One server, one notebook, one cell: kept lean (the server start dominates)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.browser.lab import Lab, _free_port, launch, missing, write_notebook
+
+pytestmark = pytest.mark.browser
+
+REASON = missing()
+if not REASON:
+    try:
+        import notebook  # noqa: F401
+    except ImportError:
+        REASON = "notebook (Jupyter Notebook 7) is not installed (pip install -r requirements-dev.txt)"
+if REASON:
+    pytest.skip(REASON, allow_module_level=True)
+
+CELL = '''agent triager {
+  model: "scripted"
+  output: { id: string }
+  script: [{ id: "T1" }, { id: "T2" }, { id: "T3" }]
+}
+let triaged = parallelMap(["printer", "refund", "login"], t => triager("Ticket: ${t}"))
+let ok = approve "Escalate ${len(triaged)} tickets?"
+ok ? "escalated" : "kept"
+'''
+
+
+@contextmanager
+def jupyter_notebook(root: Path, home: Path) -> Iterator[str]:
+    """Start `jupyter notebook` (Notebook 7) serving `root`, as lab.py's jupyter_lab starts
+    JupyterLab: private HOME and Jupyter dirs, no token; the venv's kernel specs and
+    labextensions (the widget manager, anywidget, flow-kernel-lab) are found through sys.prefix."""
+    port = _free_port()
+    env = {**os.environ, "HOME": str(home), "JUPYTER_CONFIG_DIR": str(home / "config"),
+           "JUPYTER_RUNTIME_DIR": str(home / "runtime"), "JUPYTER_DATA_DIR": str(home / "data"),
+           "JUPYTERLAB_SETTINGS_DIR": str(home / "settings"), "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces")}
+    log = (home / "notebook.log").open("w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "notebook", "--allow-root", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
+         "--IdentityProvider.token=", "--ServerApp.password=", f"--ServerApp.root_dir={root}",
+         "--FileContentsManager.delete_to_trash=False"],
+        cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/api/status", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.time() > deadline:
+                raise RuntimeError("jupyter notebook did not start: " + (home / "notebook.log").read_text()[-2000:])
+            time.sleep(0.3)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+class Notebook7(Lab):
+    """A Chromium page on one notebook in Notebook 7's UI. Its notebook is JupyterLab's
+    notebook widget (the same .jp-Cell / .jp-OutputArea), so Lab's run_cell, click_button
+    and wait_for_text serve; only opening differs (no status bar to read the kernel from)."""
+
+    def open(self, notebook: str) -> None:
+        page = self.page
+        page.goto(f"{self.url}/notebooks/{notebook}", timeout=60_000)
+        page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
+        # Notebook 7's toolbar shows the kernel's state only as an icon: ask the server.
+        deadline = time.time() + 90
+        while True:
+            with urllib.request.urlopen(f"{self.url}/api/kernels", timeout=5) as r:
+                kernels = json.load(r)
+            if kernels and all(k["execution_state"] == "idle" for k in kernels):
+                return
+            if time.time() > deadline:
+                raise AssertionError(f"the kernel never became idle: {kernels!r}")
+            time.sleep(0.25)
+
+
+@pytest.fixture(scope="module")
+def notebook7(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, str, Path]]:
+    from playwright.sync_api import sync_playwright
+
+    root = tmp_path_factory.mktemp("notebook7-root")
+    home = tmp_path_factory.mktemp("notebook7-home")
+    with jupyter_notebook(root, home) as url, sync_playwright() as p:
+        browser = launch(p)
+        try:
+            yield browser, url, root
+        finally:
+            browser.close()
+
+
+def test_run_view_and_approve_in_notebook_7(notebook7: tuple[Any, str, Path]) -> None:
+    browser, url, root = notebook7
+    started = time.monotonic()
+    write_notebook(root / "escalate.ipynb", [CELL])
+    view = Notebook7(browser, url)
+    view.open("escalate.ipynb")
+    page = view.page
+    # Notebook 7's shell, not JupyterLab's: its body says which Notebook page this is.
+    assert page.locator("body[data-notebook=notebooks]").count() == 1
+    assert page.locator("#jp-main-statusbar").count() == 0
+    view.run_cell(0)
+    cell = page.locator(".jp-Notebook .jp-Cell").nth(0)
+    widget = cell.locator(".flow-run-view")
+    try:
+        # The live anywidget: the map as one row with its counts, the approval waiting.
+        widget.locator(".fr-group", has_text="3 done").wait_for(timeout=30_000)
+        row = widget.locator(".fr-group .fr-head").first.inner_text()
+        assert "parallelMap" in row and "triager" in row and "3/3" in row, row
+        assert "Ticket: refund" in widget.inner_text()  # the item cards, labelled by their prompt
+        widget.get_by_text("Escalate 3 tickets?", exact=False).first.wait_for(timeout=10_000)
+        view.screenshot("notebook7-run-view-live.png", index=0)
+        view.click_button("Approve")
+        # The finished summary replaces the widget: the result, and who approved.
+        view.wait_for_text("escalated", index=0, timeout=30_000)
+        view.wait_for_text("by interactive", index=0, timeout=30_000)
+    except Exception:
+        view.screenshot("notebook7-failed.png")
+        raise
+    widget.wait_for(state="detached", timeout=10_000)
+    text = view.output_text(0)
+    assert "approved" in text and "parallelMap triager" in text and "live view" not in text, text
+    view.screenshot("notebook7-run-view-done.png", index=0)
+    print(f"Notebook 7: open, run, approve, summary in {time.monotonic() - started:.1f} s")
