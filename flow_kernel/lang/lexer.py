@@ -20,30 +20,52 @@ THREE_CHAR_OPS = ("...",)
 TWO_CHAR_OPS = ("?.", "??", "=>", "==", "!=", "<=", ">=", "->")
 ONE_CHAR_OPS = set("()[]{},:;.+-*/%<>=|?")
 MULTI_CHAR_OPS = THREE_CHAR_OPS + TWO_CHAR_OPS
-MULTI_CHAR_STARTS = {o[0] for o in MULTI_CHAR_OPS}
 OPENERS = {"(": ")", "[": "]", "{": "}"}
 CLOSERS = {")": "(", "]": "[", "}": "{"}
-IDENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-SPACE_RE = re.compile(r"[ \t\r\f\v\ufeff]+")
 ESCAPES = {"n": "\n", "t": "\t", '"': '"', "\\": "\\", "$": "$"}
+BAD_CHAR_HINTS = {
+    "!": ("use `not` for negation and `!=` for inequality",),
+    "&": ("use `and`",),
+    "'": ('strings use double quotes: "…"',),
+}
+
+# Every token of the main loop in one alternation; the group that matched names it.
+# Matched with `endpos`, so a sub-lexer over a `${…}` range never reads past it.
+# ASCII classes only: letters and digits outside ASCII are bad characters (F1001).
+MASTER = re.compile(
+    # Spaces before a token are skipped by the same match (most tokens follow one).
+    r"[ \t\r\f\v\ufeff]*(?:"
+    + "|".join(
+        (
+            r"(?P<ident>[A-Za-z_][A-Za-z0-9_]*)",
+            "(?P<op>" + "|".join(re.escape(o) for o in MULTI_CHAR_OPS) + "|[" + re.escape("".join(sorted(ONE_CHAR_OPS))) + "])",
+            r"(?P<newline>\n)",
+            # A one-line string with no escape and no `${`, not the start of a `"""`.
+            r'(?P<plain>"(?!"")(?:[^"\\\n$]|\$(?!\{))*")',
+            # The tail (letters, digits or a second fraction glued on) makes a
+            # duration or one bad token.
+            r"(?P<number>(?P<num>[0-9]+(?P<fraction>\.[0-9]+)?(?P<exponent>[eE][+-]?[0-9]+)?)"
+            r"(?P<tail>(?:[A-Za-z0-9_]|\.[0-9])*))",
+            r"(?P<comment>#[^\n]*)",
+            r'(?P<string>")',
+            # Not a space: spaces at the end must leave no match (the loop's end).
+            r"(?P<bad>[^ \t\r\f\v\ufeff])",
+        )
+    )
+    + ")"
+)
+# The main loop dispatches on `lastindex` (an int compare, cheaper than the name).
+_IDENT_G, _OP_G, _NEWLINE_G, _PLAIN, _NUMBER_G, _COMMENT, _STRING_G = (
+    MASTER.groupindex[name] for name in ("ident", "op", "newline", "plain", "number", "comment", "string")
+)
+_OP, _KEYWORD, _IDENT, _NEWLINE = Kind.OP, Kind.KEYWORD, Kind.IDENT, Kind.NEWLINE
+_STRING, _INT, _NUMBER, _ERROR = Kind.STRING, Kind.INT, Kind.NUMBER, Kind.ERROR
 
 
 @dataclass(frozen=True)
 class DocComment:
     line: int
     text: str
-
-
-def _is_digit(ch: str) -> bool:
-    return "0" <= ch <= "9" and ch != ""
-
-
-def _is_ident_start(ch: str) -> bool:
-    return ch == "_" or ("a" <= ch <= "z") or ("A" <= ch <= "Z")
-
-
-def _is_ident_char(ch: str) -> bool:
-    return _is_ident_start(ch) or ("0" <= ch <= "9")
 
 
 class Lexer:
@@ -75,127 +97,99 @@ class Lexer:
 
     # -- main loop -----------------------------------------------------------
     def tokenize(self) -> list[Token]:
-        text = self.text
-        while self.pos < self.end:
-            ch = text[self.pos]
-            start = self.pos
-            if ch == "\n":
-                self.pos += 1
-                if self.tokens and self.tokens[-1].kind is not Kind.NEWLINE:
-                    self._add(Kind.NEWLINE, start)
-                continue
-            if ch in " \t\r\f\v\ufeff":
-                m = SPACE_RE.match(text, self.pos, self.end)
-                self.pos = m.end() if m else self.pos + 1
-                continue
-            if ch == "#":
-                self._comment()
-                continue
-            if _is_ident_start(ch):
-                m = IDENT_RE.match(text, self.pos, self.end)
-                assert m is not None
-                self.pos = m.end()
-                word = m.group()
-                self._add(Kind.KEYWORD if word in RESERVED else Kind.IDENT, start, word)
-                continue
-            if _is_digit(ch):
-                self._number()
-                continue
-            if ch == '"':
-                self._string()
-                continue
-            op = None
-            if ch in MULTI_CHAR_STARTS:
-                op = next((o for o in MULTI_CHAR_OPS if text.startswith(o, self.pos) and self.pos + len(o) <= self.end), None)
-            if op is None and ch in ONE_CHAR_OPS:
-                op = ch
-            if op is not None:
-                self.pos += len(op)
+        """One `MASTER.match` per token: the regex engine finds the token's extent and
+        kind (the group that matched), Python only builds the token. Strings with
+        escapes or `${…}` go to `_string`; bad numbers to `_bad_number`."""
+        text, src, end = self.text, self.src, self.end
+        tokens = self.tokens
+        append = tokens.append
+        brackets = self._brackets
+        match = MASTER.match
+        pos = self.pos
+        # None only at the end (`bad` matches any other character), maybe after spaces.
+        while (m := match(text, pos, end)) is not None:
+            group = m.lastindex or 0  # every match is one of the named alternatives
+            start, pos = m.span(group)
+            if group == _IDENT_G:
+                word = text[start:pos]
+                append(Token(_KEYWORD if word in RESERVED else _IDENT, word, Span(src, start, pos), word))
+            elif group == _OP_G:
+                op = text[start:pos]
                 if op in OPENERS:
-                    self._brackets.append(op)
+                    brackets.append(op)
                 elif op in CLOSERS:
-                    if not self._brackets:
-                        self._error("F1008", start, self.pos, f"unmatched closing bracket `{op}`")
+                    if not brackets:
+                        self._error("F1008", start, pos, f"unmatched closing bracket `{op}`")
                         continue
-                    if self._brackets[-1] == CLOSERS[op]:
-                        self._brackets.pop()
-                    elif CLOSERS[op] in self._brackets:
-                        while self._brackets and self._brackets[-1] != CLOSERS[op]:
-                            self._brackets.pop()
-                        self._brackets.pop()
-                self._add(Kind.OP, start)
-                continue
-            self.pos += 1
-            hint: tuple[str, ...] = ()
-            if ch == "!":
-                hint = ("use `not` for negation and `!=` for inequality",)
-            elif ch == "&":
-                hint = ("use `and`",)
-            elif ch == "'":
-                hint = ('strings use double quotes: "…"',)
-            self._error("F1001", start, self.pos, f"unexpected character `{ch}`", hint)
-            self._add(Kind.ERROR, start)
+                    opener = CLOSERS[op]
+                    if brackets[-1] == opener:
+                        brackets.pop()
+                    elif opener in brackets:
+                        while brackets and brackets[-1] != opener:
+                            brackets.pop()
+                        brackets.pop()
+                append(Token(_OP, op, Span(src, start, pos)))
+            elif group == _NEWLINE_G:
+                if tokens and tokens[-1].kind is not _NEWLINE:
+                    append(Token(_NEWLINE, "\n", Span(src, start, pos)))
+            elif group == _PLAIN:
+                # A string without escapes or interpolations: its text is its value.
+                body = text[start + 1 : pos - 1]
+                tok = Token(_STRING, text[start:pos], Span(src, start, pos), body)
+                if body:
+                    tok.parts = [body]
+                append(tok)
+            elif group == _NUMBER_G:
+                if m.group("tail"):
+                    self.pos = pos
+                    self._bad_number(start, m.end("num"), pos)
+                else:
+                    literal = text[start:pos]
+                    if m.group("fraction") or m.group("exponent"):
+                        append(Token(_NUMBER, literal, Span(src, start, pos), float(literal)))
+                    else:
+                        append(Token(_INT, literal, Span(src, start, pos), int(literal)))
+            elif group == _COMMENT:
+                if text.startswith("##", start):
+                    line_start = text.rfind("\n", 0, start) + 1
+                    if not text[line_start:start].strip():
+                        self.docs.append(DocComment(src.position(start).line, text[start + 2 : pos].strip()))
+            elif group == _STRING_G:
+                self.pos = start
+                self._string()
+                pos = self.pos
+            else:
+                ch = text[start:pos]
+                self._error("F1001", start, pos, f"unexpected character `{ch}`", BAD_CHAR_HINTS.get(ch, ()))
+                append(Token(_ERROR, ch, Span(src, start, pos)))
         self.pos = self.end
         self._add(Kind.EOF, self.end)
         return self.tokens
 
-    def _comment(self) -> None:
-        start = self.pos
-        while self.pos < self.end and self.text[self.pos] != "\n":
-            self.pos += 1
-        body = self.text[start : self.pos]
-        line_start = self.text.rfind("\n", 0, start) + 1
-        if body.startswith("##") and not self.text[line_start:start].strip():
-            self.docs.append(DocComment(self.src.position(start).line, body[2:].strip()))
-
-    def _number(self) -> None:
-        text, start = self.text, self.pos
-        while _is_digit(self._peek()):
-            self.pos += 1
-        is_int = True
-        if self._peek() == "." and _is_digit(self._peek(1)):
-            is_int = False
-            self.pos += 1
-            while _is_digit(self._peek()):
-                self.pos += 1
-        if self._peek() in ("e", "E") and (
-            _is_digit(self._peek(1)) or (self._peek(1) in "+-" and self._peek(1) != "" and _is_digit(self._peek(2)))
-        ):
-            is_int = False
-            self.pos += 2
-            while _is_digit(self._peek()):
-                self.pos += 1
-        # A number glued to letters, digits or a second fraction is one bad token.
-        tail = self.pos
-        while tail < self.end and (_is_ident_char(text[tail]) or (text[tail] == "." and tail + 1 < self.end and _is_digit(text[tail + 1]))):
-            tail += 1
-        suffix = text[self.pos : tail]
-        if suffix:
-            self.pos = tail
-            letters = suffix if suffix.isalpha() else None
-            if is_int and letters in DURATION_UNITS:
-                value = int(text[start : tail - len(suffix)]) * DURATION_UNITS[letters]
-                self._add(Kind.DURATION, start, value)
-                return
-            if is_int and suffix[0].isalpha():
-                self._error(
-                    "F1005", start, tail, f"invalid duration literal `{text[start:tail]}`",
-                    ("durations are an integer followed by `ms`, `s`, `m` or `h`, e.g. `30s`",),
-                )
-            elif not is_int and suffix.isalpha() and suffix in DURATION_UNITS:
-                self._error(
-                    "F1005", start, tail, f"invalid duration literal `{text[start:tail]}`: durations take whole numbers",
-                    ("write a smaller unit instead of a fraction, e.g. `1500ms` for `1.5s`",),
-                )
-            else:
-                self._error("F1004", start, tail, f"invalid number literal `{text[start:tail]}`")
-            self._add(Kind.ERROR, start)
+    def _bad_number(self, start: int, number_end: int, tail: int) -> None:
+        """A number glued to letters, digits or a second fraction is one bad token
+        (or a duration: an integer followed by `ms`, `s`, `m` or `h`)."""
+        text = self.text
+        literal = text[start:number_end]
+        is_int = literal.isdigit()
+        suffix = text[number_end:tail]
+        letters = suffix if suffix.isalpha() else None
+        if is_int and letters in DURATION_UNITS:
+            self._add(Kind.DURATION, start, int(literal) * DURATION_UNITS[letters])
             return
-        literal = text[start : self.pos]
-        if is_int:
-            self._add(Kind.INT, start, int(literal))
+        if is_int and suffix[0].isalpha():
+            self._error(
+                "F1005", start, tail, f"invalid duration literal `{text[start:tail]}`",
+                ("durations are an integer followed by `ms`, `s`, `m` or `h`, e.g. `30s`",),
+            )
+        elif not is_int and suffix.isalpha() and suffix in DURATION_UNITS:
+            self._error(
+                "F1005", start, tail, f"invalid duration literal `{text[start:tail]}`: durations take whole numbers",
+                ("write a smaller unit instead of a fraction, e.g. `1500ms` for `1.5s`",),
+            )
         else:
-            self._add(Kind.NUMBER, start, float(literal))
+            self._error("F1004", start, tail, f"invalid number literal `{text[start:tail]}`")
+        self._add(Kind.ERROR, start)
 
     # -- strings -------------------------------------------------------------
     def _string(self) -> None:
