@@ -323,6 +323,12 @@ def _unescape(raw: list[str | Interpolation]) -> list[str | Interpolation]:
         if isinstance(piece, Interpolation):
             out.append(piece)
             continue
+        if "\\" not in piece:  # most pieces: nothing to process
+            if out and isinstance(out[-1], str):
+                out[-1] += piece
+            elif piece:
+                out.append(piece)
+            continue
         buf: list[str] = []
         i = 0
         while i < len(piece):
