@@ -1,9 +1,13 @@
 """The source map of a generated module: positions in the generated Python → Flow spans.
 
-The code generator records the Flow span of the Python nodes it builds. The module
-is then written out (`pywriter.unparse`) and parsed again (the text is what the
-sandbox compiles and what the verifier checks); walking the built and the re-parsed
-trees side by side gives every recorded node its position in that text. A runtime
+The code generator records the Flow span of the Python nodes it builds. The writer
+(`pywriter.ModuleWriter`) records where each of them lands in the text as it writes
+it: the position Python's parser gives the node, so the built tree is the module the
+sandbox compiles and the one the verifier checks. A module the writer does not write
+faithfully, or one nested deep enough for Python's parser limits to matter (200
+brackets, 100 indentation levels: a SyntaxError there is a diagnostic, F1006), is
+written and parsed again the old way, and walking the built and the re-parsed trees
+side by side gives every recorded node its position. A runtime
 error carries the position of the instruction that raised it (Python's
 `co_positions`), and `SourceMap.lookup` finds the innermost recorded node around it.
 """
@@ -12,19 +16,23 @@ from __future__ import annotations
 
 import ast as py
 import bisect
+import re
 from dataclasses import dataclass
 
 from flow_kernel.lang.pytree import tree_nodes
-from flow_kernel.lang.pywriter import unparse
+from flow_kernel.lang.pywriter import ModuleWriter, Position, Unsupported, unparse
 from flow_kernel.source import Span
 
-Position = tuple[int, int, int, int]  # line, col, end_line, end_col (1-based lines, 0-based cols)
+# Well inside Python's limits (200 nested brackets, 100 indentation levels): a module
+# this shallow parses, so it need not be parsed to find out.
+SHALLOW_BRACKETS = 100
+SHALLOW_BLOCKS = 50
 
 
 @dataclass
 class CompiledPython:
     source: str
-    tree: py.Module  # the re-parsed tree: what the verifier checks
+    tree: py.Module  # the tree the text parses to: what the verifier checks
     source_map: SourceMap
     nodes: list[py.AST]  # all of `tree`'s nodes, so that the verifier need not walk it again
 
@@ -63,6 +71,40 @@ def span_to_json(span: Span) -> dict[str, object]:
 
 
 def write(tree: py.Module, origins: dict[int, Span]) -> CompiledPython:
+    writer = ModuleWriter(origins)
+    try:
+        source = writer.write(tree)
+    except Unsupported:
+        return write_and_parse(tree, origins)
+    if writer.max_depth >= SHALLOW_BLOCKS or any(
+            _bracket_depth(line) >= SHALLOW_BRACKETS for line in writer.lines if len(line) >= 2 * SHALLOW_BRACKETS):
+        return write_and_parse(tree, origins)
+    return CompiledPython(source, tree, SourceMap(writer.entries), tree_nodes(tree))
+
+
+_STRING = re.compile(r"'(?:[^'\\\n]|\\.)*'|\"(?:[^\"\\\n]|\\.)*\"")  # a literal as `repr` writes it
+_BRACKET = re.compile(r"[][(){}]")
+
+
+def _bracket_depth(line: str) -> int:
+    """How deep brackets nest in a written line, outside its string literals (what
+    Python's tokenizer counts). Only lines long enough to nest 100 deep are looked at."""
+    if line.count("(") + line.count("[") + line.count("{") < SHALLOW_BRACKETS:
+        return 0
+    depth = deepest = 0
+    for bracket in _BRACKET.findall(_STRING.sub("", line)):
+        if bracket in "([{":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+        else:
+            depth -= 1
+    return deepest
+
+
+def write_and_parse(tree: py.Module, origins: dict[int, Span]) -> CompiledPython:
+    """The module written, parsed again (its positions, and Python's own syntax limits)
+    and mapped by walking both trees side by side."""
     source = unparse(tree)
     reparsed = py.parse(source, "<flow>")
     entries: list[tuple[Position, Span]] = []
