@@ -13,14 +13,23 @@ from tests.browser.lab import jupyter_lab, launch
 
 
 @pytest.fixture(scope="package")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, str, Path]]:
+def chromium() -> Iterator[Any]:
+    """The one Playwright and Chromium of the browser tests. Playwright's sync API cannot run
+    twice at once in a thread ("using Playwright Sync API inside the asyncio loop"), so a
+    test that needs another server (test_notebook7) uses this browser too."""
     from playwright.sync_api import sync_playwright
 
-    root = tmp_path_factory.mktemp("lab-root")
-    home = tmp_path_factory.mktemp("lab-home")
-    with jupyter_lab(root, home) as url, sync_playwright() as p:
+    with sync_playwright() as p:
         browser = launch(p)
         try:
-            yield browser, url, root
+            yield browser
         finally:
             browser.close()
+
+
+@pytest.fixture(scope="package")
+def lab(chromium: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, str, Path]]:
+    root = tmp_path_factory.mktemp("lab-root")
+    home = tmp_path_factory.mktemp("lab-home")
+    with jupyter_lab(root, home) as url:
+        yield chromium, url, root

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.browser.lab import Lab, _free_port, launch, missing, write_notebook
+from tests.browser.lab import Lab, _free_port, missing, write_notebook
 
 pytestmark = pytest.mark.browser
 
@@ -103,17 +103,11 @@ class Notebook7(Lab):
 
 
 @pytest.fixture(scope="module")
-def notebook7(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, str, Path]]:
-    from playwright.sync_api import sync_playwright
-
+def notebook7(chromium: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, str, Path]]:
     root = tmp_path_factory.mktemp("notebook7-root")
     home = tmp_path_factory.mktemp("notebook7-home")
-    with jupyter_notebook(root, home) as url, sync_playwright() as p:
-        browser = launch(p)
-        try:
-            yield browser, url, root
-        finally:
-            browser.close()
+    with jupyter_notebook(root, home) as url:
+        yield chromium, url, root
 
 
 def test_run_view_and_approve_in_notebook_7(notebook7: tuple[Any, str, Path]) -> None:
