@@ -33,6 +33,8 @@ ABI_NAMES = frozenset({
     *(f"fn_{name}" for name in BUILTINS if name not in ("now", "uuid", "parallelMap")),
 })
 
+# Matched whole (`fullmatch`): `$` alone would let a name end in a newline, and the
+# verifier reads the tree the code generator built, not one parsed from the text.
 NAME = re.compile(r"^(?:rt|args|main|c_main|[vwlptkxeqd]_[A-Za-z0-9_]*)$")
 FUNCTION = re.compile(r"^(?:main|c_main|[wlptx]_[0-9]+)$")
 CALLABLE = re.compile(r"^t_[0-9]+$")  # an `async` body is called once, to make its coroutine
@@ -79,7 +81,7 @@ def _check_node(node: py.AST) -> None:
 
 
 def _name(node: py.Name) -> None:
-    if not NAME.match(node.id):
+    if not NAME.fullmatch(node.id):
         raise VerificationError(f"name `{node.id}` is not a generated name", node)
     if node.id == "rt" and isinstance(node.ctx, py.Store):
         raise VerificationError("`rt` cannot be rebound", node)
@@ -96,14 +98,14 @@ def _call(node: py.Call) -> None:
     if node.keywords:
         raise VerificationError("keyword arguments are not used by generated code", node)
     func = node.func
-    if not (isinstance(func, py.Attribute) or (isinstance(func, py.Name) and CALLABLE.match(func.id))):
+    if not (isinstance(func, py.Attribute) or (isinstance(func, py.Name) and CALLABLE.fullmatch(func.id))):
         raise VerificationError("only runtime functions and `async` bodies may be called", node)
     if any(isinstance(a, py.Starred) for a in node.args):
         raise VerificationError("starred arguments are not allowed", node)
 
 
 def _function(node: py.AsyncFunctionDef) -> None:
-    if not FUNCTION.match(node.name) and not CALLABLE.match(node.name):
+    if not FUNCTION.fullmatch(node.name) and not CALLABLE.fullmatch(node.name):
         raise VerificationError(f"function name `{node.name}` is not a generated name", node)
     if node.decorator_list or node.returns is not None or node.args.vararg or node.args.kwarg \
             or node.args.kwonlyargs or node.args.defaults or node.args.posonlyargs or node.args.kw_defaults:
@@ -111,7 +113,7 @@ def _function(node: py.AsyncFunctionDef) -> None:
 
 
 def _arg(node: py.arg) -> None:
-    if not NAME.match(node.arg) or node.arg in ("main", "c_main") or node.annotation is not None:
+    if not NAME.fullmatch(node.arg) or node.arg in ("main", "c_main") or node.annotation is not None:
         raise VerificationError(f"parameter `{node.arg}` is not a generated name", node)
 
 

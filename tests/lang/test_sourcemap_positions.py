@@ -7,6 +7,7 @@ cell after cell in one session, as the kernel does) and the bench's 5,022-line p
 
 from __future__ import annotations
 
+import ast as py
 import json
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from flow_kernel.lang.codegen import generate
 from flow_kernel.lang.compiler import compile_source
 from flow_kernel.lang.session_scope import SessionScope
 from flow_kernel.lang.sourcemap import CompiledPython, write, write_and_parse
+from flow_kernel.lang.verify import VerificationError, verify
 from flow_kernel.source import SourceFile
 from tests.lang.flowcases import split_example
 from tests.runtime.programs import ALL
@@ -115,3 +117,21 @@ def test_what_nests_deep_is_parsed_again() -> None:
     assert written.source_map.entries == write_and_parse(generated.tree, generated.origins).source_map.entries
     too_deep = compile_source(SourceFile("deep.flow", "let x = " + " + ".join(["1"] * 250)))
     assert not too_deep.ok and {d.code for d in too_deep.check.errors} == {"F1006"}
+
+
+def test_the_verifier_reads_the_built_tree_whole_names_only() -> None:
+    # Built, not parsed: a name may hold what no parse would give. The verifier matches
+    # names whole (a trailing newline is not a name), and the writer does not write a
+    # handler name that is not one identifier: the module goes the parsing way, which
+    # sees the text say something else than the tree.
+    tree = py.parse("async def main(rt, args):\n    v_x = 1\n")
+    assign = tree.body[0].body[0]  # type: ignore[attr-defined]
+    verify(tree)
+    assign.targets[0].id = "v_x\n"
+    with pytest.raises(VerificationError):
+        verify(tree)
+    handled = py.parse("async def main(rt, args):\n    try:\n        pass\n    except rt.Error as e_1:\n        raise\n")
+    handler = handled.body[0].body[0].handlers[0]  # type: ignore[attr-defined]
+    handler.name = "e_1:\n        import os\n    #"
+    with pytest.raises(AssertionError, match="unparse changed the tree"):  # written, parsed again: caught
+        write(handled, {})
