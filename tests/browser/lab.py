@@ -12,7 +12,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -40,20 +40,30 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+LAB_OPTIONS = ("--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate")
+
+
+def jupyter_lab(root: Path, home: Path) -> AbstractContextManager[str]:
+    """Start `jupyter lab` serving `root`; yields its URL."""
+    return jupyter_server("jupyterlab", root, home, LAB_OPTIONS)
+
+
 @contextmanager
-def jupyter_lab(root: Path, home: Path) -> Iterator[str]:
-    """Start `jupyter lab` serving `root`; yields its URL. A private HOME and Jupyter
+def jupyter_server(app: str, root: Path, home: Path, options: tuple[str, ...] = ()) -> Iterator[str]:
+    """Start a Jupyter front end's server (`python -m APP`: jupyterlab, or notebook for
+    Notebook 7) serving `root`; yields its URL. A private HOME and Jupyter
     config/runtime/data dirs keep the user's settings out; the venv's kernel specs (the
-    Flow kernel among them) are still found through sys.prefix."""
+    Flow kernel among them) and labextensions are still found through sys.prefix."""
     port = _free_port()
     env = {**os.environ, "HOME": str(home), "JUPYTER_CONFIG_DIR": str(home / "config"),
            "JUPYTER_RUNTIME_DIR": str(home / "runtime"), "JUPYTER_DATA_DIR": str(home / "data"),
            "JUPYTERLAB_SETTINGS_DIR": str(home / "settings"), "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces")}
-    log = (home / "lab.log").open("w")
+    log_path = home / f"{app}.log"
+    log = log_path.open("w")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "jupyterlab", "--allow-root", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
+        [sys.executable, "-m", app, "--allow-root", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
          "--IdentityProvider.token=", "--ServerApp.password=", f"--ServerApp.root_dir={root}",
-         "--FileContentsManager.delete_to_trash=False", "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
+         "--FileContentsManager.delete_to_trash=False", *options],
         cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
@@ -66,7 +76,7 @@ def jupyter_lab(root: Path, home: Path) -> Iterator[str]:
             except OSError:
                 pass
             if proc.poll() is not None or time.time() > deadline:
-                raise RuntimeError("jupyter lab did not start: " + (home / "lab.log").read_text()[-2000:])
+                raise RuntimeError(f"{app} did not start: " + log_path.read_text()[-2000:])
             time.sleep(0.3)
         yield url
     finally:

@@ -7,19 +7,15 @@ replaces it. One server, one notebook, one cell: kept lean (the server start dom
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
 import urllib.request
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.browser.lab import Lab, _free_port, missing, write_notebook
+from tests.browser.lab import Lab, jupyter_server, missing, write_notebook
 
 pytestmark = pytest.mark.browser
 
@@ -41,44 +37,6 @@ let triaged = parallelMap(["printer", "refund", "login"], t => triager("Ticket: 
 let ok = approve "Escalate ${len(triaged)} tickets?"
 ok ? "escalated" : "kept"
 '''
-
-
-@contextmanager
-def jupyter_notebook(root: Path, home: Path) -> Iterator[str]:
-    """Start `jupyter notebook` (Notebook 7) serving `root`, as lab.py's jupyter_lab starts
-    JupyterLab: private HOME and Jupyter dirs, no token; the venv's kernel specs and
-    labextensions (the widget manager, anywidget, flow-kernel-lab) are found through sys.prefix."""
-    port = _free_port()
-    env = {**os.environ, "HOME": str(home), "JUPYTER_CONFIG_DIR": str(home / "config"),
-           "JUPYTER_RUNTIME_DIR": str(home / "runtime"), "JUPYTER_DATA_DIR": str(home / "data"),
-           "JUPYTERLAB_SETTINGS_DIR": str(home / "settings"), "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces")}
-    log = (home / "notebook.log").open("w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "notebook", "--allow-root", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
-         "--IdentityProvider.token=", "--ServerApp.password=", f"--ServerApp.root_dir={root}",
-         "--FileContentsManager.delete_to_trash=False"],
-        cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.time() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/api/status", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.time() > deadline:
-                raise RuntimeError("jupyter notebook did not start: " + (home / "notebook.log").read_text()[-2000:])
-            time.sleep(0.3)
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
 
 
 class Notebook7(Lab):
@@ -106,7 +64,7 @@ class Notebook7(Lab):
 def notebook7(chromium: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, str, Path]]:
     root = tmp_path_factory.mktemp("notebook7-root")
     home = tmp_path_factory.mktemp("notebook7-home")
-    with jupyter_notebook(root, home) as url:
+    with jupyter_server("notebook", root, home) as url:
         yield chromium, url, root
 
 
