@@ -64,6 +64,15 @@ class RunLocked(Exception):
     """Another process is writing this run's journal (the run is going on)."""
 
 
+def _lock_run(fd: int, run_id: str) -> None:
+    """Take the run's journal for this process (closing `fd` when another holds it)."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        raise RunLocked(f"run {run_id} is going on in another process") from None
+
+
 def canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
@@ -139,11 +148,7 @@ class Journal:
                 fd = create_new_file(folder, self.path.name, self.path)
         finally:
             os.close(folder)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            os.close(fd)
-            raise RunLocked(f"run {run_id} is going on in another process") from None
+        _lock_run(fd, run_id)
         if append:
             _cut_torn_tail(fd)
         self._file: TextIO | None = open(fd, "a", encoding="utf-8")  # noqa: SIM115 - open for the run's lifetime
@@ -207,11 +212,7 @@ def locked_for_append(directory: Path | str, run_id: str) -> Any:
         fd = _open_existing(folder, path)
     finally:
         os.close(folder)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        os.close(fd)
-        raise RunLocked(f"run {run_id} is going on in another process") from None
+    _lock_run(fd, run_id)
     try:
         yield fd
     finally:
