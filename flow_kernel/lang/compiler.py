@@ -33,7 +33,7 @@ def compile_checked(result: CheckResult, session: SessionScope | None = None) ->
         with no_cyclic_gc():
             generated = generate(result, set(session.bindings) if session is not None else None)
             written = write(generated.tree, generated.origins)
-            verify(written.tree, written.nodes)
+            verify(written.tree)
     except (RecursionError, SyntaxError):
         # Python's own limits, which a checked source can still reach: its parser takes at
         # most 200 nested brackets, and a chain of ~250 operators (`1 + 1 + …`, `- - … 1`,

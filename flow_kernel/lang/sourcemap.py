@@ -34,7 +34,6 @@ class CompiledPython:
     source: str
     tree: py.Module  # the tree the text parses to: what the verifier checks
     source_map: SourceMap
-    nodes: list[py.AST]  # all of `tree`'s nodes, so that the verifier need not walk it again
 
 
 class SourceMap:
@@ -79,7 +78,7 @@ def write(tree: py.Module, origins: dict[int, Span]) -> CompiledPython:
     if writer.max_depth >= SHALLOW_BLOCKS or any(
             _bracket_depth(line) >= SHALLOW_BRACKETS for line in writer.lines if len(line) >= 2 * SHALLOW_BRACKETS):
         return write_and_parse(tree, origins)
-    return CompiledPython(source, tree, SourceMap(writer.entries), tree_nodes(tree))
+    return CompiledPython(source, tree, SourceMap(writer.entries))
 
 
 _STRING = re.compile(r"'(?:[^'\\\n]|\\.)*'|\"(?:[^\"\\\n]|\\.)*\"")  # a literal as `repr` writes it
@@ -108,12 +107,11 @@ def write_and_parse(tree: py.Module, origins: dict[int, Span]) -> CompiledPython
     source = unparse(tree)
     reparsed = py.parse(source, "<flow>")
     entries: list[tuple[Position, Span]] = []
-    nodes = tree_nodes(reparsed)
-    for built, parsed in zip(tree_nodes(tree), nodes, strict=True):
+    for built, parsed in zip(tree_nodes(tree), tree_nodes(reparsed), strict=True):
         if type(built) is not type(parsed):
             raise AssertionError(f"unparse changed the tree: {type(built).__name__} became {type(parsed).__name__}")
         span = origins.get(id(built))
         if span is not None and isinstance(parsed, (py.expr, py.stmt)):
             pos = (parsed.lineno, parsed.col_offset, parsed.end_lineno or parsed.lineno, parsed.end_col_offset or 0)
             entries.append((pos, span))
-    return CompiledPython(source, reparsed, SourceMap(entries), nodes)
+    return CompiledPython(source, reparsed, SourceMap(entries))

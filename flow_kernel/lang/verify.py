@@ -13,10 +13,10 @@ from __future__ import annotations
 import ast as py
 import re
 from collections.abc import Callable
+from functools import lru_cache
 from typing import Any
 
 from flow_kernel.lang.builtins import BUILTINS
-from flow_kernel.lang.pytree import tree_nodes
 
 ABI_VERSION = 1
 
@@ -39,15 +39,6 @@ NAME = re.compile(r"^(?:rt|args|main|c_main|[vwlptkxeqd]_[A-Za-z0-9_]*)$")
 FUNCTION = re.compile(r"^(?:main|c_main|[wlptx]_[0-9]+)$")
 CALLABLE = re.compile(r"^t_[0-9]+$")  # an `async` body is called once, to make its coroutine
 
-ALLOWED_NODES: tuple[type[py.AST], ...] = (
-    py.Module, py.AsyncFunctionDef, py.arguments, py.arg, py.Return, py.Assign, py.Expr, py.If, py.For,
-    py.While, py.Break, py.Continue, py.With, py.withitem, py.Try, py.ExceptHandler, py.Raise, py.Pass,
-    py.Name, py.Load, py.Store, py.Constant, py.List, py.Tuple, py.Dict, py.Call, py.Attribute, py.Await,
-    py.BoolOp, py.And, py.Or, py.IfExp, py.Compare, py.IsNot, py.NamedExpr, py.UnaryOp, py.USub,
-)
-ALLOWED_TYPES = frozenset(ALLOWED_NODES)
-
-
 class VerificationError(Exception):
     """The generated module uses something outside the allow-list."""
 
@@ -57,106 +48,226 @@ class VerificationError(Exception):
         self.node = node
 
 
-def verify(tree: py.Module, nodes: list[py.AST] | None = None) -> None:
-    """Raise `VerificationError` unless every node of `tree` is allowed. `nodes`: all of
-    the tree's nodes when the caller has them already (`CompiledPython.nodes`)."""
+Add = Callable[[py.AST], None]
+More = Callable[[list[Any]], None]
+
+
+def verify(tree: py.Module) -> None:
+    """Raise `VerificationError` unless every node of `tree` is allowed."""
     for top in tree.body:
         if not isinstance(top, py.AsyncFunctionDef):
             raise VerificationError(f"only async function definitions may stand at module level, found {type(top).__name__}", top)
-    for node in tree_nodes(tree) if nodes is None else nodes:
-        _check_node(node)
+    nodes: list[Any] = [tree]
+    add, more = nodes.append, nodes.extend
+    rules = _RULES
+    for node in nodes:  # breadth first, like ast.walk; the list grows as the rules add
+        rule = rules.get(node.__class__)
+        if rule is None:
+            # Exact classes (a parsed tree has no others): a subclass of an allowed node is not one.
+            raise VerificationError(f"`{node.__class__.__name__}` is not allowed in generated code", node)
+        rule(node, add, more)
     if not any(isinstance(n, py.AsyncFunctionDef) and n.name == "main" for n in tree.body):
         raise VerificationError("the module defines no `main`")
 
 
-def _check_node(node: py.AST) -> None:
-    # Exact classes (a parsed tree has no others): a subclass of an allowed node is not
-    # one, and a dict lookup is much cheaper than a chain of isinstance on 100,000 nodes.
-    cls = node.__class__
-    if cls not in ALLOWED_TYPES:
-        raise VerificationError(f"`{cls.__name__}` is not allowed in generated code", node)
-    check = _CHECKS.get(cls)
-    if check is not None:
-        check(node)
+@lru_cache(maxsize=4096)
+def _generated_name(name: str) -> bool:
+    # The same few thousand names recur all over a module: a cache hit is cheaper than the match.
+    return NAME.fullmatch(name) is not None
 
 
-def _name(node: py.Name) -> None:
-    if not NAME.fullmatch(node.id):
+def _leaf(node: py.AST, add: Add, more: More) -> None:
+    pass  # no fields, or none that hold a node
+
+
+def _module(node: py.Module, add: Add, more: More) -> None:
+    more(node.body)
+    more(node.type_ignores)
+
+
+def _function(node: py.AsyncFunctionDef, add: Add, more: More) -> None:
+    if not FUNCTION.fullmatch(node.name) and not CALLABLE.fullmatch(node.name):
+        raise VerificationError(f"function name `{node.name}` is not a generated name", node)
+    a = node.args
+    if a.__class__ is not py.arguments or node.decorator_list or node.returns is not None or a.vararg or a.kwarg \
+            or a.kwonlyargs or a.defaults or a.posonlyargs or a.kw_defaults or getattr(node, "type_params", None):
+        raise VerificationError("generated functions take plain positional parameters only", node)
+    add(a)
+    more(node.body)
+
+
+def _arguments(node: py.arguments, add: Add, more: More) -> None:
+    more(node.posonlyargs)
+    more(node.args)
+    more(node.kwonlyargs)
+    more(node.kw_defaults)
+    more(node.defaults)
+    if node.vararg is not None:
+        add(node.vararg)
+    if node.kwarg is not None:
+        add(node.kwarg)
+
+
+def _arg(node: py.arg, add: Add, more: More) -> None:
+    if not _generated_name(node.arg) or node.arg in ("main", "c_main") or node.annotation is not None:
+        raise VerificationError(f"parameter `{node.arg}` is not a generated name", node)
+
+
+def _value(node: py.Return | py.Expr | py.Await, add: Add, more: More) -> None:
+    if node.value is not None:
+        add(node.value)
+
+
+def _assign(node: py.Assign, add: Add, more: More) -> None:
+    more(node.targets)
+    add(node.value)
+
+
+def _if_while(node: py.If | py.While, add: Add, more: More) -> None:
+    add(node.test)
+    more(node.body)
+    more(node.orelse)
+
+
+def _for(node: py.For, add: Add, more: More) -> None:
+    add(node.target)
+    add(node.iter)
+    more(node.body)
+    more(node.orelse)
+
+
+def _with(node: py.With, add: Add, more: More) -> None:
+    for item in node.items:
+        if getattr(item, "optional_vars", None) is not None:
+            raise VerificationError("`with … as` is not generated", node)
+    more(node.items)
+    more(node.body)
+
+
+def _withitem(node: py.withitem, add: Add, more: More) -> None:
+    add(node.context_expr)
+    if node.optional_vars is not None:
+        add(node.optional_vars)
+
+
+def _try(node: py.Try, add: Add, more: More) -> None:
+    more(node.body)
+    more(node.handlers)
+    more(node.orelse)
+    more(node.finalbody)
+
+
+def _handler(node: py.ExceptHandler, add: Add, more: More) -> None:
+    t = node.type
+    if not (isinstance(t, py.Attribute) and isinstance(t.value, py.Name) and t.value.id == "rt" and t.attr == "Error"):
+        raise VerificationError("only `except rt.Error` is allowed", node)
+    add(t)
+    more(node.body)
+
+
+def _raise(node: py.Raise, add: Add, more: More) -> None:
+    if node.exc is not None or node.cause is not None:
+        raise VerificationError("only a bare `raise` (re-raising a caught error) is allowed", node)
+
+
+def _name(node: py.Name, add: Add, more: More) -> None:
+    if not _generated_name(node.id):
         raise VerificationError(f"name `{node.id}` is not a generated name", node)
     if node.id == "rt" and isinstance(node.ctx, py.Store):
         raise VerificationError("`rt` cannot be rebound", node)
 
 
-def _attribute(node: py.Attribute) -> None:
+def _attribute(node: py.Attribute, add: Add, more: More) -> None:
     if not (isinstance(node.value, py.Name) and node.value.id == "rt" and node.attr in ABI_NAMES):
         raise VerificationError(f"attribute `{node.attr}` is not part of the runtime ABI", node)
     if not isinstance(node.ctx, py.Load):
         raise VerificationError("runtime attributes cannot be assigned", node)
+    add(node.value)
 
 
-def _call(node: py.Call) -> None:
+_Attribute, _Name, _Load = py.Attribute, py.Name, py.Load
+
+
+def _call(node: py.Call, add: Add, more: More) -> None:
     if node.keywords:
         raise VerificationError("keyword arguments are not used by generated code", node)
     func = node.func
-    if not (isinstance(func, py.Attribute) or (isinstance(func, py.Name) and CALLABLE.fullmatch(func.id))):
+    if isinstance(func, py.Attribute):
+        value = func.value
+        # `rt.<ABI name>` made of exact, loading nodes passes the `Attribute` and `Name`
+        # rules: checked here, it need not go through the loop twice more.
+        if not (func.__class__ is _Attribute and value.__class__ is _Name and value.id == "rt"
+                and func.attr in ABI_NAMES and func.ctx.__class__ is _Load and value.ctx.__class__ is _Load):
+            add(func)
+    elif isinstance(func, py.Name) and CALLABLE.fullmatch(func.id):
+        add(func)
+    else:
         raise VerificationError("only runtime functions and `async` bodies may be called", node)
-    if any(isinstance(a, py.Starred) for a in node.args):
-        raise VerificationError("starred arguments are not allowed", node)
+    args = node.args
+    for a in args:
+        if isinstance(a, py.Starred):
+            raise VerificationError("starred arguments are not allowed", node)
+    more(args)
 
 
-def _function(node: py.AsyncFunctionDef) -> None:
-    if not FUNCTION.fullmatch(node.name) and not CALLABLE.fullmatch(node.name):
-        raise VerificationError(f"function name `{node.name}` is not a generated name", node)
-    if node.decorator_list or node.returns is not None or node.args.vararg or node.args.kwarg \
-            or node.args.kwonlyargs or node.args.defaults or node.args.posonlyargs or node.args.kw_defaults:
-        raise VerificationError("generated functions take plain positional parameters only", node)
+def _constant(node: py.Constant, add: Add, more: More) -> None:
+    value = node.value
+    if not (value is None or isinstance(value, (bool, int, float, str))):
+        raise VerificationError(f"constant of type {type(value).__name__} is not allowed", node)
 
 
-def _arg(node: py.arg) -> None:
-    if not NAME.fullmatch(node.arg) or node.arg in ("main", "c_main") or node.annotation is not None:
-        raise VerificationError(f"parameter `{node.arg}` is not a generated name", node)
+def _elements(node: py.List | py.Tuple, add: Add, more: More) -> None:
+    more(node.elts)
 
 
-def _constant(node: py.Constant) -> None:
-    if not (node.value is None or isinstance(node.value, (bool, int, float, str))):
-        raise VerificationError(f"constant of type {type(node.value).__name__} is not allowed", node)
+def _dict(node: py.Dict, add: Add, more: More) -> None:
+    if None in node.keys:  # `{**x}`: codegen writes every key (found by the verifier fuzz)
+        raise VerificationError("dict unpacking is not generated", node)
+    more(node.keys)
+    more(node.values)
 
 
-def _compare(node: py.Compare) -> None:
+def _bool_op(node: py.BoolOp, add: Add, more: More) -> None:
+    add(node.op)
+    more(node.values)
+
+
+def _if_exp(node: py.IfExp, add: Add, more: More) -> None:
+    add(node.test)
+    add(node.body)
+    add(node.orelse)
+
+
+def _compare(node: py.Compare, add: Add, more: More) -> None:
     if not (len(node.ops) == 1 and isinstance(node.ops[0], py.IsNot)
             and isinstance(node.comparators[0], py.Constant) and node.comparators[0].value is None):
         raise VerificationError("only `is not None` comparisons are generated", node)
+    add(node.left)
+    more(node.ops)
+    more(node.comparators)
 
 
-def _raise(node: py.Raise) -> None:
-    if node.exc is not None or node.cause is not None:
-        raise VerificationError("only a bare `raise` (re-raising a caught error) is allowed", node)
-
-
-def _handler(node: py.ExceptHandler) -> None:
-    t = node.type
-    if not (isinstance(t, py.Attribute) and isinstance(t.value, py.Name) and t.value.id == "rt" and t.attr == "Error"):
-        raise VerificationError("only `except rt.Error` is allowed", node)
-
-
-def _with(node: py.With) -> None:
-    for item in node.items:
-        if item.optional_vars is not None:
-            raise VerificationError("`with … as` is not generated", node)
-
-
-def _dict(node: py.Dict) -> None:
-    if any(key is None for key in node.keys):  # `{**x}`: codegen writes every key (found by the verifier fuzz)
-        raise VerificationError("dict unpacking is not generated", node)
-
-
-def _named(node: py.NamedExpr) -> None:
+def _named(node: py.NamedExpr, add: Add, more: More) -> None:
     if not (isinstance(node.target, py.Name) and node.target.id.startswith("q_")):
         raise VerificationError("only temporaries may be bound by `:=`", node)
+    add(node.target)
+    add(node.value)
 
 
-_CHECKS: dict[type[py.AST], Callable[[Any], None]] = {
-    py.Name: _name, py.Attribute: _attribute, py.Call: _call, py.AsyncFunctionDef: _function, py.arg: _arg,
-    py.Constant: _constant, py.Compare: _compare, py.Raise: _raise, py.ExceptHandler: _handler, py.With: _with,
-    py.NamedExpr: _named, py.Dict: _dict,
+def _unary(node: py.UnaryOp, add: Add, more: More) -> None:
+    add(node.op)
+    add(node.operand)
+
+
+# One rule per allowed class (exactly the classes generated code may use).
+_RULES: dict[type[py.AST], Callable[[Any, Add, More], None]] = {
+    py.Module: _module, py.AsyncFunctionDef: _function, py.arguments: _arguments, py.arg: _arg,
+    py.Return: _value, py.Assign: _assign, py.Expr: _value, py.If: _if_while, py.For: _for, py.While: _if_while,
+    py.Break: _leaf, py.Continue: _leaf, py.With: _with, py.withitem: _withitem, py.Try: _try,
+    py.ExceptHandler: _handler, py.Raise: _raise, py.Pass: _leaf,
+    py.Name: _name, py.Load: _leaf, py.Store: _leaf, py.Constant: _constant, py.List: _elements,
+    py.Tuple: _elements, py.Dict: _dict, py.Call: _call, py.Attribute: _attribute, py.Await: _value,
+    py.BoolOp: _bool_op, py.And: _leaf, py.Or: _leaf, py.IfExp: _if_exp, py.Compare: _compare,
+    py.IsNot: _leaf, py.NamedExpr: _named, py.UnaryOp: _unary, py.USub: _leaf,
 }
+ALLOWED_NODES: tuple[type[py.AST], ...] = tuple(_RULES)

@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 
 from flow_kernel import SourceFile
 from flow_kernel.lang.compiler import compile_source
-from flow_kernel.lang.verify import ABI_NAMES, NAME, VerificationError, verify
+from flow_kernel.lang.verify import ABI_NAMES, ALLOWED_NODES, NAME, VerificationError, verify
 from tests.runtime.programs import ALL
 
 LONG = os.environ.get("FLOW_FUZZ_LONG") == "1"
@@ -424,3 +424,81 @@ def test_the_tree_generator_reaches_accepted_modules() -> None:
         assert oracle_problems(tree) == []
         found += 1
     assert found == 2
+
+
+# -- every field of every allowed node is read -----------------------------------------------
+
+# Fields that hold a name, a number or a constant's value, never a node.
+SCALAR_FIELDS = {"id", "attr", "arg", "name", "kind", "type_comment", "ctx", "conversion", "is_async"}
+# What the generated modules may not show on their own (an empty `else`, `finally`, …).
+EXTRA = ("async def main(rt, args):\n    try:\n        v_a = 1\n    except rt.Error as e_1:\n        raise\n"
+         "    while rt.loop(v_a):\n        break\n    else:\n        pass\n    with rt.stage(1):\n        continue\n"
+         "    for (d_1, v_b) in rt.iterate([-1, {'k': None}]):\n        pass\n"
+         "    return rt.add(v_a, v_b) if rt.cond(v_a) else ((q_1 := v_a) is not None) or await t_2()\n")
+
+
+def _field_mutants(modules: list[py.Module]) -> list[tuple[str, py.Module]]:
+    """For every allowed class and each of its fields that can hold a node: a copy of a
+    module with an instance of the class, where that field holds a forbidden name too."""
+    found: dict[type[py.AST], tuple[py.Module, int]] = {}
+    for module in modules:
+        for index, node in enumerate(py.walk(module)):
+            found.setdefault(node.__class__, (module, index))
+    out = []
+    for cls in ALLOWED_NODES:
+        if cls not in found:
+            assert not [f for f in cls._fields if f not in SCALAR_FIELDS], f"no {cls.__name__} to mutate"
+            continue
+        module, index = found[cls]
+        for field in cls._fields:
+            if field in SCALAR_FIELDS or (cls is py.Constant and field == "value"):
+                continue
+            mutant = copy.deepcopy(module)
+            node = list(py.walk(mutant))[index]
+            bad = py.Name("os", py.Load())
+            value = getattr(node, field)
+            if isinstance(value, list):
+                value.append(bad)
+            else:
+                setattr(node, field, bad)
+            out.append((f"{cls.__name__}.{field}", mutant))
+    return out
+
+
+def _mutant_sources() -> list[py.Module]:
+    return [*MODULES, py.parse(EXTRA)]
+
+
+def test_a_forbidden_node_in_any_field_of_any_allowed_node_is_refused() -> None:
+    """The verifier's rules add each node's children by hand (one pass, no generic walk):
+    a field a rule forgot would let anything through. Every field of every allowed class
+    gets a forbidden name; each mutant is refused."""
+    mutants = _field_mutants(_mutant_sources())
+    assert len(mutants) > 40
+    accepted = []
+    for what, mutant in mutants:
+        try:
+            verify(mutant)
+        except VerificationError:
+            continue
+        accepted.append(what)
+    assert accepted == []
+
+
+def test_the_field_check_sees_a_rule_that_forgets_a_field(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The door reopened: an `If` rule that does not read `orelse` lets the mutant through."""
+    from flow_kernel.lang import verify as verifier
+
+    def forgetful(node: py.If, add: Any, more: Any) -> None:
+        add(node.test)
+        more(node.body)
+
+    monkeypatch.setitem(verifier._RULES, py.If, forgetful)
+    accepted = []
+    for what, mutant in _field_mutants(_mutant_sources()):
+        try:
+            verify(mutant)
+        except VerificationError:
+            continue
+        accepted.append(what)
+    assert "If.orelse" in accepted  # (and what the mutants hold under an `else`, like a `raise`)
