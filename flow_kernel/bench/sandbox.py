@@ -4,13 +4,16 @@
 - a host → sandbox bridge round trip (ping), µs;
 - sandbox → host calls/s, sequential and concurrent (`echo_bench`);
 - a CPU-bound Flow program in the sandbox vs the same generated module in host
-  CPython (the in-process executor), and their ratio.
+  CPython (the in-process executor), and their ratio; the target's figure is the prime
+  counter (CPU_BOUND), two more programs are detail rows: string building and
+  interpolation (TEXT_BOUND) and records in nested loops (RECORDS_BOUND).
 Ratios are what hold on a noisy machine.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import statistics
 import time
 from typing import Any
@@ -45,6 +48,52 @@ let words = map(range(2000), i => "w${i % 37}")
 let groups = groupBy(words, w => w)
 [primes(N), len(groups), sum(map(range(20000), i => i * 2))]
 """
+
+# Text processing: interpolation, split, upper, string concatenation and length tests.
+TEXT_BOUND = """
+limits { steps: 100000000 }
+workflow text(n: int) -> int {
+  limits { steps: 100000000 }
+  var total = 0
+  var longest = ""
+  for i in range(n) {
+    let line = "item ${i}: ${i % 7} of ${n} [${i * 3}]"
+    var acc = ""
+    for p in split(line, " ") {
+      if len(p) > 2 { acc = acc + upper(p) + "-" } else { acc = "${acc}${p}." }
+    }
+    if len(acc) > len(longest) { longest = acc }
+    total = total + len(acc)
+  }
+  return total + len(longest)
+}
+text(N)
+"""
+
+# Records: objects built by `map`, then compared field by field in a nested loop.
+RECORDS_BOUND = """
+limits { steps: 100000000 }
+workflow records(n: int) -> int {
+  limits { steps: 100000000 }
+  let people = map(range(n), i => ({name: "p${i}", age: i % 90, score: (i * 37) % 101}))
+  var best = 0
+  for p in people {
+    var hits = 0
+    for q in people {
+      if q.age == p.age and q.score > p.score { hits = hits + 1 }
+    }
+    if hits > best { best = hits }
+  }
+  return best
+}
+records(N)
+"""
+
+# (figure key, program, N quick, N full, label of its detail rows)
+MORE_PROGRAMS = [
+    ("text", TEXT_BOUND, "2000", "15000", "text program (interpolation, split)"),
+    ("records", RECORDS_BOUND, "300", "800", "records program (nested loops, objects)"),
+]
 
 
 NAME = "sandbox"
@@ -100,6 +149,13 @@ async def _measure(quick: bool) -> Figures:
     figures["cpu_sandbox_s"] = stats(sandboxed)
     figures["cpu_host_cpython_s"] = stats(in_process)
     figures["ratio_cpu_sandbox_to_cpython"] = statistics.median(sandboxed) / statistics.median(in_process)
+    for key, source, quick_n, full_n, _label in MORE_PROGRAMS:
+        program = compile_flow(source.replace("N", quick_n if quick else full_n))
+        sandboxed = await timed_async(functools.partial(run_compiled, program, executor), repeat)
+        in_process = await timed_async(functools.partial(run_compiled, program, host), repeat)
+        figures[f"cpu_{key}_sandbox_s"] = stats(sandboxed)
+        figures[f"cpu_{key}_host_cpython_s"] = stats(in_process)
+        figures[f"ratio_cpu_{key}_sandbox_to_cpython"] = statistics.median(sandboxed) / statistics.median(in_process)
     await pool.close()
     return figures
 
@@ -117,6 +173,13 @@ def rows(f: Figures) -> list[Row]:
         Row("CPU-bound program, sandbox", f["cpu_sandbox_s"], "s", "{:.3f}"),
         Row("CPU-bound program, host CPython (in-process)", f["cpu_host_cpython_s"], "s", "{:.3f}"),
     ]
+    for key, _source, _quick_n, _full_n, label in MORE_PROGRAMS:
+        if f"cpu_{key}_sandbox_s" in f:  # absent from figures taken before these programs were added
+            out += [
+                Row(f"{label}, sandbox", f[f"cpu_{key}_sandbox_s"], "s", "{:.3f}"),
+                Row(f"{label}, host CPython", f[f"cpu_{key}_host_cpython_s"], "s", "{:.3f}"),
+                Row("  ratio sandbox / host CPython", f[f"ratio_cpu_{key}_sandbox_to_cpython"], "×", "{:.2f}"),
+            ]
     return out
 
 
