@@ -37,21 +37,42 @@ class CompiledPython:
 
 
 class SourceMap:
+    """The indexes are built on the first lookup: most modules never raise, and a
+    5,000-line one has ~33,000 entries to index."""
+
     def __init__(self, entries: list[tuple[Position, Span]]) -> None:
-        self.exact = {pos: span for pos, span in entries}
-        # For containment queries, sorted by start; a small module makes a scan cheap.
-        self.entries = sorted(entries, key=lambda e: (e[0][0], e[0][1]))
-        self._starts = [(p[0], p[1]) for p, _ in self.entries]
+        self._recorded = entries
+        self._exact: dict[Position, Span] | None = None
+        self._entries: list[tuple[Position, Span]] = []
+        self._starts: list[tuple[int, int]] = []
+
+    def _index(self) -> dict[Position, Span]:
+        if self._exact is None:
+            self._exact = {pos: span for pos, span in self._recorded}
+            # For containment queries, sorted by start; a small module makes a scan cheap.
+            self._entries = sorted(self._recorded, key=lambda e: (e[0][0], e[0][1]))
+            self._starts = [(p[0], p[1]) for p, _ in self._entries]
+        return self._exact
+
+    @property
+    def exact(self) -> dict[Position, Span]:
+        return self._index()
+
+    @property
+    def entries(self) -> list[tuple[Position, Span]]:
+        self._index()
+        return self._entries
 
     def lookup(self, pos: Position | list[int] | None) -> Span | None:
         if pos is None or len(pos) != 4:
             return None
         key = (pos[0], pos[1], pos[2], pos[3])
-        if key in self.exact:
-            return self.exact[key]
+        exact = self._index()
+        if key in exact:
+            return exact[key]
         best: tuple[int, Span] | None = None
         end = bisect.bisect_right(self._starts, (key[0], key[1]))
-        for (start_line, start_col, end_line, end_col), span in self.entries[:end]:
+        for (start_line, start_col, end_line, end_col), span in self._entries[:end]:
             if (end_line, end_col) >= (key[2], key[3]):
                 size = (end_line - start_line) * 10_000 + (end_col - start_col)
                 if best is None or size < best[0]:
@@ -59,7 +80,7 @@ class SourceMap:
         return best[1] if best is not None else None
 
     def __len__(self) -> int:
-        return len(self.entries)
+        return len(self._recorded)
 
 
 def span_to_json(span: Span) -> dict[str, object]:
