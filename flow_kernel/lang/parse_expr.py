@@ -10,17 +10,14 @@ from flow_kernel.lang.tokens import Interpolation, Kind, Token
 
 COMPARISONS = ("==", "!=", "<", "<=", ">", ">=")
 NOT_PREC, COMPARISON_PREC = 4, 5
-OP_PREC = {"??": 1, "+": 6, "-": 6, "*": 7, "/": 7, "%": 7, **{c: COMPARISON_PREC for c in COMPARISONS}}
-KEYWORD_PREC = {"or": 2, "and": 3, "in": COMPARISON_PREC}
-_OP, _KEYWORD = Kind.OP, Kind.KEYWORD
-
-
-def _binary_prec(tok: Token) -> int | None:
-    if tok.kind is _OP:
-        return OP_PREC.get(tok.text)
-    if tok.kind is _KEYWORD:
-        return KEYWORD_PREC.get(tok.text)
-    return None
+# Binary operators and operator keywords by their text (a token's text alone tells them:
+# see `ParserBase.at_op`).
+BINARY_PREC = {"??": 1, "or": 2, "and": 3, "in": COMPARISON_PREC, "+": 6, "-": 6, "*": 7, "/": 7, "%": 7,
+               **{c: COMPARISON_PREC for c in COMPARISONS}}
+PREFIX_WORDS = frozenset(("approve", "ask", "run"))
+_POSTFIX_OPS = frozenset(("(", ".", "?.", "["))
+_OP, _KEYWORD, _IDENT, _NEWLINE = Kind.OP, Kind.KEYWORD, Kind.IDENT, Kind.NEWLINE
+_INT, _NUMBER, _DURATION, _STRING = Kind.INT, Kind.NUMBER, Kind.DURATION, Kind.STRING
 
 
 class ExprParser(ParserBase):
@@ -72,17 +69,17 @@ class ExprParser(ParserBase):
         return value
 
     def _at_expect(self) -> bool:
-        tok = self.peek()
-        if tok.is_kw("expect"):
-            return True
-        # Outside brackets, a line that begins with `expect` continues the one above.
-        j = self.i
-        if self.toks[j].kind is Kind.NEWLINE:
-            return self.toks[j + 1].is_kw("expect")
-        return False
+        # The next token, or (also outside brackets, where a line that begins with
+        # `expect` continues the one above) the one after a newline.
+        tok = self.toks[self.i]
+        if tok.kind is _NEWLINE:
+            tok = self.toks[self.i + 1]
+        return tok.text == "expect"
 
     def prefix_form(self) -> ast.Expr:
         tok = self.peek()
+        if tok.text not in PREFIX_WORDS:
+            return self.ternary()
         if tok.is_kw("approve"):
             self.advance()
             question = self.ternary()
@@ -99,9 +96,7 @@ class ExprParser(ParserBase):
                 self.advance()
                 choice = self.ternary()
             return ast.Ask(self.span_from(tok.span), question, choice, self._deadline("ask"))
-        if tok.is_kw("run"):
-            return self.run_expr()
-        return self.ternary()
+        return self.run_expr()
 
     def _deadline(self, word: str) -> ast.Deadline | None:
         """`timeout T else V` after an `approve`/`ask`: both halves, in this order."""
@@ -137,7 +132,8 @@ class ExprParser(ParserBase):
 
     def ternary(self) -> ast.Expr:
         cond = self.binary()
-        if self.accept_op("?"):
+        if self.peek().text == "?":
+            self.advance()
             then = self.ternary()
             self.expect_op(":", "`:` of the conditional expression `c ? a : b`")
             other = self.ternary()
@@ -148,21 +144,24 @@ class ExprParser(ParserBase):
         """The binary levels of §6 by precedence climbing (one frame per operand
         instead of one per level): `??` (right-associative) < `or` < `and` < prefix
         `not` < comparisons (not chained) < `+ -` < `* / %`."""
-        if min_prec <= NOT_PREC and self.peek().is_kw("not"):
-            op_tok = self.advance()
+        tok = self.peek()
+        if tok.text == "not" and min_prec <= NOT_PREC:
+            self.advance()
             operand = self.binary(NOT_PREC)
-            left: ast.Expr = ast.Unary(self.span_from(op_tok.span), "not", operand)
-        else:
+            left: ast.Expr = ast.Unary(self.span_from(tok.span), "not", operand)
+        elif tok.text == "-":
             left = self.unary()
+        else:
+            left = self._postfix(self._atom(tok))  # `unary` and `primary`, inlined
         while True:
             tok = self.peek()
-            prec = _binary_prec(tok)
+            prec = BINARY_PREC.get(tok.text)
             if prec is None or prec < min_prec:
                 return left
             self.advance()
             right = self.binary(prec if tok.text == "??" else prec + 1)
             left = ast.Binary(self.span_from(self.outer_start(left)), tok.text, left, right, tok.span)
-            if prec == COMPARISON_PREC and _binary_prec(self.peek()) == COMPARISON_PREC:
+            if prec == COMPARISON_PREC and BINARY_PREC.get(self.peek().text) == COMPARISON_PREC:
                 extra = self.peek()
                 self.reporter.report(
                     "F1006", extra.span, f"expected the end of the comparison, found `{extra.text}`",
@@ -171,7 +170,7 @@ class ExprParser(ParserBase):
                 raise ParseError()
 
     def unary(self) -> ast.Expr:
-        if self.at_op("-"):
+        if self.peek().text == "-":
             op = self.advance()
             operand = self.unary()
             return ast.Unary(self.span_from(op.span), "-", operand)
@@ -184,24 +183,29 @@ class ExprParser(ParserBase):
         return self._postfix(node) if postfix else node
 
     def _atom(self, tok: Token) -> ast.Expr:
+        """The primary that starts at `tok` (which is `peek()`), without postfixes."""
         kind = tok.kind
-        if kind is Kind.INT:
+        if kind is _IDENT:
             self.advance()
-            return ast.IntLit(tok.span, int(tok.value))  # type: ignore[call-overload]
-        if kind is Kind.NUMBER:
-            self.advance()
-            return ast.NumLit(tok.span, float(tok.value))  # type: ignore[arg-type]
-        if kind is Kind.DURATION:
-            self.advance()
-            return ast.DurationLit(tok.span, int(tok.value))  # type: ignore[call-overload]
-        if kind is Kind.STRING:
+            nxt = self.toks[self.i]  # `peek_at(1)`, inlined: ~1 in 5 tokens is a name
+            if nxt.kind is _NEWLINE and self.skip_newlines_now:
+                nxt = self.toks[self.i + 1]
+            if nxt.text == "=>":
+                self.i -= 1  # back to the name (a newline before it stays skipped)
+                return self.lambda_expr()
+            return ast.Name(tok.span, tok.text)
+        if kind is _STRING:
             self.advance()
             return self.string(tok)
-        if kind is Kind.IDENT:
-            if self.peek_at(1).is_op("=>"):
-                return self.lambda_expr()
+        if kind is _INT:
             self.advance()
-            return ast.Name(tok.span, tok.text)
+            return ast.IntLit(tok.span, int(tok.value))  # type: ignore[call-overload]
+        if kind is _NUMBER:
+            self.advance()
+            return ast.NumLit(tok.span, float(tok.value))  # type: ignore[arg-type]
+        if kind is _DURATION:
+            self.advance()
+            return ast.DurationLit(tok.span, int(tok.value))  # type: ignore[call-overload]
         if kind is Kind.KEYWORD:
             if tok.text in ("true", "false"):
                 self.advance()
@@ -275,9 +279,12 @@ class ExprParser(ParserBase):
     def _postfix(self, node: ast.Expr) -> ast.Expr:
         while True:
             tok = self.peek()
-            if tok.is_op("("):
+            text = tok.text
+            if text not in _POSTFIX_OPS:  # most primaries have no postfix
+                return node
+            if text == "(":
                 node = self.call(node)
-            elif tok.is_op(".") and self.peek_at(1).is_op("{"):
+            elif text == "." and self.peek_at(1).text == "{":
                 self.advance()
                 opener = self.advance()
                 fields: list[ast.Ident] = []
@@ -288,14 +295,12 @@ class ExprParser(ParserBase):
                             break
                     self.expect_op("}")
                 node = ast.Pick(self.span_from(self.outer_start(node)), node, fields)
-            elif tok.is_op(".", "?."):
+            elif text != "[":  # `.` or `?.`
                 self.advance()
-                name = self.plain_name("a field name after `" + tok.text + "`")
-                node = ast.Member(self.span_from(self.outer_start(node)), node, name, tok.text == "?.")
-            elif tok.is_op("["):
-                node = self.subscript(node)
+                name = self.plain_name("a field name after `" + text + "`")
+                node = ast.Member(self.span_from(self.outer_start(node)), node, name, text == "?.")
             else:
-                return node
+                node = self.subscript(node)
 
     def subscript(self, node: ast.Expr) -> ast.Expr:
         opener = self.advance()
@@ -322,9 +327,9 @@ class ExprParser(ParserBase):
         opener = self.advance()
         args: list[ast.Arg] = []
         with self.bracket(opener), self.newlines(True):
-            while not self.at_op(")"):
+            while self.peek().text != ")":
                 start = self.peek()
-                if start.kind in (Kind.IDENT, Kind.KEYWORD) and self.peek_at(1).is_op(":"):
+                if (start.kind is _IDENT or start.kind is _KEYWORD) and self.peek_at(1).text == ":":
                     name = self.plain_name()
                     self.advance()
                     value: ast.Expr
@@ -337,8 +342,9 @@ class ExprParser(ParserBase):
                 else:
                     value = self.expr()
                     args.append(ast.Arg(value.span, None, value))
-                if not self.accept_op(","):
+                if self.peek().text != ",":
                     break
+                self.advance()
             self.expect_op(")", "`,` or `)` in the argument list")
         return ast.Call(self.span_from(self.outer_start(callee)), callee, args)
 
@@ -346,10 +352,11 @@ class ExprParser(ParserBase):
         opener = self.advance()
         items: list[ast.Expr] = []
         with self.bracket(opener), self.newlines(True):
-            while not self.at_op("]"):
+            while self.peek().text != "]":
                 items.append(self.expr())
-                if not self.accept_op(","):
+                if self.peek().text != ",":
                     break
+                self.advance()
             self.expect_op("]", "`,` or `]` in the array")
         return ast.ArrayLit(self.span_from(opener.span), items)
 
@@ -358,17 +365,17 @@ class ExprParser(ParserBase):
         entries: list[ast.ObjectEntry] = []
         seen: dict[str, ast.ObjectEntry] = {}
         with self.bracket(opener), self.newlines(True):
-            while not self.at_op("}"):
+            while self.peek().text != "}":
                 key_tok = self.peek()
-                if key_tok.kind is Kind.STRING and key_tok.value is not None:
-                    self.advance()
-                    key = str(key_tok.value)
-                elif key_tok.kind in (Kind.IDENT, Kind.KEYWORD):
+                if key_tok.kind is _IDENT or key_tok.kind is _KEYWORD:
                     self.advance()
                     key = key_tok.text
+                elif key_tok.kind is _STRING and key_tok.value is not None:
+                    self.advance()
+                    key = str(key_tok.value)
                 else:
                     raise self.fail("an object key")
-                if not self.at_op(":"):
+                if self.peek().text != ":":
                     raise self.fail("`:` after the object key", hints=(f"there is no shorthand: write `{{{key}: {key}}}`",))
                 self.advance()
                 value = self.expr()
@@ -381,8 +388,9 @@ class ExprParser(ParserBase):
                 else:
                     seen[key] = entry
                     entries.append(entry)
-                if not self.accept_op(","):
+                if self.peek().text != ",":
                     break
+                self.advance()
             self.expect_op("}", "`,` or `}` in the object")
         return ast.ObjectLit(self.span_from(opener.span), entries)
 

@@ -6,6 +6,8 @@ resumes at the next statement or declaration boundary (`synchronize`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from flow_kernel.diagnostics.registry import Reporter
 from flow_kernel.lang import ast
 from flow_kernel.lang.lexer import DocComment, tokenize
@@ -15,6 +17,9 @@ from flow_kernel.lang.tokens import Kind, Token
 from flow_kernel.source import SourceFile
 
 DECLARATION_WORDS = ("use", "type", "tool", "agent", "team", "workflow")
+# By token text (which alone tells an operator or a newline, see `ParserBase.at_op`).
+_SEPARATORS = frozenset(("\n", ";"))
+_STATEMENT_ENDS = frozenset(("\n", ";", "}"))
 SOFT_DECLARATION_WORDS = ("rubric", "panel")  # declare only as `rubric NAME {` at the top level
 
 
@@ -66,12 +71,14 @@ class Parser(ExprParser):
             raise
 
     def _skip_statement_separators(self) -> None:
-        while self.toks[self.i].kind is Kind.NEWLINE or self.toks[self.i].is_op(";"):
-            self.i += 1
+        toks, i = self.toks, self.i
+        while toks[i].text in _SEPARATORS:
+            i += 1
+        self.i = i
 
     def _end_of_statement(self) -> None:
         tok = self.toks[self.i]
-        if tok.kind in (Kind.NEWLINE, Kind.EOF) or tok.is_op(";", "}"):
+        if tok.text in _STATEMENT_ENDS or tok.kind is Kind.EOF:
             return
         raise self.fail("the end of the statement (a new line or `;`)")
 
@@ -220,7 +227,7 @@ class Parser(ExprParser):
             while True:
                 self._skip_statement_separators()
                 tok = self.peek()
-                if tok.is_op("}"):
+                if tok.text == "}":
                     self.advance()
                     break
                 if tok.kind is Kind.EOF:
@@ -239,9 +246,9 @@ class Parser(ExprParser):
     def statement(self) -> ast.Stmt:
         tok = self.peek()
         if tok.kind is Kind.KEYWORD:
-            handler = getattr(self, "stmt_" + tok.text, None)
+            handler = _STATEMENTS.get(tok.text)
             if handler is not None:
-                return handler()  # type: ignore[no-any-return]
+                return handler(self)
             if tok.text in DECLARATION_WORDS and len(self._modes) > 1:
                 if tok.text == "use" and self._async_depth:
                     self.reporter.report("F5002", tok.span, "`use` is not allowed inside an `async` body")
@@ -397,7 +404,7 @@ class Parser(ExprParser):
     def stmt_return(self) -> ast.Stmt:
         kw = self.advance()
         nxt = self.toks[self.i]
-        if nxt.kind in (Kind.NEWLINE, Kind.EOF) or nxt.is_op(";", "}"):
+        if nxt.text in _STATEMENT_ENDS or nxt.kind is Kind.EOF:
             return ast.Return(kw.span, None)
         value = self.expr()
         return ast.Return(self.span_from(kw.span), value)
@@ -456,3 +463,9 @@ class Parser(ExprParser):
 def parse(source: SourceFile, reporter: Reporter) -> ast.Module:
     tokens, docs = tokenize(source, reporter)
     return Parser(source, tokens, reporter, docs).module()
+
+
+# Statement keyword -> its parser method (`stmt_if` for `if`, …).
+_STATEMENTS: dict[str, Callable[[Parser], ast.Stmt]] = {
+    name.removeprefix("stmt_"): method for name, method in vars(Parser).items() if name.startswith("stmt_")
+}

@@ -37,17 +37,21 @@ class _NewlineMode:
     """The context manager of `ParserBase.newlines`: a plain class, because the parser
     enters one per bracket and a generator-based context manager costs several times more."""
 
-    __slots__ = ("ignored", "modes")
+    __slots__ = ("ignored", "parser")
 
-    def __init__(self, modes: list[bool], ignored: bool) -> None:
-        self.modes = modes
+    def __init__(self, parser: ParserBase, ignored: bool) -> None:
+        self.parser = parser
         self.ignored = ignored
 
     def __enter__(self) -> None:
-        self.modes.append(self.ignored)
+        parser = self.parser
+        parser._modes.append(self.ignored)
+        parser.skip_newlines_now = self.ignored
 
     def __exit__(self, *exc: object) -> None:
-        self.modes.pop()
+        modes = self.parser._modes
+        modes.pop()
+        self.parser.skip_newlines_now = modes[-1]
 
 
 class ParserBase:
@@ -58,6 +62,7 @@ class ParserBase:
         self.reporter = reporter
         # True on top: newlines are insignificant (inside brackets and object literals).
         self._modes: list[bool] = [False]
+        self.skip_newlines_now = False  # `_modes[-1]`, read on every `peek`
         self._async_depth = 0
         self.in_interpolation = False
         self.last_error_token: Token | None = None  # the token the last F1006 was about
@@ -67,47 +72,42 @@ class ParserBase:
     # -- newline modes ---------------------------------------------------------
     def newlines(self, ignored: bool) -> _NewlineMode:
         """`with self.newlines(True): …` parses its body with newlines ignored (or not)."""
-        return _NewlineMode(self._modes, ignored)
-
-    @property
-    def ignoring_newlines(self) -> bool:
-        return self._modes[-1]
+        return _NewlineMode(self, ignored)
 
     # -- navigation --------------------------------------------------------------
+    # The lexer never makes two NEWLINE tokens in a row, and the last token is EOF: where
+    # newlines are ignored, the token after a NEWLINE is the next significant one.
     def _index(self) -> int:
         j = self.i
-        if self._modes[-1]:
-            toks = self.toks
-            while toks[j].kind is _NEWLINE:
-                j += 1
+        if self.skip_newlines_now and self.toks[j].kind is _NEWLINE:
+            j += 1
         return j
 
     def peek(self) -> Token:
-        # `_index` inlined: the parser peeks ~35 times a line.
-        toks, j = self.toks, self.i
-        if self._modes[-1]:
-            while toks[j].kind is _NEWLINE:
-                j += 1
-        return toks[j]
+        # The parser peeks ~35 times a line: nothing called from here.
+        tok = self.toks[self.i]
+        if tok.kind is _NEWLINE and self.skip_newlines_now:
+            return self.toks[self.i + 1]
+        return tok
 
     def peek_at(self, k: int) -> Token:
         """The k-th significant token ahead (0 is `peek()`), never past EOF."""
+        toks = self.toks
         j = self._index()
         for _ in range(k):
-            if self.toks[j].kind is Kind.EOF:
+            if toks[j].kind is _EOF:
                 break
             j += 1
-            if self._modes[-1]:
-                while self.toks[j].kind is Kind.NEWLINE:
-                    j += 1
-        return self.toks[j]
+            if self.skip_newlines_now and toks[j].kind is _NEWLINE:
+                j += 1
+        return toks[j]
 
     def advance(self) -> Token:
         toks, j = self.toks, self.i
-        if self._modes[-1]:
-            while toks[j].kind is _NEWLINE:
-                j += 1
         tok = toks[j]
+        if tok.kind is _NEWLINE and self.skip_newlines_now:
+            j += 1
+            tok = toks[j]
         if tok.kind is not _EOF:
             j += 1
         self.i = j
@@ -116,31 +116,43 @@ class ParserBase:
     def prev_end(self) -> int:
         """End offset of the last consumed significant token."""
         j = self.i - 1
-        while j > 0 and self.toks[j].kind is Kind.NEWLINE:
+        while j > 0 and self.toks[j].kind is _NEWLINE:
             j -= 1
         return self.toks[j].span.end if j >= 0 else 0
 
     def span_from(self, start: Span | int) -> Span:
+        """From `start` to the end of the last consumed significant token (`prev_end`,
+        inlined: ~3 spans a line)."""
         begin = start if isinstance(start, int) else start.start
-        return self.src.span(begin, max(begin, self.prev_end()))
+        j = self.i - 1
+        if j < 0:
+            return Span(self.src, begin, begin if begin > 0 else 0)
+        toks = self.toks
+        while j > 0 and toks[j].kind is _NEWLINE:
+            j -= 1
+        end = toks[j].span.end
+        return Span(self.src, begin, end if end > begin else begin)
 
     def skip_newlines(self) -> None:
         while self.toks[self.i].kind is Kind.NEWLINE:
             self.i += 1
 
+    # A token's text alone tells an operator or a reserved word: an identifier is never
+    # spelt like one, a string's text has its quotes, a number starts with a digit, a bad
+    # character is never an operator's. So `peek().text == "("` is `peek().is_op("(")`.
     def at_op(self, *ops: str) -> bool:
-        return self.peek().is_op(*ops)
+        return self.peek().text in ops
 
     def at_kw(self, *words: str) -> bool:
-        return self.peek().is_kw(*words)
+        return self.peek().text in words
 
     def accept_op(self, op: str) -> Token | None:
-        if self.peek().is_op(op):
+        if self.peek().text == op:
             return self.advance()
         return None
 
     def accept_kw(self, word: str) -> Token | None:
-        if self.peek().is_kw(word):
+        if self.peek().text == word:
             return self.advance()
         return None
 
@@ -175,7 +187,7 @@ class ParserBase:
         return ParseError()
 
     def expect_op(self, op: str, what: str | None = None) -> Token:
-        if self.peek().is_op(op):
+        if self.peek().text == op:
             return self.advance()
         raise self.fail(what or f"`{op}`")
 
