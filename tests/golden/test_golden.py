@@ -1,0 +1,141 @@
+"""Golden comparison (issue 23's must-show): the optimised front end and runtime give what
+main gave at commit 46349d1, byte for byte.
+
+- Diagnostics: every input of `data/inputs.json` — the golden cases (tests/lang/cases),
+  the fuzz corpus files (tests/lang/fuzz_corpus), every catalogue code's failing and fixed
+  example, examples/*.flow, every gallery notebook's Flow cells (one session per notebook,
+  magic lines blanked), the run corpus's programs, Flow programs written inline in tests,
+  the lexer's edge cases, 600 fixed-seed fuzz programs (`data/fuzz_programs.json`: 40 %
+  generated programs, 40 % mutated ones, 10 % token soup, 10 % random text; every tenth
+  also checked twice as notebook cells) and the bench's 5,022-line program — is checked
+  again; each cell's diagnostics (code, severity, message, span offsets and line/columns,
+  related notes, hints), the CLI's rendered text and its clean/not clean must equal
+  `data/diagnostics.json`.
+- Runs: every program of tests/runtime/programs.py, examples/*.flow and the Flow cells of
+  the gallery notebooks that run with scripted agents alone (`corpus.RUNNABLE_NOTEBOOKS`,
+  cell after cell in one Session) run in ONE real sandbox (Pyodide in Node); each cell's
+  status, result, events in canonical order without times (`events.comparable`, the
+  determinism tests' form) and error (code, message, stage, Flow span, details) — or its
+  diagnostics when it does not compile — must equal `data/runs.json`. Generated Python is
+  not compared: its shape may change; what users see may not.
+
+A difference is a bug in the change that caused it. The golden is regenerated only for a
+difference that is not a change of behaviour (say which in the commit), from a clean
+checkout of the reference commit:
+
+    git worktree add /tmp/golden-base <commit>
+    cp -a flow_kernel/sandbox/js/node_modules /tmp/golden-base/flow_kernel/sandbox/js/
+    .venv/bin/python -m tests.golden.regen --root /tmp/golden-base   # --collect: inputs too
+
+(tests/golden/regen.py says more; docs/performance.md, "Golden comparison").
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.golden import record
+
+DATA = Path(__file__).parent / "data"
+REPO = Path(__file__).resolve().parents[2]
+SHOWN = 6  # differences printed in full
+
+
+def _load(name: str) -> dict[str, Any]:
+    value = json.loads((DATA / name).read_text(encoding="utf-8"))
+    assert isinstance(value, dict)
+    return value
+
+
+def differences(old: Any, new: Any, path: str = "") -> Iterator[tuple[str, Any, Any]]:
+    """(where, old, new) for each leaf that differs."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        for key in sorted(set(old) | set(new), key=str):
+            if key not in old or key not in new:
+                yield f"{path}.{key}", old.get(key, "<absent>"), new.get(key, "<absent>")
+            else:
+                yield from differences(old[key], new[key], f"{path}.{key}")
+    elif isinstance(old, list) and isinstance(new, list):
+        for i in range(max(len(old), len(new))):
+            if i >= len(old) or i >= len(new):
+                yield f"{path}[{i}]", old[i] if i < len(old) else "<absent>", new[i] if i < len(new) else "<absent>"
+            else:
+                yield from differences(old[i], new[i], f"{path}[{i}]")
+    elif old != new or type(old) is not type(new):
+        yield path, old, new
+
+
+def _show(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return text if len(text) <= 600 else text[:600] + f"… ({len(text)} characters)"
+
+
+def report(golden: dict[str, Any], now: dict[str, Any]) -> str:
+    """The first few differences, readable: which input, which field, old against new."""
+    lines: list[str] = []
+    count = 0
+    for key in golden:
+        for where, old, new in differences(golden[key], now.get(key)):
+            count += 1
+            if count > SHOWN:
+                continue
+            lines.append(f"--- {key}{where}")
+            if isinstance(old, str) and isinstance(new, str) and ("\n" in old or "\n" in new):
+                lines += difflib.unified_diff(old.splitlines(), new.splitlines(), "golden", "now", lineterm="", n=1)
+            else:
+                lines += [f"  golden: {_show(old)}", f"  now:    {_show(new)}"]
+    inputs = sum(1 for key in golden if golden[key] != now.get(key))
+    lines.insert(0, f"{count} differences in {inputs} of {len(golden)} inputs (the first {min(count, SHOWN)}):")
+    return "\n".join(lines)
+
+
+INPUTS = _load("inputs.json")
+FAMILIES = sorted({key.split("/")[0] for key in INPUTS})
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_diagnostics_are_unchanged(family: str) -> None:
+    golden = {key: value for key, value in _load("diagnostics.json").items() if key.split("/")[0] == family}
+    inputs = {key: value for key, value in INPUTS.items() if key.split("/")[0] == family}
+    assert golden.keys() == inputs.keys(), "data/inputs.json and data/diagnostics.json disagree: regenerate both"
+    now = record.check_all(inputs)
+    if now != golden:
+        pytest.fail(report(golden, now), pytrace=False)
+
+
+def test_runs_are_unchanged() -> None:
+    golden = _load("runs.json")
+    inputs = _load("run_inputs.json")
+    assert golden.keys() == inputs.keys(), "data/run_inputs.json and data/runs.json disagree: regenerate both"
+    now = record.run_all(inputs, REPO / "notebooks")
+    if now != golden:
+        pytest.fail(report(golden, now), pytrace=False)
+
+
+def test_the_corpus_is_what_it_says() -> None:
+    # The golden covers what the issue asks for; a regeneration that lost a family fails here.
+    runs = _load("run_inputs.json")
+    assert {"cases", "fuzz_corpus", "catalogue", "examples", "gallery", "run_corpus", "embedded", "fuzz",
+            "fuzz_cells", "bench", "lexer_edges"} <= set(FAMILIES)
+    assert sum(key.startswith("fuzz/") for key in INPUTS) >= 300
+    assert sum(key.startswith("catalogue/") for key in INPUTS) >= 200
+    assert sum(key.startswith("gallery/") for key in INPUTS) == len(list((REPO / "notebooks").glob("[0-9][0-9]-*.ipynb")))
+    assert len(INPUTS["bench/flow_program_5022"]["cells"][0][1].splitlines()) >= 5022
+    assert sum(key.startswith("run_corpus/") for key in runs) >= 100
+    clean = sum(all(cell["ok"] for cell in value) for value in _load("diagnostics.json").values())
+    assert 0 < clean < len(INPUTS)  # clean and failing inputs both
+
+
+def test_a_difference_is_reported_readably() -> None:
+    golden = {"a.flow": [{"ok": False, "text": "x\ny\n", "diagnostics": [{"code": "F2001", "span": {"start": 3}}]}]}
+    now = {"a.flow": [{"ok": False, "text": "x\nz\n", "diagnostics": [{"code": "F2001", "span": {"start": 4}}]}]}
+    text = report(golden, now)
+    assert text.startswith("2 differences in 1 of 1 inputs")
+    assert "--- a.flow[0].diagnostics[0].span.start\n  golden: 3\n  now:    4" in text
+    assert "-y\n+z" in text
