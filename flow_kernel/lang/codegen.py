@@ -17,8 +17,9 @@ caught errors `e_<n>`, temporaries `q_<n>` and unused lambda parameters `d_<n>`.
 from __future__ import annotations
 
 import ast as py
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from flow_kernel.errors import FATAL, RUNTIME_CODES
 from flow_kernel.lang import ast
@@ -30,6 +31,9 @@ from flow_kernel.source import Span
 
 NOW_UUID = ("now", "uuid")
 CATCHABLE = tuple(c for c in RUNTIME_CODES if c not in FATAL)
+# One context marker of each kind for the whole tree, as Python's parser makes them (they
+# hold nothing; a new one per name is a node to build each time).
+LOAD, STORE = py.Load(), py.Store()
 
 
 @dataclass
@@ -78,9 +82,9 @@ class CodeGenerator:
         return node
 
     def rt(self, name: str, *args: py.expr, span: Span | None = None) -> py.expr:
-        call = py.Call(py.Attribute(py.Name("rt", py.Load()), name, py.Load()), list(args), [])
+        call = py.Call(py.Attribute(py.Name("rt", LOAD), name, LOAD), list(args), [])
         if span is not None:
-            self.at(call, span)
+            self.origins[id(call)] = span
         return call
 
     def await_(self, call: py.expr, span: Span) -> py.expr:
@@ -91,7 +95,7 @@ class CodeGenerator:
     @staticmethod
     def const(value: object) -> py.expr:
         if isinstance(value, list):
-            return py.List([CodeGenerator.const(v) for v in value], py.Load())
+            return py.List([CodeGenerator.const(v) for v in value], LOAD)
         if isinstance(value, dict):
             return py.Dict([py.Constant(k) for k in value], [CodeGenerator.const(v) for v in value.values()])
         if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
@@ -101,11 +105,11 @@ class CodeGenerator:
 
     @staticmethod
     def load(name: str) -> py.Name:
-        return py.Name(name, py.Load())
+        return py.Name(name, LOAD)
 
     @staticmethod
     def store(name: str) -> py.Name:
-        return py.Name(name, py.Store())
+        return py.Name(name, STORE)
 
     def stmt_expr(self, value: py.expr, span: Span) -> py.stmt:
         node = py.Expr(value)
@@ -182,7 +186,7 @@ class CodeGenerator:
             params = [p.name.name for p in node.params]
             table_keys.append(py.Constant(entry.name))
             table_values.append(py.List([self.load(self.workflow_names[entry.name]), self.const(params),
-                                         self.const(limits)], py.Load()))
+                                         self.const(limits)], LOAD))
         body.append(self.cell())
         toplevel = self.result.toplevel
         entry_limits = dict(toplevel.limits) if toplevel is not None else dict(DEFAULT_LIMITS)
@@ -190,7 +194,6 @@ class CodeGenerator:
                         py.Dict(table_keys, table_values))
         body.append(self.async_def("main", ["rt", "args"], [py.Return(py.Await(start))]))
         tree = py.Module(body, [])
-        _give_statements_a_line(tree.body)
         return GeneratedModule(tree, self.origins, entry_limits)
 
     def workflow(self, node: ast.WorkflowDecl) -> py.AsyncFunctionDef:
@@ -251,8 +254,8 @@ class CodeGenerator:
             self.pop()
 
     def stmt(self, s: ast.Stmt) -> list[py.stmt]:
-        method = getattr(self, "s_" + type(s).__name__)
-        out: list[py.stmt] = method(s)
+        method = _STMT_METHODS.get(s.__class__) or _method(_STMT_METHODS, "s_", s.__class__)
+        out: list[py.stmt] = method(self, s)
         for node in out:
             if id(node) not in self.origins:
                 self.at(node, s.span)
@@ -293,7 +296,7 @@ class CodeGenerator:
         index = self.bind(s.index.name) if s.index is not None else self.fresh("d")
         body = self.block(s.body.body) or [py.Pass()]
         self.pop()
-        target = py.Tuple([self.store(index), self.store(item)], py.Store())
+        target = py.Tuple([self.store(index), self.store(item)], STORE)
         return [py.For(target, iterable, body, [])]
 
     def s_While(self, s: ast.While) -> list[py.stmt]:
@@ -386,15 +389,16 @@ class CodeGenerator:
             inner.extend(self.block(catch.body.body))
             self.pop()
             chain = [py.If(test, inner or [py.Pass()], chain)]
-        handler = py.ExceptHandler(py.Attribute(self.load("rt"), "Error", py.Load()), err, chain)
+        handler = py.ExceptHandler(py.Attribute(self.load("rt"), "Error", LOAD), err, chain)
         return [py.Try(body, [handler], [], [])]
 
     # -- expressions ---------------------------------------------------------------------
     def expr(self, e: ast.Expr) -> py.expr:
-        method = getattr(self, "x_" + type(e).__name__)
-        node: py.expr = method(e)
-        if id(node) not in self.origins:
-            self.at(node, e.span)
+        method = _EXPR_METHODS.get(e.__class__) or _method(_EXPR_METHODS, "x_", e.__class__)
+        node: py.expr = method(self, e)
+        origins = self.origins
+        if id(node) not in origins:
+            origins[id(node)] = e.span
         return node
 
     def x_IntLit(self, e: ast.IntLit) -> py.expr:
@@ -420,7 +424,7 @@ class CodeGenerator:
         return self.rt("interp", *parts, span=e.span)
 
     def x_ArrayLit(self, e: ast.ArrayLit) -> py.expr:
-        return py.List([self.expr(i) for i in e.items], py.Load())
+        return py.List([self.expr(i) for i in e.items], LOAD)
 
     def x_ObjectLit(self, e: ast.ObjectLit) -> py.expr:
         return py.Dict([py.Constant(en.key) for en in e.entries], [self.expr(en.value) for en in e.entries])
@@ -597,7 +601,7 @@ class CodeGenerator:
         ctx = self.result.workflows.get(name)
         limits = dict(ctx.limits) if ctx is not None else dict(DEFAULT_LIMITS)
         call = self.rt("workflow", py.Constant(name), self.load(self.workflow_names[name]),
-                       py.List(values, py.Load()), self.const(limits), span=e.span)
+                       py.List(values, LOAD), self.const(limits), span=e.span)
         return self.await_(call, e.span)
 
     def agent_call(self, e: ast.Call, agent: str | None, team: tuple[str, str] | None,
@@ -668,13 +672,24 @@ class CodeGenerator:
         for clause in clauses:
             cond = self.expr(clause.cond)
             message = self.expr(clause.message) if clause.message is not None else py.Constant(clause.cond.span.text)
-            pairs.append(py.List([cond, message], py.Load()))
+            pairs.append(py.List([cond, message], LOAD))
         self.it_names.pop()
         self.pop()
-        body = [*self.take_prelude(), py.Return(py.List(pairs, py.Load()))]
+        body = [*self.take_prelude(), py.Return(py.List(pairs, LOAD))]
         self.prelude = saved
         self.prelude.append(self.async_def(name, [it], body))
         return name
+
+
+# The `s_<Class>` / `x_<Class>` method of each Flow node class, found by name once.
+_STMT_METHODS: dict[type, Callable[[CodeGenerator, Any], list[py.stmt]]] = {}
+_EXPR_METHODS: dict[type, Callable[[CodeGenerator, Any], py.expr]] = {}
+
+
+def _method(table: dict[type, Callable[[CodeGenerator, Any], Any]], prefix: str, cls: type) -> Callable[[CodeGenerator, Any], Any]:
+    method: Callable[[CodeGenerator, Any], Any] = getattr(CodeGenerator, prefix + cls.__name__)
+    table[cls] = method
+    return method
 
 
 def generate(result: CheckResult, session_names: set[str] | None = None) -> GeneratedModule:
@@ -683,14 +698,3 @@ def generate(result: CheckResult, session_names: set[str] | None = None) -> Gene
         raise ValueError("cannot generate code for a module with errors")
     return CodeGenerator(result, session_names).module()
 
-
-def _give_statements_a_line(stmts: list[py.stmt]) -> None:
-    """`ast.unparse` reads `lineno` of statements that may carry a type comment; the real
-    positions come from parsing the written text, so a placeholder will do. (Cheaper
-    than `ast.fix_missing_locations`, which visits every expression node too.)"""
-    for node in stmts:
-        node.lineno = 1
-        for name in ("body", "orelse", "finalbody", "handlers"):
-            children = getattr(node, name, None)
-            if children:
-                _give_statements_a_line(children)

@@ -37,6 +37,7 @@ _COMPARE: dict[type[py.AST], str] = {py.Eq: "==", py.NotEq: "!=", py.Lt: "<", py
             py.Is: "is", py.IsNot: "is not", py.In: "in", py.NotIn: "not in"}
 _UNARY: dict[type[py.AST], str] = {py.USub: "-", py.UAdd: "+", py.Not: "not ", py.Invert: "~"}
 _ATOMS = (py.Name, py.Call, py.Attribute, py.List, py.Tuple, py.Dict, py.NamedExpr)
+_Name, _Constant, _Attribute = py.Name, py.Constant, py.Attribute
 
 
 class Unsupported(Exception):
@@ -47,7 +48,21 @@ def unparse(tree: py.Module) -> str:
     try:
         return ModuleWriter({}).write(tree)
     except Unsupported:
+        _give_statements_a_line(tree.body)
         return py.unparse(tree) + "\n"
+
+
+def _give_statements_a_line(stmts: list[py.stmt]) -> None:
+    """`ast.unparse` reads `lineno` of statements that may carry a type comment; a built
+    tree has none (its positions come from the text), so a placeholder will do. (Cheaper
+    than `ast.fix_missing_locations`, which visits every expression node too.)"""
+    for node in stmts:
+        if not hasattr(node, "lineno"):
+            node.lineno = 1
+        for name in ("body", "orelse", "finalbody", "handlers"):
+            children = getattr(node, name, None)
+            if children:
+                _give_statements_a_line(children)
 
 
 class ModuleWriter:
@@ -120,7 +135,17 @@ class ModuleWriter:
     # -- expressions -------------------------------------------------------------------
     def expr(self, node: py.expr, col: int) -> str:
         """`node`'s text, which starts at column `col` (in characters) of the current line."""
-        write = _EXPRESSIONS.get(node.__class__)
+        cls = node.__class__
+        if cls is _Name or cls is _Constant:
+            # Leaves (most nodes): written here, and with no nodes inside they need no
+            # place kept in `entries` before their text is known.
+            text = node.id if cls is _Name else _constant(self, node, col)
+            span = self.origins.get(id(node))
+            if span is not None:
+                line = len(self.lines) + 1
+                self.entries.append(((line, col, line, col + len(text)), span))
+            return text
+        write = _EXPRESSIONS.get(cls)
         if write is None:
             raise Unsupported(node.__class__.__name__)
         span = self.origins.get(id(node))
@@ -279,7 +304,11 @@ def _attribute(w: ModuleWriter, node: py.Attribute, col: int) -> str:
 
 def _call(w: ModuleWriter, node: py.Call, col: int) -> str:
     func = node.func
-    if isinstance(func, py.Name | py.Attribute):
+    value = getattr(func, "value", None)
+    if func.__class__ is _Attribute and value.__class__ is _Name \
+            and id(func) not in w.origins and id(value) not in w.origins:
+        head = value.id + "." + func.attr  # `rt.<name>`, what `_attribute` would write, with no entries
+    elif isinstance(func, py.Name | py.Attribute):
         head = w.expr(func, col)
     else:
         head = "(" + w.expr(func, col + 1) + ")"
