@@ -139,12 +139,12 @@ class ModuleWriter:
         if cls is _Name or cls is _Constant:
             # Leaves (most nodes): written here, and with no nodes inside they need no
             # place kept in `entries` before their text is known.
-            text = node.id if cls is _Name else _constant(self, node, col)
+            leaf: str = node.id if cls is _Name else _constant(self, node, col)  # type: ignore[attr-defined, arg-type]
             span = self.origins.get(id(node))
             if span is not None:
                 line = len(self.lines) + 1
-                self.entries.append(((line, col, line, col + len(text)), span))
-            return text
+                self.entries.append(((line, col, line, col + len(leaf)), span))
+            return leaf
         write = _EXPRESSIONS.get(cls)
         if write is None:
             raise Unsupported(node.__class__.__name__)
