@@ -26,8 +26,10 @@ class ExprChecker:
     def expr(self: Checker, e: ast.Expr, *, expect_ok: bool = False) -> T.Type:
         if isinstance(e, ast.Expect):
             return self.expect_expr(e, expect_ok)
-        method = getattr(self, "x_" + type(e).__name__)
-        t: T.Type = method(e)
+        method = self.expr_methods.get(type(e))
+        if method is None:
+            method = self.expr_methods[type(e)] = getattr(type(self), "x_" + type(e).__name__)
+        t: T.Type = method(self, e)
         return t
 
     # -- values against an expected type ----------------------------------------------

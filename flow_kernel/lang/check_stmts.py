@@ -39,8 +39,10 @@ class StmtChecker:
             frame.nesting -= 1
 
     def stmt(self: Checker, s: ast.Stmt) -> bool:
-        method = getattr(self, "s_" + type(s).__name__)
-        return bool(method(s))
+        method = self.stmt_methods.get(type(s))
+        if method is None:
+            method = self.stmt_methods[type(s)] = getattr(type(self), "s_" + type(s).__name__)
+        return bool(method(self, s))
 
     # -- bindings --------------------------------------------------------------------------
     def s_Let(self: Checker, s: ast.Let) -> bool:

@@ -9,8 +9,8 @@ the helpers they share (the mixins import it, not each other).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from typing import Any, ClassVar
 
 from flow_kernel.diagnostics.model import Related
 from flow_kernel.diagnostics.registry import Reporter
@@ -35,7 +35,49 @@ def decl_kind(node: ast.Decl) -> str:
     return DECL_KINDS[type(node)]
 
 
+class _InScope:
+    """The context manager of `Checker.new_scope`: a plain class, because the checker opens
+    a scope per block and lambda and a generator-based one costs several times more."""
+
+    __slots__ = ("checker", "scope")
+
+    def __init__(self, checker: Checker) -> None:
+        self.checker = checker
+
+    def __enter__(self) -> Scope:
+        checker = self.checker
+        scope = self.scope = Scope(checker.scope)
+        checker.scope = scope
+        return scope
+
+    def __exit__(self, *exc: object) -> None:
+        checker, scope = self.checker, self.scope
+        checker.scope = scope.parent or checker.root
+        checker._warn_unused(scope)
+
+
+class _InFrame:
+    """The context manager of `Checker.frame` (a plain class, like `_InScope`)."""
+
+    __slots__ = ("frame", "frames")
+
+    def __init__(self, frames: list[Frame], frame: Frame) -> None:
+        self.frames = frames
+        self.frame = frame
+
+    def __enter__(self) -> Frame:
+        self.frames.append(self.frame)
+        return self.frame
+
+    def __exit__(self, *exc: object) -> None:
+        self.frames.pop()
+
+
 class Checker(DeclChecker, ExprChecker, CallChecker, StmtChecker, PromptChecker, PanelChecker):
+    # Node class -> its `x_…` / `s_…` method, filled as node classes are met (`expr`, `stmt`).
+    expr_methods: ClassVar[dict[type, Callable[[Any, Any], T.Type]]] = {}
+    stmt_methods: ClassVar[dict[type, Callable[[Any, Any], bool]]] = {}
+
     def __init__(self, reporter: Reporter, reportable: set[SourceFile], *, file_mode: bool) -> None:
         self.reporter = reporter
         self.reportable = {id(s) for s in reportable}
@@ -67,23 +109,13 @@ class Checker(DeclChecker, ExprChecker, CallChecker, StmtChecker, PromptChecker,
         self.reporter.report(code, span, message, [r for r in related if r is not None], hints)
 
     # -- scopes and frames ----------------------------------------------------------------------
-    @contextmanager
-    def new_scope(self) -> Iterator[Scope]:
-        scope = Scope(self.scope)
-        self.scope = scope
-        try:
-            yield scope
-        finally:
-            self.scope = scope.parent or self.root
-            self._warn_unused(scope)
+    def new_scope(self) -> _InScope:
+        """`with self.new_scope() as scope:` — a scope for a block; its unused bindings are
+        reported as it closes."""
+        return _InScope(self)
 
-    @contextmanager
-    def frame(self, frame: Frame) -> Iterator[Frame]:
-        self.frames.append(frame)
-        try:
-            yield frame
-        finally:
-            self.frames.pop()
+    def frame(self, frame: Frame) -> _InFrame:
+        return _InFrame(self.frames, frame)
 
     def _warn_unused(self, scope: Scope) -> None:
         for binding in scope.bindings.values():
