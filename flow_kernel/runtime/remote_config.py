@@ -26,6 +26,7 @@ may be destructive or say nothing; the annotations themselves only ever add appr
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,17 +62,25 @@ class A2AAgentSettings:
     skill: str | None = None  # the skill to ask for (message metadata `skill`), when the agent has several
 
 
-def _refuse_secrets(raw: dict[str, Any], where: str, table: str) -> None:
-    for key in raw:
-        if key in _SECRET_WORDS:
-            raise ValueError(f"{where}: `{table}.{key}`: secrets are not read from files; put it in an environment "
-                             "variable and name it with `token_env`")
-
-
-def _known(raw: dict[str, Any], known: tuple[str, ...], where: str, table: str) -> None:
-    for key in raw:
-        if key not in known:
-            raise ValueError(f"{where}: unknown key `{table}.{key}` (known: {', '.join(known)})")
+def _tables(raw_tables: Any, section: str, what: str, known: tuple[str, ...],
+            where: str) -> Iterator[tuple[str, str, dict[str, Any]]]:
+    """Each `[section.NAME]` table as (NAME, "section.NAME", its keys), opened the same way for
+    MCP servers and A2A agents: a table of tables (`what` names them in the error), no
+    secret, only `known` keys."""
+    if not isinstance(raw_tables, dict):
+        raise ValueError(f"{where}: `{section}` must be a table of {what} ([{section}.NAME])")
+    for name, raw in raw_tables.items():
+        table = f"{section}.{name}"
+        if not isinstance(raw, dict):
+            raise ValueError(f"{where}: `{table}` must be a table")
+        for key in raw:
+            if key in _SECRET_WORDS:
+                raise ValueError(f"{where}: `{table}.{key}`: secrets are not read from files; put it in an "
+                                 "environment variable and name it with `token_env`")
+        for key in raw:
+            if key not in known:
+                raise ValueError(f"{where}: unknown key `{table}.{key}` (known: {', '.join(known)})")
+        yield name, table, raw
 
 
 def _timeout(raw: dict[str, Any], where: str, table: str) -> int:
@@ -96,15 +105,9 @@ def _url(raw: dict[str, Any], where: str, table: str) -> str | None:
 
 
 def parse_mcp(raw_servers: Any, where: str) -> dict[str, McpServerSettings]:
-    if not isinstance(raw_servers, dict):
-        raise ValueError(f"{where}: `mcp` must be a table of servers ([mcp.NAME])")
     servers: dict[str, McpServerSettings] = {}
-    for name, raw in raw_servers.items():
-        table = f"mcp.{name}"
-        if not isinstance(raw, dict):
-            raise ValueError(f"{where}: `{table}` must be a table")
-        _refuse_secrets(raw, where, table)
-        _known(raw, ("command", "url", "token_env", "timeout_ms", "no_approval", "cwd"), where, table)
+    known = ("command", "url", "token_env", "timeout_ms", "no_approval", "cwd")
+    for name, table, raw in _tables(raw_servers, "mcp", "servers", known, where):
         command = raw.get("command", [])
         if not isinstance(command, list) or not all(isinstance(c, str) and c for c in command):
             raise ValueError(f"{where}: `{table}.command` must be a list of strings (the executable, then its arguments)")
@@ -121,15 +124,8 @@ def parse_mcp(raw_servers: Any, where: str) -> dict[str, McpServerSettings]:
 
 
 def parse_a2a(raw_agents: Any, where: str) -> dict[str, A2AAgentSettings]:
-    if not isinstance(raw_agents, dict):
-        raise ValueError(f"{where}: `a2a` must be a table of agents ([a2a.NAME])")
     agents: dict[str, A2AAgentSettings] = {}
-    for name, raw in raw_agents.items():
-        table = f"a2a.{name}"
-        if not isinstance(raw, dict):
-            raise ValueError(f"{where}: `{table}` must be a table")
-        _refuse_secrets(raw, where, table)
-        _known(raw, ("url", "token_env", "timeout_ms", "skill"), where, table)
+    for name, table, raw in _tables(raw_agents, "a2a", "agents", ("url", "token_env", "timeout_ms", "skill"), where):
         url = _url(raw, where, table)
         if url is None:
             raise ValueError(f"{where}: `{table}` needs `url` (the agent's base URL; its card is at "

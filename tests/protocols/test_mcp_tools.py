@@ -5,6 +5,7 @@ streamable HTTP on loopback; the agent's provider calls the tools it is told to.
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -234,6 +235,23 @@ def test_bad_server_tables_are_refused_with_the_key(table: dict[str, Any], messa
 
     with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
         parse_config({"mcp": table})
+
+
+@pytest.mark.parametrize("config, message", [
+    ({"mcp": ["docs"]}, "`mcp` must be a table of servers ([mcp.NAME])"),
+    ({"mcp": {"docs": "python x.py"}}, "`mcp.docs` must be a table"),
+    ({"a2a": "http://h"}, "`a2a` must be a table of agents ([a2a.NAME])"),
+    ({"a2a": {"rev": ["http://h"]}}, "`a2a.rev` must be a table"),
+    ({"a2a": {"rev": {"url": "http://h", "api_key": "s3cret"}}}, "`a2a.rev.api_key`: secrets are not read from files"),
+    ({"a2a": {"rev": {"url": "http://h", "colour": 1}}}, "unknown key `a2a.rev.colour` (known: url, token_env, timeout_ms, skill)"),
+    ({"a2a": {"rev": {"skill": "review"}}}, "`a2a.rev` needs `url`"),
+])
+def test_bad_sections_and_agent_tables_are_refused_with_the_key(config: dict[str, Any], message: str) -> None:
+    # [mcp.NAME] and [a2a.NAME] are opened by one helper (remote_config._tables): both sides
+    from flow_kernel.runtime.config import ConfigError
+
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        parse_config(config)
 
 
 def test_the_mcp_magic_lists_servers_and_their_tools_and_doctor_starts_them(
