@@ -266,9 +266,9 @@ class AgentPipeline:
         """Provider, tools narrowing and the write policy, the output contract, the prompts."""
         spec = self.agents[name]
         provider, model = self._model(spec)
-        schema = self._output_schema(name, options.get("schema"))
+        schema, schema_key = self._output_schema(name, options.get("schema"))
         if isinstance(options.get("choice"), list):
-            schema = {"type": "string", "enum": options["choice"]}
+            schema, schema_key = {"type": "string", "enum": options["choice"]}, None
         requested = options.get("tools")
         tools, missing = narrow(self.check, spec.tools, requested if isinstance(requested, list) else None, self.registry,
                                 self.mcp)
@@ -280,7 +280,8 @@ class AgentPipeline:
         label = str(options.get("label"))
         occurrence = self._occurrences[(name, label)] = self._occurrences.get((name, label), 0) + 1
         context = options.get("context")
-        schema_key = json.dumps(schema, sort_keys=True)
+        if schema_key is None:
+            schema_key = json.dumps(schema, sort_keys=True)
         # the trust levels the call's data comes in (`facts:`, `documents:`, `context:`: prompts.py)
         levels = tuple(option for option in TRUST_OPTIONS if options.get(option) is not None)
         system_key = (name, schema_key, levels)
@@ -295,18 +296,20 @@ class AgentPipeline:
         call.price = price_of(provider if provider in LOCAL_PROVIDERS else f"{provider}/{model}", self.config.prices)
         return call
 
-    def _output_schema(self, name: str, sent: Any) -> dict[str, Any]:
+    def _output_schema(self, name: str, sent: Any) -> tuple[dict[str, Any], str | None]:
         """The output contract of a call: a schema the host compiled from the checked program,
         never one from the request. The request's `schema` only picks among the compiled ones
         (a call site's `output:` may differ from the agent's); anything else, from a bypassed
-        sandbox (a schema with `$ref: "file:///…"`), means the agent's declared output (issue 15)."""
+        sandbox (a schema with `$ref: "file:///…"`), means the agent's declared output (issue 15).
+        With it, its sorted JSON text when known (a compiled schema's is its key), else None."""
         if self._compiled_schemas is None:
             self._compiled_schemas = _compiled_output_schemas(self.check)
-        found = self._compiled_schemas.get(json.dumps(sent, sort_keys=True)) if isinstance(sent, dict) else None
+        key = json.dumps(sent, sort_keys=True) if isinstance(sent, dict) else None
+        found = self._compiled_schemas.get(key) if key is not None else None
         if found is not None:
-            return found
+            return found, key
         declared = self.check.decls[name].agent
-        return type_schema(declared.output) if declared is not None else {}
+        return (type_schema(declared.output) if declared is not None else {}), None
 
     def _model(self, spec: AgentSpec) -> tuple[str, str]:
         unread = next((f for f in spec.prompt_files if f.text is None), None)
@@ -554,7 +557,11 @@ class AgentPipeline:
                                   on_delta=merger if self.config.provider(call.provider).options.get("stream", True) else None)
         request.ask_operator = self._asker(call)
         try:
-            reply = await self._guarded(call, lambda: self._timed(provider.attempt(request), timeout_ms, agent), request)
+            if call.provider in PROVIDERS or (isinstance(timeout_ms, int) and timeout_ms > 0):
+                reply = await self._guarded(call, lambda: self._timed(provider.attempt(request), timeout_ms, agent),
+                                            request)
+            else:  # what `_guarded` and `_timed` come to for a local provider without a timeout
+                reply = await provider.attempt(request)
         except FlowError:
             if merger.text:  # a stream cut (or timed out) mid-way: what it wrote goes in the trace
                 call.partial = merger.text

@@ -363,10 +363,13 @@ def _timing(event: Event) -> bool:
     return kind is not None and kind.timing
 
 
+_LIVE = frozenset(kind.name for kind in _ALL if kind.live)
+
+
 def is_live(event: Event) -> bool:
     """An event for the live sinks only (`Kind.live`): not kept, not journaled."""
-    kind = kind_of(event.get("type"))
-    return kind is not None and kind.live
+    kind = event.get("type")
+    return isinstance(kind, str) and kind in _LIVE
 
 
 def comparable(events: list[Event]) -> list[Event]:

@@ -42,6 +42,10 @@ from flow_kernel.runtime.tools import ToolRegistry
 from flow_kernel.runtime.validation import require_valid, schema_validator
 
 EventSink = Callable[[Event], None]
+# What `json.dumps(data, ensure_ascii=False, default=str)` gives, without building an
+# encoder for every event (the output ceiling counts the length of this text).
+_data_text = json.JSONEncoder(ensure_ascii=False, default=str).encode
+_UTC = datetime.UTC
 
 
 @dataclass
@@ -140,15 +144,16 @@ class HostServices:
         if is_live(event):
             self._emit_live(event)
             return
-        self.output_bytes += len(json.dumps(event.get("data"), ensure_ascii=False, default=str))
+        data = event.get("data")
+        self.output_bytes += len(_data_text(data))
         if self.output_bytes > self.ceilings.output_bytes and not last:
             self.fail(self.ceilings.exceeded("output", self.output_bytes))
             return
         self.seq += 1
         full = {"type": event["type"], "run": self.run_id, "seq": self.seq,
-                "ts": datetime.datetime.now(datetime.UTC).isoformat(timespec="milliseconds"),
+                "ts": datetime.datetime.now(_UTC).isoformat(timespec="milliseconds"),
                 "span": event.get("span") or {"id": None, "parent": None}, "stage": event.get("stage"),
-                "data": event.get("data") or {}, "order": event.get("order") or LAST}
+                "data": data or {}, "order": event.get("order") or LAST}
         if full["type"] == "workflow.started":
             data = full["data"]
             limits = self.ceilings.clamp(self.compiled_limits(str(data.get("name"))))
