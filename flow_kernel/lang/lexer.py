@@ -97,17 +97,29 @@ class Lexer:
 
     # -- main loop -----------------------------------------------------------
     def tokenize(self) -> list[Token]:
-        """One `MASTER.match` per token: the regex engine finds the token's extent and
+        """One `MASTER` match per token: the regex engine finds the token's extent and
         kind (the group that matched), Python only builds the token. Strings with
-        escapes or `${…}` go to `_string`; bad numbers to `_bad_number`."""
+        escapes or `${…}` go to `_string`; bad numbers to `_bad_number`.
+
+        The matches come from `finditer` (cheaper than a `match` call per token), started
+        again after each string `_string` scanned. Its search finds what a match at the
+        current position would: `bad` matches any character but a space, so nothing is
+        skipped but spaces, and those only at the end."""
+        pos: int | None = self.pos
+        while pos is not None:
+            pos = self._tokenize_from(pos)
+        self.pos = self.end
+        self._add(Kind.EOF, self.end)
+        return self.tokens
+
+    def _tokenize_from(self, pos: int) -> int | None:
+        """Tokens from `pos` up to the next string that `_string` must scan: the offset
+        after that string, or None at the end."""
         text, src, end = self.text, self.src, self.end
         tokens = self.tokens
         append = tokens.append
         brackets = self._brackets
-        match = MASTER.match
-        pos = self.pos
-        # None only at the end (`bad` matches any other character), maybe after spaces.
-        while (m := match(text, pos, end)) is not None:
+        for m in MASTER.finditer(text, pos, end):
             group = m.lastindex or 0  # every match is one of the named alternatives
             start, pos = m.span(group)
             if group == _IDENT_G:
@@ -157,14 +169,12 @@ class Lexer:
             elif group == _STRING_G:
                 self.pos = start
                 self._string()
-                pos = self.pos
+                return self.pos
             else:
                 ch = text[start:pos]
                 self._error("F1001", start, pos, f"unexpected character `{ch}`", BAD_CHAR_HINTS.get(ch, ()))
                 append(Token(_ERROR, ch, Span(src, start, pos)))
-        self.pos = self.end
-        self._add(Kind.EOF, self.end)
-        return self.tokens
+        return None
 
     def _bad_number(self, start: int, number_end: int, tail: int) -> None:
         """A number glued to letters, digits or a second fraction is one bad token
@@ -293,6 +303,8 @@ class Lexer:
     def _check_escapes(self, start: int, end: int, interps: list[Interpolation]) -> None:
         """F1009 for each bad escape, found in the source itself so spans are exact
         (also in triple-quoted strings, whose text is dedented later)."""
+        if self.text.find("\\", start, end) < 0:
+            return  # no backslash: nothing to check (most strings)
         i = start
         holes = iter(interps)
         hole = next(holes, None)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 
@@ -33,6 +34,9 @@ class Kind(str, Enum):
 _OP, _KEYWORD, _IDENT = Kind.OP, Kind.KEYWORD, Kind.IDENT
 
 
+NO_PARTS: tuple[str | Interpolation, ...] = ()
+
+
 @dataclass(frozen=True)
 class Interpolation:
     """A `${…}` inside a string: the offsets of the expression text in the source."""
@@ -52,8 +56,9 @@ class Token:
         self.text = text
         self.span = span
         self.value = value
-        # For STRING tokens: literal text pieces and interpolations, in order.
-        self.parts: list[str | Interpolation] = []
+        # For STRING tokens: literal text pieces and interpolations, in order. Other tokens
+        # share one empty tuple (a list per token cost ~5 % of lexing).
+        self.parts: Sequence[str | Interpolation] = NO_PARTS
 
     def __repr__(self) -> str:
         return f"Token({self.kind.name}, {self.text!r})"
