@@ -317,3 +317,44 @@ def test_pick():
 def test_pick_errors(obj, names, message):
     with raises_evaluation(message):
         op.pick(obj, names)
+
+
+# --- the inline fast paths (two ints, two strings) agree with the general path ---------
+
+_scalars = st.one_of(st.integers(), st.text(max_size=4), st.booleans(), st.none(),
+                     st.floats(allow_nan=False, allow_infinity=False))
+
+
+def _outcome(fn, *args):
+    try:
+        r = fn(*args)
+    except FlowError as e:
+        return ("error", e.code, e.message)
+    return ("value", r, type(r))
+
+
+@given(_scalars, _scalars)
+def test_comparisons_fast_path_agrees_with_the_general_one(a, b):
+    from tests.sandbox.bootstrap_import import values
+    assert _outcome(op.eq, a, b) == ("value", values.deep_eq(a, b), bool)
+    assert _outcome(op.ne, a, b) == ("value", not values.deep_eq(a, b), bool)
+    import operator
+    for fn, sym, py_op in ((op.lt, "<", operator.lt), (op.le, "<=", operator.le), (op.gt, ">", operator.gt),
+                           (op.ge, ">=", operator.ge)):
+        def general(x, y, sym=sym, py_op=py_op):
+            op._ordered(x, y, sym)
+            return py_op(x, y)
+        assert _outcome(fn, a, b) == _outcome(general, a, b)
+
+
+@given(st.one_of(st.integers(), st.floats(allow_nan=False, allow_infinity=False)),
+       st.one_of(st.integers(), st.floats(allow_nan=False, allow_infinity=False)))
+def test_arithmetic_fast_path_agrees_with_the_general_one(a, b):
+    def general(fn_name, x, y):
+        if fn_name == "mod" and y == 0:
+            raise FlowError("evaluation", "division by zero")
+        op._numbers(x, y, "")
+        return op._arith({"sub": x - y, "mul": x * y, "mod": x % y if y else 0}[fn_name])
+    for name in ("sub", "mul", "mod"):
+        got, want = _outcome(getattr(op, name), a, b), _outcome(general, name, a, b)
+        assert got[0] == want[0] and (got[0] == "error" or got[1:] == want[1:]), (name, a, b, got, want)

@@ -200,3 +200,8 @@ def test_expect_bool_accepts_bools(v):
 def test_expect_bool_rejects_others(v, type_name):
     with raises_evaluation(f"the condition of `if` must be a bool, got {type_name}"):
         values.expect_bool(v, "the condition of `if`")
+
+
+@pytest.mark.parametrize("n", [0, 7, -7, 10**18 - 1, -(10**18) + 1, 10**18, -(10**18), 2**63, 10**40])
+def test_text_of_an_int_is_its_json(n):
+    assert values.text(n) == values.render(n) == json.dumps(n)

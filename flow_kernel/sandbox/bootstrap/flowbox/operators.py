@@ -9,7 +9,12 @@ Chosen semantics where the spec is silent:
 - `%` follows Python's floor semantics: the result has the sign of the divisor
   (-7 % 3 == 2, 7 % -3 == -2), unlike JavaScript's truncating remainder.
 - Strings compare by Unicode code point (Python's order).
-- Every failure is an `evaluation` error naming the JSON types involved."""
+- Every failure is an `evaluation` error naming the JSON types involved.
+
+Generated code calls these about once per operation, so the common cases (two ints,
+two strings, an object that has the field) are tested first, inline, and return
+exactly what the general path below them would: a function call costs several times
+more in the sandbox's WebAssembly CPython than on the host (docs/performance.md)."""
 
 from .errors import FlowError, evaluation
 from .values import NUMBER_TYPES, deep_eq, expect_bool, norm, type_of
@@ -57,6 +62,8 @@ def _numbers(a, b, message):
 
 
 def sub(a, b):
+    if type(a) is int and type(b) is int:
+        return a - b
     _numbers(a, b, "cannot subtract {1} from {0}")
     try:
         return _arith(a - b)
@@ -65,6 +72,8 @@ def sub(a, b):
 
 
 def mul(a, b):
+    if type(a) is int and type(b) is int:
+        return a * b
     _numbers(a, b, "cannot multiply {0} by {1}")
     try:
         return _arith(a * b)
@@ -83,6 +92,8 @@ def div(a, b):
 
 
 def mod(a, b):
+    if type(a) is int and type(b) is int and b:
+        return a % b  # floor semantics, as below
     _numbers(a, b, "cannot compute {0} modulo {1}")
     if b == 0:
         raise evaluation("division by zero")
@@ -106,10 +117,16 @@ def not_(a):
 
 
 def eq(a, b):
+    ta = type(a)
+    if ta is type(b) and (ta is int or ta is str):
+        return a == b
     return deep_eq(a, b)
 
 
 def ne(a, b):
+    ta = type(a)
+    if ta is type(b) and (ta is int or ta is str):
+        return a != b
     return not deep_eq(a, b)
 
 
@@ -124,21 +141,33 @@ def _ordered(a, b, op):
 
 
 def lt(a, b):
+    ta = type(a)
+    if ta is type(b) and (ta is int or ta is str):
+        return a < b
     _ordered(a, b, "<")
     return a < b
 
 
 def le(a, b):
+    ta = type(a)
+    if ta is type(b) and (ta is int or ta is str):
+        return a <= b
     _ordered(a, b, "<=")
     return a <= b
 
 
 def gt(a, b):
+    ta = type(a)
+    if ta is type(b) and (ta is int or ta is str):
+        return a > b
     _ordered(a, b, ">")
     return a > b
 
 
 def ge(a, b):
+    ta = type(a)
+    if ta is type(b) and (ta is int or ta is str):
+        return a >= b
     _ordered(a, b, ">=")
     return a >= b
 
@@ -238,7 +267,7 @@ def _no_field(obj, name):
 
 def member(obj, name):
     """`obj.name`: a required field."""
-    if isinstance(obj, dict):
+    if type(obj) is dict or isinstance(obj, dict):
         try:
             return obj[name]
         except KeyError:

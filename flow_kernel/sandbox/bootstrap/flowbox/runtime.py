@@ -238,10 +238,14 @@ class Runtime:
 
     def loop(self, value):
         self.step()
+        if value is True or value is False:  # expect_bool's own test, without its call
+            return value
         return _values.expect_bool(value, "the condition of `while`")
 
     @staticmethod
     def cond(value):
+        if value is True or value is False:
+            return value
         return _values.expect_bool(value, "a condition")
 
     @staticmethod
@@ -252,7 +256,9 @@ class Runtime:
 
     @staticmethod
     def interp(*parts):
-        return "".join(p if isinstance(p, str) else _values.text(p) for p in parts)
+        # A list, not a generator: join makes a list of one anyway, and resuming a
+        # generator per part costs more than the rest under WebAssembly.
+        return "".join([p if type(p) is str or isinstance(p, str) else _values.text(p) for p in parts])
 
     # -- events and scopes ------------------------------------------------------------------
     def _here(self):

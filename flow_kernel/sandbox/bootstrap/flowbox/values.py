@@ -20,6 +20,9 @@ _TYPE_NAMES = {type(None): "null", bool: "bool", int: "number", float: "number",
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(", ", ": "), allow_nan=False).encode
 
 
+_SHORT_INT = 10**18  # ints below this print the same through int.__repr__ as through render()
+
+
 def norm(x):
     """Normalise an arithmetic result: an integral float with |x| <= 2**53 becomes an
     int (so 6 / 3 is 2); inf and nan are errors (they are not JSON)."""
@@ -63,7 +66,12 @@ def render(v):
 
 def text(v):
     """A value as text for interpolation, print, log and str(): strings as they are."""
-    return v if type(v) is str else render(v)
+    t = type(v)
+    if t is str:
+        return v
+    if t is int and -_SHORT_INT < v < _SHORT_INT:
+        return int.__repr__(v)  # what the JSON encoder writes for an int, without the encoder
+    return render(v)
 
 
 def type_of(v):
