@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast as py
 from dataclasses import dataclass, replace
 
 from flow_kernel.diagnostics.registry import Reporter
@@ -11,7 +12,7 @@ from flow_kernel.lang.codegen import generate
 from flow_kernel.lang.session_scope import SessionScope
 from flow_kernel.lang.sourcemap import SourceMap, write
 from flow_kernel.lang.verify import verify
-from flow_kernel.source import Loader, SourceFile
+from flow_kernel.source import Loader, SourceFile, Span
 
 
 @dataclass
@@ -30,9 +31,10 @@ def compile_checked(result: CheckResult, session: SessionScope | None = None) ->
     if not result.ok:
         return Compiled(result, None, None, None)
     try:
+        names = set(session.bindings) if session is not None else None
         with no_cyclic_gc():
-            generated = generate(result, set(session.bindings) if session is not None else None)
-            written = write(generated.tree, generated.origins)
+            generated = generate(result, names)
+            written = write(generated.tree, generated.origins, again=lambda: _generate_again(result, names))
             verify(written.tree)
     except (RecursionError, SyntaxError):
         # Python's own limits, which a checked source can still reach: its parser takes at
@@ -43,6 +45,13 @@ def compile_checked(result: CheckResult, session: SessionScope | None = None) ->
                         "the source is nested too deeply to compile (a chain of more than ~200 operations)")
         return Compiled(replace(result, diagnostics=[*result.diagnostics, *reporter.sorted()]), None, None, None)
     return Compiled(result, written.source, written.source_map, generated.entry_limits)
+
+
+def _generate_again(result: CheckResult, names: set[str] | None) -> tuple[py.Module, dict[int, Span]]:
+    """The same tree once more (generation is deterministic), for the source map's first
+    lookup: the text is written without positions, and the tree is not kept."""
+    generated = generate(result, names)
+    return generated.tree, generated.origins
 
 
 def compile_source(source: SourceFile, *, session: SessionScope | None = None, loader: Loader | None = None,

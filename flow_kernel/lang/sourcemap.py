@@ -10,6 +10,12 @@ written and parsed again the old way, and walking the built and the re-parsed tr
 side by side gives every recorded node its position. A runtime
 error carries the position of the instruction that raised it (Python's
 `co_positions`), and `SourceMap.lookup` finds the innermost recorded node around it.
+
+Most modules never raise, and recording positions is about 40 % of writing: given a
+way to build the same tree again (`again`: the compiler generates it once more from
+the check result it keeps anyway), `write` writes the text alone and the map records
+the positions on its first lookup, by writing the module built again — checked to be
+the very text that was compiled. The tree itself is not kept for that (~5 KB a line).
 """
 
 from __future__ import annotations
@@ -17,8 +23,10 @@ from __future__ import annotations
 import ast as py
 import bisect
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
+from flow_kernel.lang.check import no_cyclic_gc
 from flow_kernel.lang.pytree import tree_nodes
 from flow_kernel.lang.pywriter import ModuleWriter, Position, Unsupported, unparse
 from flow_kernel.source import Span
@@ -40,17 +48,20 @@ class SourceMap:
     """The indexes are built on the first lookup: most modules never raise, and a
     5,000-line one has ~33,000 entries to index."""
 
-    def __init__(self, entries: list[tuple[Position, Span]]) -> None:
-        self._recorded = entries
+    def __init__(self, entries: list[tuple[Position, Span]] | Callable[[], list[tuple[Position, Span]]]) -> None:
+        self._recorded = entries  # or what records them, called on the first lookup
         self._exact: dict[Position, Span] | None = None
         self._entries: list[tuple[Position, Span]] = []
         self._starts: list[tuple[int, int]] = []
 
     def _index(self) -> dict[Position, Span]:
         if self._exact is None:
-            self._exact = {pos: span for pos, span in self._recorded}
+            recorded = self._recorded
+            if callable(recorded):
+                recorded = self._recorded = recorded()
+            self._exact = {pos: span for pos, span in recorded}
             # For containment queries, sorted by start; a small module makes a scan cheap.
-            self._entries = sorted(self._recorded, key=lambda e: (e[0][0], e[0][1]))
+            self._entries = sorted(recorded, key=lambda e: (e[0][0], e[0][1]))
             self._starts = [(p[0], p[1]) for p, _ in self._entries]
         return self._exact
 
@@ -80,7 +91,7 @@ class SourceMap:
         return best[1] if best is not None else None
 
     def __len__(self) -> int:
-        return len(self._recorded)
+        return len(self.entries)
 
 
 def span_to_json(span: Span) -> dict[str, object]:
@@ -90,8 +101,13 @@ def span_to_json(span: Span) -> dict[str, object]:
             "end_line": end.line, "end_column": end.column}
 
 
-def write(tree: py.Module, origins: dict[int, Span]) -> CompiledPython:
-    writer = ModuleWriter(origins)
+Built = tuple[py.Module, dict[int, Span]]  # a generated tree and its nodes' Flow spans
+
+
+def write(tree: py.Module, origins: dict[int, Span], again: Callable[[], Built] | None = None) -> CompiledPython:
+    """The module's text and source map; with `again`, the map records its positions on
+    its first lookup, from the tree `again` builds (the same one, or the lookup fails)."""
+    writer = ModuleWriter({} if again is not None else origins)
     try:
         source = writer.write(tree)
     except Unsupported:
@@ -99,7 +115,24 @@ def write(tree: py.Module, origins: dict[int, Span]) -> CompiledPython:
     if writer.max_depth >= SHALLOW_BLOCKS or any(
             _bracket_depth(line) >= SHALLOW_BRACKETS for line in writer.lines if len(line) >= 2 * SHALLOW_BRACKETS):
         return write_and_parse(tree, origins)
-    return CompiledPython(source, tree, SourceMap(writer.entries))
+    if again is None:
+        return CompiledPython(source, tree, SourceMap(writer.entries))
+    return CompiledPython(source, tree, SourceMap(lambda: _record_again(again, source)))
+
+
+def _record_again(again: Callable[[], Built], source: str) -> list[tuple[Position, Span]]:
+    try:
+        with no_cyclic_gc():  # as when compiling: ~5 objects a generated line, all alive to the end
+            tree, origins = again()
+            writer = ModuleWriter(origins)
+            text = writer.write(tree)
+    except RecursionError:
+        # Built again from deeper in the stack than the compile (a lookup runs inside the
+        # run's error handling): a module at the edge of the limit gets no spans, not a crash.
+        return []
+    if text != source:
+        raise AssertionError("the module built again for its source map is not the module that was compiled")
+    return writer.entries
 
 
 _STRING = re.compile(r"'(?:[^'\\\n]|\\.)*'|\"(?:[^\"\\\n]|\\.)*\"")  # a literal as `repr` writes it

@@ -15,12 +15,12 @@ import pytest
 
 from flow_kernel.bench.frontend import flow_program
 from flow_kernel.lang.check import check
-from flow_kernel.lang.codegen import generate
-from flow_kernel.lang.compiler import compile_source
+from flow_kernel.lang.codegen import GeneratedModule, generate
+from flow_kernel.lang.compiler import compile_checked, compile_source
 from flow_kernel.lang.session_scope import SessionScope
 from flow_kernel.lang.sourcemap import CompiledPython, write, write_and_parse
 from flow_kernel.lang.verify import VerificationError, verify
-from flow_kernel.source import SourceFile
+from flow_kernel.source import SourceFile, Span
 from tests.lang.flowcases import split_example
 from tests.runtime.programs import ALL
 
@@ -42,6 +42,11 @@ def same_map(source: str, *, session: SessionScope | None = None, name: str = "t
     # Every node the reference parse positions is looked up to the same span.
     for position, _ in reference.source_map.entries:
         assert written.source_map.lookup(list(position)) is reference.source_map.lookup(list(position))
+    # The compiler writes the text alone; its map records positions on the first lookup,
+    # from the module generated again: the same map.
+    compiled = compile_checked(result, session)
+    assert compiled.python == reference.source and compiled.source_map is not None
+    assert compiled.source_map.entries == reference.source_map.entries
     if session is not None:
         session.commit(result)
     return written
@@ -135,3 +140,20 @@ def test_the_verifier_reads_the_built_tree_whole_names_only() -> None:
     handler.name = "e_1:\n        import os\n    #"
     with pytest.raises(AssertionError, match="unparse changed the tree"):  # written, parsed again: caught
         write(handled, {})
+
+
+def test_a_map_recorded_later_is_of_the_compiled_module() -> None:
+    # What builds the tree again must build the module that was written; anything else
+    # is refused at the first lookup rather than mapping errors to the wrong spans.
+    result = check(SourceFile("t.flow", "let x = 1\nprint x"))
+    other = check(SourceFile("t.flow", "let x = 2\nprint x"))
+    generated = generate(result, None)
+    written = write(generated.tree, generated.origins, again=lambda: _built(generate(other, None)))
+    with pytest.raises(AssertionError, match="not the module that was compiled"):
+        written.source_map.lookup([1, 0, 1, 1])
+    good = write(generated.tree, generated.origins, again=lambda: _built(generate(result, None)))
+    assert good.source_map.entries == write(generated.tree, generated.origins).source_map.entries != []
+
+
+def _built(generated: GeneratedModule) -> tuple[py.Module, dict[int, Span]]:
+    return generated.tree, generated.origins
