@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import re
+
 from flow_kernel.diagnostics.model import Related
 from flow_kernel.lang import ast
 from flow_kernel.lang.lexer import Lexer
 from flow_kernel.lang.parser_base import MAX_NESTING, ParseError, ParserBase
-from flow_kernel.lang.tokens import Interpolation, Kind, Token
+from flow_kernel.lang.tokens import RESERVED, Interpolation, Kind, Token
+from flow_kernel.source import Span
 
 COMPARISONS = ("==", "!=", "<", "<=", ">", ">=")
 NOT_PREC, COMPARISON_PREC = 4, 5
@@ -16,6 +19,9 @@ BINARY_PREC = {"??": 1, "or": 2, "and": 3, "in": COMPARISON_PREC, "+": 6, "-": 6
                **{c: COMPARISON_PREC for c in COMPARISONS}}
 PREFIX_WORDS = frozenset(("approve", "ask", "run"))
 _POSTFIX_OPS = frozenset(("(", ".", "?.", "["))
+# `${name}` or `${name.field.field}` with nothing else inside (the lexer's identifiers, no
+# spaces): 5 interpolations in 6 in the bench's program.
+_PLAIN_PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 _OP, _KEYWORD, _IDENT, _NEWLINE = Kind.OP, Kind.KEYWORD, Kind.IDENT, Kind.NEWLINE
 _INT, _NUMBER, _DURATION, _STRING = Kind.INT, Kind.NUMBER, Kind.DURATION, Kind.STRING
 
@@ -440,6 +446,9 @@ class ExprParser(ParserBase):
             self.reporter.report("F1006", self.src.span(part.start - 2, part.end + 1),
                                  f"brackets, blocks and interpolations are nested more than {MAX_NESTING} deep here")
             return ast.NullLit(self.src.span(part.start, part.end))
+        plain = self._plain_path(part)
+        if plain is not None:
+            return plain
         sub_tokens = Lexer(self.src, self.reporter, part.start, part.end).tokenize()
         sub = type(self)(self.src, sub_tokens, self.reporter)
         sub._open_brackets = [*self._open_brackets, string]
@@ -455,6 +464,25 @@ class ExprParser(ParserBase):
             except ParseError:
                 return ast.NullLit(self.src.span(part.start, part.end))
         return value
+
+    def _plain_path(self, part: Interpolation) -> ast.Expr | None:
+        """The tree of a `${name.field…}` interpolation, built from its text: the nodes and
+        spans that lexing and parsing it would give (a `Name`, then a `Member` per field,
+        spanning from the name to the field's end), without a lexer and a parser for it.
+        None for anything else, and for a reserved word first (`${it}`, `${true}`, …)."""
+        text = self.src.text
+        if _PLAIN_PATH.fullmatch(text, part.start, part.end) is None:
+            return None
+        names = text[part.start : part.end].split(".")
+        if names[0] in RESERVED:
+            return None
+        src, start = self.src, part.start
+        end = start + len(names[0])
+        node: ast.Expr = ast.Name(Span(src, start, end), names[0])
+        for name in names[1:]:
+            name_start, end = end + 1, end + 1 + len(name)
+            node = ast.Member(Span(src, start, end), node, ast.Ident(Span(src, name_start, end), name), False)
+        return node
 
     # -- types -------------------------------------------------------------------
     def type_expr(self) -> ast.TypeExpr:
