@@ -71,6 +71,9 @@ class CodeGenerator:
         self.tasks: dict[str, str] = {}  # Flow task name -> handle variable
         self.session_loads: dict[str, str] = {}
         self.workflow_names: dict[str, str] = {}
+        # One `rt.<name>` node per name, shared by every call of it in the module (a third
+        # of the module's nodes otherwise; they hold no Flow origin and are never changed).
+        self.rt_names: dict[str, py.Attribute] = {}
 
     # -- helpers -------------------------------------------------------------------------
     def fresh(self, prefix: str) -> str:
@@ -82,7 +85,10 @@ class CodeGenerator:
         return node
 
     def rt(self, name: str, *args: py.expr, span: Span | None = None) -> py.expr:
-        call = py.Call(py.Attribute(py.Name("rt", LOAD), name, LOAD), list(args), [])
+        func = self.rt_names.get(name)
+        if func is None:
+            func = self.rt_names[name] = py.Attribute(py.Name("rt", LOAD), name, LOAD)
+        call = py.Call(func, list(args), [])
         if span is not None:
             self.origins[id(call)] = span
         return call
