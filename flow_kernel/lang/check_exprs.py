@@ -156,6 +156,8 @@ class ExprChecker:
         for part in e.parts:
             if isinstance(part, ast.Expr):
                 t = self.expr(part)
+                if isinstance(t, (T.Prim, T.Literal, T.AnyType)):
+                    continue  # a scalar (or `any`): rendered as text
                 core = [T.unwrap(o) for o in T.options(t)]
                 if core and all(isinstance(c, (T.ObjectType, T.ArrayType)) for c in core):
                     self.report("F7007", part.span, f"interpolating `{t}` renders it as JSON",

@@ -157,6 +157,10 @@ def strip_constraints(t: Type) -> Type:
 
 def union(types: list[Type]) -> Type:
     """Flatten and deduplicate; `any` absorbs everything."""
+    if len(types) == 1:  # one plain type (most calls: a field's or an array's item type)
+        only = types[0]
+        if not isinstance(only, (Named, UnionType, AnyType)):
+            return only
     flat: list[Type] = []
     seen: set[Type] = set()
     for t in types:
@@ -210,19 +214,28 @@ def prim_name(t: Type) -> str | None:
     return None
 
 
+# The four tests below answer a scalar (most calls) without the general walk over options.
 def is_numeric(t: Type) -> bool:
+    if isinstance(t, (Prim, Literal)):
+        return prim_name(t) in ("number", "int", "duration")
     return is_any(t) or all(prim_name(o) in ("number", "int", "duration") for o in options(t))
 
 
 def is_intlike(t: Type) -> bool:
+    if isinstance(t, (Prim, Literal)):
+        return prim_name(t) in ("int", "duration")
     return all(prim_name(o) in ("int", "duration") for o in options(t)) and not is_any(t)
 
 
 def is_stringy(t: Type) -> bool:
+    if isinstance(t, (Prim, Literal)):
+        return prim_name(t) == "string"
     return is_any(t) or all(prim_name(o) == "string" for o in options(t))
 
 
 def is_bool(t: Type) -> bool:
+    if isinstance(t, (Prim, Literal)):
+        return prim_name(t) == "bool"
     return is_any(t) or all(prim_name(o) == "bool" for o in options(t))
 
 
