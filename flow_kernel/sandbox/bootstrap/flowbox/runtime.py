@@ -132,6 +132,7 @@ class Runtime:
         self.steps = 0
         self.caps = []  # the step caps of the running frames (nested, and side by side in parallel)
         self.lowest_cap = 0  # min(self.caps): up to it, no running frame's cap can be exceeded
+        self.next_check = 1  # the next step count at which `_check_step` must run (see `step`)
         self.loose = Branch((("host", ""),), "h.")  # for code the host calls outside a run's branches
         self.bindings = {}
         self.session_values = (payload.get("args") or {}).get("session") or {}
@@ -186,7 +187,7 @@ class Runtime:
         self._event("workflow.started", {"name": name, "frame": frame.id, "parent": parent.id if parent else None,
                                          "limits": dict(limits)}, frame.id, parent.id if parent else None)
         self.caps.append(cap)
-        self.lowest_cap = min(self.caps)
+        self._set_lowest_cap(min(self.caps))
         try:
             result = await fn(self, *values) if values else await fn(self)
             await self._finish_tasks(frame)
@@ -200,7 +201,7 @@ class Runtime:
             raise
         finally:
             self.caps.remove(cap)
-            self.lowest_cap = min(self.caps, default=0)
+            self._set_lowest_cap(min(self.caps, default=0))
             frame.close()
             _scope.reset(span_token)
             _frame.reset(token)
@@ -221,14 +222,26 @@ class Runtime:
 
     # -- steps and conditions -------------------------------------------------------------
     def step(self):
-        # Generated code steps before every statement, so the common case reads no frame:
-        # up to the lowest cap of all running frames none is exceeded, and the deadline is
-        # only looked at every STEP_CLOCK_EVERY steps.
+        # Generated code steps before every statement, so the common case reads no frame and
+        # makes one comparison: a frame's step cap can only be exceeded past the lowest cap of
+        # all running frames, and the deadline is only looked at every STEP_CLOCK_EVERY steps;
+        # `next_check` is the first step count where either happens (`_schedule`).
+        # `loop` and the builtins' wrapper repeat these two lines rather than call this.
         steps = self.steps = self.steps + 1
-        if steps > self.lowest_cap or not steps % STEP_CLOCK_EVERY:
+        if steps >= self.next_check:
             self._check_step(steps)
 
+    def _schedule(self, steps):
+        """The first step count after `steps` that is past the lowest cap or a multiple of
+        STEP_CLOCK_EVERY: exactly the counts at which `_check_step` must run."""
+        self.next_check = min(max(self.lowest_cap, steps) + 1, (steps // STEP_CLOCK_EVERY + 1) * STEP_CLOCK_EVERY)
+
+    def _set_lowest_cap(self, cap):
+        self.lowest_cap = cap
+        self._schedule(self.steps)
+
     def _check_step(self, steps):
+        self._schedule(steps)  # before anything can raise: past a cap, every later step checks again
         frame = _frame.get()
         if steps > frame.cap:
             raise FlowError("limit-exceeded", f"the `steps` limit of {frame.cap_limit} of `{frame.cap_name}` is exceeded",
@@ -237,7 +250,9 @@ class Runtime:
             raise _timeout(frame)
 
     def loop(self, value):
-        self.step()
+        steps = self.steps = self.steps + 1  # `step`, inlined
+        if steps >= self.next_check:
+            self._check_step(steps)
         if value is True or value is False:  # expect_bool's own test, without its call
             return value
         return _values.expect_bool(value, "the condition of `while`")
@@ -572,13 +587,18 @@ class _EventScope:
 
 
 def _builtin(name, fn, is_async):
+    # `Runtime.step`, inlined: a builtin call is one of the commonest operations.
     if is_async:
         async def call(self, *args):
-            self.step()
+            steps = self.steps = self.steps + 1
+            if steps >= self.next_check:
+                self._check_step(steps)
             return await fn(*args)
     else:
         def call(self, *args):
-            self.step()
+            steps = self.steps = self.steps + 1
+            if steps >= self.next_check:
+                self._check_step(steps)
             return fn(*args)
     call.__name__ = f"fn_{name}"
     return call
