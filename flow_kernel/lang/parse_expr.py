@@ -229,7 +229,7 @@ class ExprParser(ParserBase):
             if self._lambda_ahead():
                 return self.lambda_expr()
             self.advance()
-            with self.bracket(tok), self.newlines(True):
+            with self.bracket(tok, newlines_ignored=True):
                 inner = self.expr()
                 self.expect_op(")")
             self._paren_start[id(inner)] = tok.span.start
@@ -263,7 +263,7 @@ class ExprParser(ParserBase):
         params: list[ast.Ident] = []
         if start.is_op("("):
             opener = self.advance()
-            with self.bracket(opener), self.newlines(True):
+            with self.bracket(opener, newlines_ignored=True):
                 while not self.at_op(")"):
                     params.append(self.ident("a lambda parameter"))
                     if not self.accept_op(","):
@@ -294,7 +294,7 @@ class ExprParser(ParserBase):
                 self.advance()
                 opener = self.advance()
                 fields: list[ast.Ident] = []
-                with self.bracket(opener), self.newlines(True):
+                with self.bracket(opener, newlines_ignored=True):
                     while not self.at_op("}"):
                         fields.append(self.plain_name("a field name"))
                         if not self.accept_op(","):
@@ -310,7 +310,7 @@ class ExprParser(ParserBase):
 
     def subscript(self, node: ast.Expr) -> ast.Expr:
         opener = self.advance()
-        with self.bracket(opener), self.newlines(True):
+        with self.bracket(opener, newlines_ignored=True):
             if self.at_op("*") and self.peek_at(1).is_op("]"):
                 self.advance()
                 self.advance()
@@ -332,7 +332,7 @@ class ExprParser(ParserBase):
     def call(self, callee: ast.Expr) -> ast.Call:
         opener = self.advance()
         args: list[ast.Arg] = []
-        with self.bracket(opener), self.newlines(True):
+        with self.bracket(opener, newlines_ignored=True):
             while self.peek().text != ")":
                 start = self.peek()
                 if (start.kind is _IDENT or start.kind is _KEYWORD) and self.peek_at(1).text == ":":
@@ -357,7 +357,7 @@ class ExprParser(ParserBase):
     def array(self) -> ast.ArrayLit:
         opener = self.advance()
         items: list[ast.Expr] = []
-        with self.bracket(opener), self.newlines(True):
+        with self.bracket(opener, newlines_ignored=True):
             while self.peek().text != "]":
                 items.append(self.expr())
                 if self.peek().text != ",":
@@ -370,7 +370,7 @@ class ExprParser(ParserBase):
         opener = self.advance()
         entries: list[ast.ObjectEntry] = []
         seen: dict[str, ast.ObjectEntry] = {}
-        with self.bracket(opener), self.newlines(True):
+        with self.bracket(opener, newlines_ignored=True):
             while self.peek().text != "}":
                 key_tok = self.peek()
                 if key_tok.kind is _IDENT or key_tok.kind is _KEYWORD:
@@ -404,7 +404,7 @@ class ExprParser(ParserBase):
         kw = self.advance()
         opener = self.expect_op("{", "`{` after `parallel`")
         branches: list[ast.ParallelBranch] = []
-        with self.bracket(opener), self.newlines(False):
+        with self.bracket(opener, newlines_ignored=False):
             self._skip_separators()
             while not self.at_op("}"):
                 name = self.plain_name("a branch name")
@@ -507,7 +507,7 @@ class ExprParser(ParserBase):
             elif self.at_op("("):
                 opener = self.advance()
                 args: list[ast.NamedValue] = []
-                with self.bracket(opener), self.newlines(True):
+                with self.bracket(opener, newlines_ignored=True):
                     while not self.at_op(")"):
                         name = self.plain_name("a constraint keyword")
                         self.expect_op(":", "`:` after the constraint keyword")
@@ -551,7 +551,7 @@ class ExprParser(ParserBase):
             return self._object_type()
         if tok.is_op("("):
             opener = self.advance()
-            with self.bracket(opener), self.newlines(True):
+            with self.bracket(opener, newlines_ignored=True):
                 inner = self.type_expr()
                 self.expect_op(")")
             self._paren_start[id(inner)] = opener.span.start
@@ -563,7 +563,7 @@ class ExprParser(ParserBase):
         fields: list[ast.TField] = []
         seen: dict[str, ast.TField] = {}
         is_open = False
-        with self.bracket(opener), self.newlines(True):
+        with self.bracket(opener, newlines_ignored=True):
             while not self.at_op("}"):
                 if self.at_op("..."):
                     self.advance()

@@ -138,7 +138,7 @@ class Parser(ExprParser):
     def params(self) -> list[ast.Param]:
         opener = self.expect_op("(", "`(` opening the parameter list")
         params: list[ast.Param] = []
-        with self.bracket(opener), self.newlines(True):
+        with self.bracket(opener, newlines_ignored=True):
             while not self.at_op(")"):
                 name = self.ident("a parameter name")
                 optional = self.accept_op("?") is not None
@@ -184,7 +184,7 @@ class Parser(ExprParser):
     def _fields(self, what: str) -> list[ast.AgentField]:
         opener = self.expect_op("{", f"`{{` opening the {what} body")
         fields: list[ast.AgentField] = []
-        with self.bracket(opener), self.newlines(False):
+        with self.bracket(opener, newlines_ignored=False):
             self._skip_separators()
             while not self.at_op("}"):
                 name = self.plain_name(f"a {what} field name")
@@ -223,7 +223,7 @@ class Parser(ExprParser):
             raise self.fail(f"`{{` opening {what}")
         self.advance()
         body: list[ast.Stmt] = []
-        with self.bracket(opener), self.newlines(False):
+        with self.bracket(opener, newlines_ignored=False):
             while True:
                 self._skip_statement_separators()
                 tok = self.peek()
@@ -354,7 +354,7 @@ class Parser(ExprParser):
         name = self.primary(postfix=False)
         opener = self.expect_op("{", "`{` opening the pipeline")
         stages: list[ast.Stage] = []
-        with self.bracket(opener), self.newlines(False):
+        with self.bracket(opener, newlines_ignored=False):
             while True:
                 self._skip_statement_separators()
                 if self.accept_op("}"):
@@ -447,7 +447,7 @@ class Parser(ExprParser):
         kw = self.advance()
         opener = self.expect_op("{", "`{` after `limits`")
         entries: list[ast.NamedValue] = []
-        with self.bracket(opener), self.newlines(False):
+        with self.bracket(opener, newlines_ignored=False):
             self._skip_separators()
             while not self.at_op("}"):
                 name = self.plain_name("a limit name")

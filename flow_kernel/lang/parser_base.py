@@ -18,19 +18,28 @@ class ParseError(Exception):
 
 class _Bracket:
     """The context manager of `ParserBase.bracket`, a plain class like `_NewlineMode`
-    (entered ~7,700 times per 5,000 lines; a generator-based one cost several times more)."""
+    (entered ~7,700 times per 5,000 lines; a generator-based one cost several times more).
+    It also sets the newline mode inside the bracket: one object and two calls a bracket."""
 
-    __slots__ = ("opener", "stack")
+    __slots__ = ("ignored", "opener", "parser")
 
-    def __init__(self, stack: list[Token], opener: Token) -> None:
-        self.stack = stack
+    def __init__(self, parser: ParserBase, opener: Token, ignored: bool) -> None:
+        self.parser = parser
         self.opener = opener
+        self.ignored = ignored
 
     def __enter__(self) -> None:
-        self.stack.append(self.opener)
+        parser = self.parser
+        parser._open_brackets.append(self.opener)
+        parser._modes.append(self.ignored)
+        parser.skip_newlines_now = self.ignored
 
     def __exit__(self, *exc: object) -> None:
-        self.stack.pop()
+        parser = self.parser
+        modes = parser._modes
+        modes.pop()
+        parser.skip_newlines_now = modes[-1]
+        parser._open_brackets.pop()
 
 
 class _NewlineMode:
@@ -191,13 +200,14 @@ class ParserBase:
             return self.advance()
         raise self.fail(what or f"`{op}`")
 
-    def bracket(self, opener: Token) -> _Bracket:
-        """`with self.bracket(opener):` — inside an open bracket (for its diagnostics and the
-        nesting bound, checked here: every use enters it at once)."""
+    def bracket(self, opener: Token, newlines_ignored: bool) -> _Bracket:
+        """`with self.bracket(opener, newlines_ignored=True):` — inside an open bracket (for
+        its diagnostics and the nesting bound, checked here: every use enters it at once),
+        with newlines ignored or not (as `newlines`)."""
         if len(self._open_brackets) >= MAX_NESTING:
             self.reporter.report("F1006", opener.span, f"brackets and blocks are nested more than {MAX_NESTING} deep here")
             raise ParseError()
-        return _Bracket(self._open_brackets, opener)
+        return _Bracket(self, opener, newlines_ignored)
 
     def synchronize(self, start: int | None = None, consume_end: bool = True) -> None:
         """Skip to the end of the current statement: a newline or `;` outside brackets,
