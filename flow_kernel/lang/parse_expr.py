@@ -60,7 +60,12 @@ class ExprParser(ParserBase):
     # -- expressions -------------------------------------------------------------
     def expr(self) -> ast.Expr:
         """A full expression, with `expect` clauses when they follow."""
-        value = self.prefix_form()
+        if self.peek().text in PREFIX_WORDS:
+            value = self.prefix_form()
+        else:  # `prefix_form` and `ternary`, inlined (one expression in three is an argument)
+            value = self.binary()
+            if self.peek().text == "?":
+                value = self._conditional(value)
         if self._at_expect():
             clauses: list[ast.ExpectClause] = []
             while self._at_expect():
@@ -139,12 +144,16 @@ class ExprParser(ParserBase):
     def ternary(self) -> ast.Expr:
         cond = self.binary()
         if self.peek().text == "?":
-            self.advance()
-            then = self.ternary()
-            self.expect_op(":", "`:` of the conditional expression `c ? a : b`")
-            other = self.ternary()
-            return ast.Ternary(self.span_from(self.outer_start(cond)), cond, then, other)
+            return self._conditional(cond)
         return cond
+
+    def _conditional(self, cond: ast.Expr) -> ast.Ternary:
+        """`cond ? then : other`, from the `?`."""
+        self.advance()
+        then = self.ternary()
+        self.expect_op(":", "`:` of the conditional expression `c ? a : b`")
+        other = self.ternary()
+        return ast.Ternary(self.span_from(self.outer_start(cond)), cond, then, other)
 
     def binary(self, min_prec: int = 1) -> ast.Expr:
         """The binary levels of §6 by precedence climbing (one frame per operand
@@ -157,8 +166,10 @@ class ExprParser(ParserBase):
             left: ast.Expr = ast.Unary(self.span_from(tok.span), "not", operand)
         elif tok.text == "-":
             left = self.unary()
-        else:
-            left = self._postfix(self._atom(tok))  # `unary` and `primary`, inlined
+        else:  # `unary` and `primary`, inlined
+            left = self._atom(tok)
+            if self.peek().text in _POSTFIX_OPS:
+                left = self._postfix(left)
         while True:
             tok = self.peek()
             prec = BINARY_PREC.get(tok.text)
