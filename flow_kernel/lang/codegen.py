@@ -283,7 +283,7 @@ class CodeGenerator:
         return [py.Assign([self.store(python)], self._persisting(python, scope, s.target.name, value))]
 
     def s_If(self, s: ast.If) -> list[py.stmt]:
-        cond = self.rt("cond", self.expr(s.cond), span=s.cond.span)
+        cond = self.truth(s.cond)
         then = self.scoped(s.then)
         other: list[py.stmt] = []
         if isinstance(s.other, ast.If):
@@ -449,8 +449,8 @@ class CodeGenerator:
 
     def x_Binary(self, e: ast.Binary) -> py.expr:
         if e.op in ("and", "or"):
-            left = self.rt("cond", self.expr(e.left), span=e.left.span)
-            right = self.rt("cond", self.expr(e.right), span=e.right.span)
+            left = self.truth(e.left)
+            right = self.truth(e.right)
             return py.BoolOp(py.And() if e.op == "and" else py.Or(), [left, right])
         if e.op == "??":
             temp = self.fresh("q")
@@ -461,8 +461,29 @@ class CodeGenerator:
             return self.rt("in_", self.expr(e.left), self.expr(e.right), span=e.span)
         return self.rt(self.BINARY[e.op], self.expr(e.left), self.expr(e.right), span=e.span)
 
+    # Runtime operators that always return a bool (flowbox/operators.py): `rt.cond` of one
+    # of them, or of `and`/`or` over them, is the identity, so it is not generated.
+    BOOL_RESULTS: ClassVar[frozenset[str]] = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "in_", "not_", "cond"})
+
+    def truth(self, e: ast.Expr) -> py.expr:
+        """`e` as a condition: `rt.cond(e)`, which fails unless e is a bool, or e itself
+        when the code computing it can only give a bool."""
+        value = self.expr(e)
+        if self._bool_valued(value):
+            return value
+        return self.rt("cond", value, span=e.span)
+
+    def _bool_valued(self, node: py.expr) -> bool:
+        if isinstance(node, py.BoolOp):
+            return all(self._bool_valued(v) for v in node.values)
+        if isinstance(node, py.Constant):
+            return isinstance(node.value, bool)
+        func = node.func if isinstance(node, py.Call) else None
+        return (isinstance(func, py.Attribute) and isinstance(func.value, py.Name) and func.value.id == "rt"
+                and func.attr in self.BOOL_RESULTS)
+
     def x_Ternary(self, e: ast.Ternary) -> py.expr:
-        cond = self.rt("cond", self.expr(e.cond), span=e.cond.span)
+        cond = self.truth(e.cond)
         return py.IfExp(cond, self.expr(e.then), self.expr(e.other))
 
     def x_Member(self, e: ast.Member) -> py.expr:

@@ -100,3 +100,17 @@ REFUSED = [
 def test_verifier_refuses(name: str, source: str) -> None:
     with pytest.raises(VerificationError):
         verify(py.parse(source))
+
+
+def test_conditions_that_can_only_be_bools_are_not_wrapped_in_cond() -> None:
+    """`rt.cond` (fails unless its value is a bool) is left out around comparisons and
+    `and`/`or` of them; a name or a call that may give anything keeps it."""
+    source = ("let n = 3\nlet flag: any = true\nlet xs = [1]\n"
+              "if n > 2 and n == 3 { print 1 }\nif flag { print 2 }\nif flag or n < 1 { print 3 }\n"
+              "if contains(xs, 1) { print 4 }\nprint n >= 1 ? 5 : 6\n")
+    text = compiled(source).python or ""
+    assert "if rt.gt(v_n, 2) and rt.eq(v_n, 3):" in text
+    assert "if rt.cond(v_flag):" in text
+    assert "if rt.cond(v_flag) or rt.lt(v_n, 1):" in text
+    assert "if rt.cond(rt.fn_contains(v_xs, 1)):" in text
+    assert "rt.print(5 if rt.ge(v_n, 1) else 6)" in text
