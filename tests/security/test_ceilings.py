@@ -246,11 +246,9 @@ def test_a_flood_of_8_MB_logs_stops_at_the_output_budget(journal_dir: Path) -> N
 
 
 def test_reopened_the_output_budget_lets_the_flood_through(journal_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import types
-
     from flow_kernel.runtime import host
 
-    monkeypatch.setattr(host, "json", types.SimpleNamespace(dumps=lambda *a, **k: ""))  # nothing is counted
+    monkeypatch.setattr(host, "_data_text", lambda data: "")  # nothing is counted
     session = Session(directory=journal_dir.parent, journal_dir="runs", ceilings=Ceilings(output_bytes=8 * 2**20))
     outcome, _ = run(session, flood(6, 4))
     journal = next(journal_dir.glob("*.jsonl"))
