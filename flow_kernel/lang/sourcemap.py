@@ -122,17 +122,21 @@ def write(tree: py.Module, origins: dict[int, Span], again: Callable[[], Built] 
 
 def _record_again(again: Callable[[], Built], source: str) -> list[tuple[Position, Span]]:
     try:
-        with no_cyclic_gc():  # as when compiling: ~5 objects a generated line, all alive to the end
-            tree, origins = again()
-            writer = ModuleWriter(origins)
-            text = writer.write(tree)
+        with no_cyclic_gc():  # as when compiling (and the tree is freed before it resumes)
+            text, entries = _write_again(again)
     except RecursionError:
         # Built again from deeper in the stack than the compile (a lookup runs inside the
         # run's error handling): a module at the edge of the limit gets no spans, not a crash.
         return []
     if text != source:
         raise AssertionError("the module built again for its source map is not the module that was compiled")
-    return writer.entries
+    return entries
+
+
+def _write_again(again: Callable[[], Built]) -> tuple[str, list[tuple[Position, Span]]]:
+    tree, origins = again()
+    writer = ModuleWriter(origins)
+    return writer.write(tree), writer.entries
 
 
 _STRING = re.compile(r"'(?:[^'\\\n]|\\.)*'|\"(?:[^\"\\\n]|\\.)*\"")  # a literal as `repr` writes it
