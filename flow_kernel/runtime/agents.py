@@ -171,6 +171,7 @@ class AgentPipeline:
         self._validators: dict[str, jsonschema.protocols.Validator] = {}
         self._systems: dict[tuple[str, str, tuple[str, ...]], str] = {}
         self._compiled_schemas: dict[str, dict[str, Any]] | None = None  # made on the first call
+        self._models: dict[str, tuple[str, str, Price | None]] = {}  # agent -> provider, model, price (`_prepare`)
         # MCP servers lending tools (`tool … from mcp "NAME"`), opened on first use, closed by `aclose`
         self.mcp = McpConnections(config.mcp, config.path.parent if config.path is not None else None)
 
@@ -265,7 +266,12 @@ class AgentPipeline:
     def _prepare(self, name: str, payload: dict[str, Any], options: dict[str, Any]) -> _Call:
         """Provider, tools narrowing and the write policy, the output contract, the prompts."""
         spec = self.agents[name]
-        provider, model = self._model(spec)
+        resolved = self._models.get(name)
+        if resolved is None:  # the same for every call of the run (a failure is not kept: it raises each time)
+            provider, model = self._model(spec)
+            price = price_of(provider if provider in LOCAL_PROVIDERS else f"{provider}/{model}", self.config.prices)
+            resolved = self._models[name] = (provider, model, price)
+        provider, model, price = resolved
         schema, schema_key = self._output_schema(name, options.get("schema"))
         if isinstance(options.get("choice"), list):
             schema, schema_key = {"type": "string", "enum": options["choice"]}, None
@@ -293,7 +299,7 @@ class AgentPipeline:
         call = _Call(spec, payload, label, occurrence, schema, provider, model, system, prompt, tools,
                      prompt + prompt_files_identity(spec.prompt_files))
         call.schema_key = schema_key
-        call.price = price_of(provider if provider in LOCAL_PROVIDERS else f"{provider}/{model}", self.config.prices)
+        call.price = price
         return call
 
     def _output_schema(self, name: str, sent: Any) -> tuple[dict[str, Any], str | None]:
