@@ -62,7 +62,7 @@ from flow_kernel.runtime.resilience import (
     estimate_tokens,
 )
 from flow_kernel.runtime.streaming import INTERVAL as DELTA_INTERVAL
-from flow_kernel.runtime.streaming import DeltaMerger
+from flow_kernel.runtime.streaming import Delta, DeltaMerger, DeltaSink
 from flow_kernel.runtime.tools import ToolRegistry, call_tool, narrow
 from flow_kernel.runtime.validation import schema_errors, schema_validator
 
@@ -555,12 +555,12 @@ class AgentPipeline:
             call.tool_calls.append(record)
             return result
 
-        merger = self._merger(call)
+        on_delta = self._delta_sink(call)
         request = ProviderRequest(agent, call.model, call.system, call.prompt, call.schema, repair_of,
                                   float(temperature) if isinstance(temperature, int | float) else None,
                                   tuple(call.tools), use_tool if call.tools else None,
                                   call_prompt=str(call.payload.get("prompt")),
-                                  on_delta=merger if self.config.provider(call.provider).options.get("stream", True) else None)
+                                  on_delta=on_delta if self.config.provider(call.provider).options.get("stream", True) else None)
         request.ask_operator = self._asker(call)
         try:
             if call.provider in PROVIDERS or (isinstance(timeout_ms, int) and timeout_ms > 0):
@@ -569,11 +569,12 @@ class AgentPipeline:
             else:  # what `_guarded` and `_timed` come to for a local provider without a timeout
                 reply = await provider.attempt(request)
         except FlowError:
-            if merger.text:  # a stream cut (or timed out) mid-way: what it wrote goes in the trace
-                call.partial = merger.text
+            if call.merger is not None and call.merger.text:  # a stream cut (or timed out) mid-way: what it wrote goes in the trace
+                call.partial = call.merger.text
             raise
         finally:
-            merger.flush()
+            if call.merger is not None:
+                call.merger.flush()
         self._account(call, reply)
         return reply
 
@@ -646,19 +647,33 @@ class AgentPipeline:
 
         return notify
 
+    def _delta_sink(self, call: _Call) -> DeltaSink:
+        """Where a new attempt's streamed pieces go: the call's delta merger, started on this
+        attempt. Its `agent.delta` events are live only (events.py) and carry no order key, so
+        they never move the call's others. A call whose provider never streams (the scripted
+        and mock ones, a provider with `stream = false`) never makes one: it is made on the
+        first piece."""
+        attempt = len(call.log) + 1
+        if call.merger is not None:
+            call.merger.start_attempt(attempt)
+            return call.merger
+
+        def first(delta: Delta) -> None:
+            if call.merger is None:
+                call.merger = self._merger(call)
+                call.merger.start_attempt(attempt)
+            call.merger(delta)
+
+        return first
+
     def _merger(self, call: _Call) -> DeltaMerger:
-        """The call's delta merger, started on a new attempt: its `agent.delta` events are
-        live only (events.py) and carry no order key, so they never move the call's others."""
-        if call.merger is None:
-            payload, base = call.payload, {"agent": call.spec.name, "label": call.label}
+        payload, base = call.payload, {"agent": call.spec.name, "label": call.label}
 
-            def emit(data: dict[str, Any]) -> None:
-                self.emit({"type": "agent.delta", "span": {"id": payload.get("call"), "parent": payload.get("span")},
-                           "stage": payload.get("stage"), "data": {**base, **data}})
+        def emit(data: dict[str, Any]) -> None:
+            self.emit({"type": "agent.delta", "span": {"id": payload.get("call"), "parent": payload.get("span")},
+                       "stage": payload.get("stage"), "data": {**base, **data}})
 
-            call.merger = DeltaMerger(emit, structured=not is_plain_text(call.schema), interval=self.delta_interval)
-        call.merger.start_attempt(len(call.log) + 1)
-        return call.merger
+        return DeltaMerger(emit, structured=not is_plain_text(call.schema), interval=self.delta_interval)
 
     def _asker(self, call: _Call) -> Callable[[str, list[str] | None], Awaitable[str]] | None:
         """The operator, for a question the provider's side asks during this call."""
