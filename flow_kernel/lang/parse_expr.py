@@ -164,24 +164,28 @@ class ExprParser(ParserBase):
             self.advance()
             operand = self.binary(NOT_PREC)
             left: ast.Expr = ast.Unary(self.span_from(tok.span), "not", operand)
+            tok = self.peek()
         elif tok.text == "-":
             left = self.unary()
+            tok = self.peek()
         else:  # `unary` and `primary`, inlined
             left = self._atom(tok)
-            if self.peek().text in _POSTFIX_OPS:
-                left = self._postfix(left)
-        while True:
             tok = self.peek()
+            if tok.text in _POSTFIX_OPS:
+                left = self._postfix(left)
+                tok = self.peek()
+        while True:  # `tok` is the token after `left`
             prec = BINARY_PREC.get(tok.text)
             if prec is None or prec < min_prec:
                 return left
             self.advance()
             right = self.binary(prec if tok.text == "??" else prec + 1)
-            left = ast.Binary(self.span_from(self.outer_start(left)), tok.text, left, right, tok.span)
-            if prec == COMPARISON_PREC and BINARY_PREC.get(self.peek().text) == COMPARISON_PREC:
-                extra = self.peek()
+            start = self._paren_start.get(id(left), left.span.start)  # `outer_start`, inlined
+            left = ast.Binary(self.span_from(start), tok.text, left, right, tok.span)
+            tok = self.peek()
+            if prec == COMPARISON_PREC and BINARY_PREC.get(tok.text) == COMPARISON_PREC:
                 self.reporter.report(
-                    "F1006", extra.span, f"expected the end of the comparison, found `{extra.text}`",
+                    "F1006", tok.span, f"expected the end of the comparison, found `{tok.text}`",
                     hints=("comparisons do not chain: write `a < b and b < c`",),
                 )
                 raise ParseError()

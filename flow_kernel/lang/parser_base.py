@@ -103,6 +103,13 @@ class ParserBase:
         """The k-th significant token ahead (0 is `peek()`), never past EOF."""
         toks = self.toks
         j = self._index()
+        if k == 1:  # almost every call
+            if toks[j].kind is _EOF:
+                return toks[j]
+            j += 1
+            if self.skip_newlines_now and toks[j].kind is _NEWLINE:
+                j += 1
+            return toks[j]
         for _ in range(k):
             if toks[j].kind is _EOF:
                 break
