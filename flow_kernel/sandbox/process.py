@@ -33,6 +33,11 @@ from flow_kernel.sandbox.node import NodeInfo, NodeNotFound, find_node, network_
 
 MAX_LINE = 16 * 1024 * 1024
 START_TIMEOUT = 60.0
+# The sandbox's whole environment. MALLOC_TRIM_THRESHOLD_ fixed at glibc's initial 128 KiB:
+# left dynamic, freeing the 30 MiB snapshot buffer raises it to 60 MiB, and from then on the
+# malloc arenas of V8's threads (compilers, GC) keep what they freed; ~10 MB of resident
+# memory per sandbox (docs/performance.md, "Start-up and memory").
+SANDBOX_ENV = {"MALLOC_TRIM_THRESHOLD_": "131072"}
 
 Handler = Callable[[str, dict[str, Any]], Awaitable[Any]]
 # `json.dumps(message, ensure_ascii=False, allow_nan=False, separators=(",", ":"))` with one
@@ -74,7 +79,10 @@ def sandbox_command(node: NodeInfo, *, snapshot: Path | None, memory_mb: int, is
     # --max-semi-space-size=1 (MiB): V8's young generation, which grows to 16 MiB per
     # semi-space during a run's bridge traffic, stays small — about 15 MB less resident
     # memory per sandbox after a run, with no measurable change in calls/s (flow bench).
-    command = [node.path, "--disallow-code-generation-from-strings", "--max-semi-space-size=1", node.permission_flag,
+    # --expose-gc: the runner takes `gc` off the global object at once and collects once,
+    # after start-up, to give the snapshot's bytes back (runner.mjs).
+    command = [node.path, "--disallow-code-generation-from-strings", "--max-semi-space-size=1", "--expose-gc",
+               node.permission_flag,
                *(f"--allow-fs-read={r}" for r in reads), "--allow-worker", "--no-warnings",
                str(RUNNER), "--pyodide", str(pyodide), "--bootstrap", str(BOOTSTRAP_DIR), "--memory-mb", str(memory_mb)]
     if snapshot is not None:
@@ -108,10 +116,10 @@ class SandboxProcess:
         except (NodeNotFound, SandboxInstallError) as exc:  # a clear `isolate` error, never a traceback
             raise FlowIsolateError(f"the sandbox did not start: {exc}") from None
         sandbox = cls(command)
-        # An empty environment: no API keys, tokens or paths reach the Node process.
+        # An environment of our own: no API keys, tokens or paths reach the Node process.
         sandbox.proc = await asyncio.create_subprocess_exec(
             *sandbox.command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE, env={}, limit=MAX_LINE + 1, start_new_session=True,
+            stderr=asyncio.subprocess.PIPE, env=dict(SANDBOX_ENV), limit=MAX_LINE + 1, start_new_session=True,
             preexec_fn=lifetime.preexec())  # dies with the host, even while busy (sandbox/lifetime.py)
         sandbox._reader = asyncio.ensure_future(sandbox._read())
         sandbox._stderr_reader = asyncio.ensure_future(sandbox._read_stderr())
