@@ -176,8 +176,10 @@ async def run_compiled(compiled: Compiled, executor: Executor, *, workflow: str 
     if journal is not None:
         try:
             if resume is None:
+                # On the disk with the run's first effect or its end (Journal.record): before
+                # its first effect a run has done nothing a resume would have to skip.
                 journal.record("header", program_header(compiled.check, workflow, input, session_values,
-                                                        (operator or Operator("none")).policy))
+                                                        (operator or Operator("none")).policy), sync=False)
             else:
                 journal.record("resumed", {"execution": resume.executions + 1, "at": now_text()})
             checkpoint = RunCheckpoint(journal, resume)
@@ -262,7 +264,7 @@ def _record_end(journal: Journal, outcome: RunOutcome) -> None:
     if outcome.error is not None:
         end["error"] = outcome.error.code
     with contextlib.suppress(OSError, ValueError):  # a full disk: the outcome stands; the journal says `interrupted`
-        journal.record("end", end)
+        journal.record("end", end, sync=False)  # `journal.close()`, right after, fsyncs the file
 
 
 def _bindings_and_steps(reply: dict[str, Any]) -> tuple[dict[str, Any], int]:

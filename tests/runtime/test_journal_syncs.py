@@ -1,0 +1,52 @@
+"""How often a run's journal goes to the disk (docs/durability.md, "When it is flushed"):
+a run without effects syncs once, when it closes; a run with effects syncs each effect
+before it goes on, and its header is in the file by the first of those syncs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from flow_kernel.runtime import journal
+from flow_kernel.runtime.session import Session
+
+
+def _count_syncs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, bytes]]:
+    """Each disk sync of a journal, with what the file held when it was asked."""
+    calls: list[tuple[str, bytes]] = []
+    real_fdatasync, real_fsync = journal.os.fdatasync, journal.os.fsync
+
+    def seen(name: str, real: object):  # type: ignore[no-untyped-def]
+        def sync(fd: int) -> None:
+            calls.append((name, Path(journal.os.readlink(f"/proc/self/fd/{fd}")).read_bytes()))
+            real(fd)  # type: ignore[operator]
+        return sync
+
+    monkeypatch.setattr(journal.os, "fdatasync", seen("fdatasync", real_fdatasync))
+    monkeypatch.setattr(journal.os, "fsync", seen("fsync", real_fsync))
+    return calls
+
+
+def test_a_run_without_effects_syncs_its_journal_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    session = Session(directory=tmp_path, sandbox=False, operator="none")
+    session.run("1 + 1")  # warm: the journal key is made (and synced) on the first run
+    calls = _count_syncs(monkeypatch)
+    outcome = session.run("1 + 1")
+    assert outcome.result == 2
+    assert [name for name, _ in calls] == ["fsync"]  # was fdatasync (header), fdatasync (end), fsync
+    text = calls[0][1].decode()
+    assert '"journal":"header"' in text and '"journal":"end"' in text  # both in the file by then
+
+
+def test_a_run_with_an_effect_has_its_header_on_the_disk_before_it_goes_on(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    session = Session(directory=tmp_path, sandbox=False, operator="none")
+    session.run("1 + 1")
+    calls = _count_syncs(monkeypatch)
+    outcome = session.run('agent helper { model: "scripted", script: ["ok"] }\nhelper("hi")')
+    assert outcome.error is None and outcome.result == "ok"
+    names = [name for name, _ in calls]
+    assert names[0] == "fdatasync" and names[-1] == "fsync", names
+    first = calls[0][1].decode()
+    assert '"journal":"header"' in first and '"journal":"effect"' in first  # one sync put both on the disk
