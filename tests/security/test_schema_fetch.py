@@ -158,7 +158,7 @@ def test_a_forged_schema_from_the_sandbox_fetches_nothing(sandbox: Sandbox, tmp_
 def test_the_reopened_door_lets_a_forged_schema_fetch(sandbox: Sandbox, tmp_path: Path, listener: Listener,
                                                       secret: tuple[Path, str], monkeypatch: pytest.MonkeyPatch) -> None:
     # The old behaviour: the request's schema, with a plain validator.
-    monkeypatch.setattr(AgentPipeline, "_output_schema", lambda self, name, sent: sent or {})
+    monkeypatch.setattr(AgentPipeline, "_output_schema", lambda self, name, sent: (sent or {}, None))
     monkeypatch.setattr(agents, "schema_validator", jsonschema.Draft202012Validator)
     with pytest.warns(DeprecationWarning):
         results, journal = forge(sandbox, tmp_path, listener, secret[0])
