@@ -157,9 +157,10 @@ def strip_constraints(t: Type) -> Type:
 
 def union(types: list[Type]) -> Type:
     """Flatten and deduplicate; `any` absorbs everything."""
-    if len(types) == 1:  # one plain type (most calls: a field's or an array's item type)
+    if len(types) == 1:  # one type that is no union (most calls: a field's or an array's item type)
         only = types[0]
-        if not isinstance(only, (Named, UnionType, AnyType)):
+        core = unwrap(only) if isinstance(only, Named) else only
+        if not isinstance(core, (UnionType, AnyType)):
             return only
     flat: list[Type] = []
     seen: set[Type] = set()
