@@ -15,6 +15,9 @@ from .errors import FlowError
 ABI = 1
 _bridge = None
 _current_run = contextvars.ContextVar("flow_current_run", default=None)  # the run a task belongs to
+# One encoder for every line (json.dumps with these options builds a new one each time):
+# a line per host request and per event.
+_encode = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
 
 
 class Bridge:
@@ -29,7 +32,7 @@ class Bridge:
     # -- output -----------------------------------------------------------------------------
     def _send(self, message):
         try:
-            line = json.dumps(message, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+            line = _encode(message)
         except (TypeError, ValueError) as exc:
             if "id" in message and "op" not in message:
                 line = json.dumps({"id": message["id"], "ok": False, "error": FlowError(
