@@ -11,7 +11,7 @@ from flow_kernel.lang.check_result import CheckResult
 from flow_kernel.lang.codegen import generate
 from flow_kernel.lang.session_scope import SessionScope
 from flow_kernel.lang.sourcemap import SourceMap, write
-from flow_kernel.lang.verify import verify
+from flow_kernel.lang.verify import Verification, verify
 from flow_kernel.source import Loader, SourceFile, Span
 
 
@@ -49,8 +49,13 @@ def _generate(result: CheckResult, names: set[str] | None) -> tuple[str, SourceM
     the collector is still paused: resumed with the tree alive, its first collection would
     scan all of it (~40 ms for the bench's 5,022 lines), just before it is freed anyway."""
     generated = generate(result, names)
-    written = write(generated.tree, generated.origins, again=lambda: _generate_again(result, names))
-    verify(written.tree)
+    checked = Verification(generated.tree)
+    written = write(generated.tree, generated.origins, again=lambda: _generate_again(result, names),
+                    each=checked.function)  # each function verified as soon as it is written
+    if written.tree is generated.tree:
+        checked.finish()
+    else:  # written the old way and parsed again: what was parsed is what runs
+        verify(written.tree)
     return written.source, written.source_map, generated.entry_limits
 
 

@@ -104,12 +104,15 @@ def span_to_json(span: Span) -> dict[str, object]:
 Built = tuple[py.Module, dict[int, Span]]  # a generated tree and its nodes' Flow spans
 
 
-def write(tree: py.Module, origins: dict[int, Span], again: Callable[[], Built] | None = None) -> CompiledPython:
+def write(tree: py.Module, origins: dict[int, Span], again: Callable[[], Built] | None = None,
+          each: Callable[[py.stmt], None] | None = None) -> CompiledPython:
     """The module's text and source map; with `again`, the map records its positions on
-    its first lookup, from the tree `again` builds (the same one, or the lookup fails)."""
+    its first lookup, from the tree `again` builds (the same one, or the lookup fails).
+    `each` is called with each top-level statement once it is written (the compiler
+    verifies it then, while its nodes are in the CPU's caches)."""
     writer = ModuleWriter({} if again is not None else origins)
     try:
-        source = writer.write(tree)
+        source = writer.write(tree) if each is None else _write_each(writer, tree, each)
     except Unsupported:
         return write_and_parse(tree, origins)
     if writer.max_depth >= SHALLOW_BLOCKS or any(
@@ -118,6 +121,16 @@ def write(tree: py.Module, origins: dict[int, Span], again: Callable[[], Built] 
     if again is None:
         return CompiledPython(source, tree, SourceMap(writer.entries))
     return CompiledPython(source, tree, SourceMap(lambda: _record_again(again, source)))
+
+
+def _write_each(writer: ModuleWriter, tree: py.Module, each: Callable[[py.stmt], None]) -> str:
+    """`writer.write(tree)`, one top-level statement at a time (the same text)."""
+    if not tree.body:
+        raise Unsupported("empty body")
+    for node in tree.body:
+        writer.block([node], 0)
+        each(node)
+    return "\n".join(writer.lines) + "\n"
 
 
 def _record_again(again: Callable[[], Built], source: str) -> list[tuple[Position, Span]]:

@@ -54,10 +54,40 @@ More = Callable[[list[Any]], None]
 
 def verify(tree: py.Module) -> None:
     """Raise `VerificationError` unless every node of `tree` is allowed."""
-    for top in tree.body:
-        if not isinstance(top, py.AsyncFunctionDef):
-            raise VerificationError(f"only async function definitions may stand at module level, found {type(top).__name__}", top)
-    nodes: list[Any] = [tree]
+    Verification(tree).finish()
+
+
+class Verification:
+    """`verify` in steps: `function(top)` checks one of the module's top-level functions
+    (each at most once), `finish()` the ones not checked yet and that there is a `main`.
+    The compiler checks each function right after writing it, while its nodes are still
+    in the CPU's caches: a 5,000-line module's tree is ~25 MB, and verified after the
+    whole module was written, every node was read cold again (~30 ms of ~110)."""
+
+    def __init__(self, tree: py.Module) -> None:
+        for top in tree.body:
+            if not isinstance(top, py.AsyncFunctionDef):
+                raise VerificationError(f"only async function definitions may stand at module level, found {type(top).__name__}", top)
+        if tree.__class__ is not py.Module:
+            raise VerificationError(f"`{tree.__class__.__name__}` is not allowed in generated code", tree)
+        _walk(list(tree.type_ignores))  # the `Module` rule's other field (nothing allowed may stand there)
+        self.tree = tree
+        self.pending = {id(top): top for top in tree.body}
+
+    def function(self, top: py.stmt) -> None:
+        node = self.pending.pop(id(top), None)
+        if node is not None:
+            _walk([node])
+
+    def finish(self) -> None:
+        _walk(list(self.pending.values()))
+        self.pending.clear()
+        if not any(isinstance(n, py.AsyncFunctionDef) and n.name == "main" for n in self.tree.body):
+            raise VerificationError("the module defines no `main`")
+
+
+def _walk(nodes: list[Any]) -> None:
+    """Check `nodes` and every node inside them."""
     add, more = nodes.append, nodes.extend
     rules = _RULES
     for node in nodes:  # breadth first, like ast.walk; the list grows as the rules add
@@ -66,8 +96,6 @@ def verify(tree: py.Module) -> None:
             # Exact classes (a parsed tree has no others): a subclass of an allowed node is not one.
             raise VerificationError(f"`{node.__class__.__name__}` is not allowed in generated code", node)
         rule(node, add, more)
-    if not any(isinstance(n, py.AsyncFunctionDef) and n.name == "main" for n in tree.body):
-        raise VerificationError("the module defines no `main`")
 
 
 @lru_cache(maxsize=4096)
