@@ -2,9 +2,10 @@
 
 The output defines `async def main(rt, args)`. Every operation on a value goes
 through the runtime object `rt` (the ABI of `flow_kernel/sandbox/bootstrap/flowbox/
-runtime.py`): generated code never reads an attribute, calls a value, indexes or
-imports anything itself, so the verifier (`verify.py`) can check it against a short
-allow-list. The generator builds Python `ast` nodes rather than text, so no Flow
+runtime.py`; `exact_ints.py` then writes `+ - *` and comparisons inline where both
+operands can only be ints): generated code never reads an attribute, calls a value,
+indexes or imports anything itself, so the verifier (`verify.py`) can check it against
+a short allow-list. The generator builds Python `ast` nodes rather than text, so no Flow
 string can ever become code; `sourcemap.py` turns the nodes' origins into a map
 from generated positions back to Flow spans.
 
@@ -26,6 +27,7 @@ from flow_kernel.lang import ast
 from flow_kernel.lang import types as T
 from flow_kernel.lang.check_result import CheckResult
 from flow_kernel.lang.env import DEFAULT_LIMITS
+from flow_kernel.lang.exact_ints import OPERATORS, IntTracker
 from flow_kernel.lang.schema import type_schema
 from flow_kernel.source import Span
 
@@ -71,6 +73,7 @@ class CodeGenerator:
         self.tasks: dict[str, str] = {}  # Flow task name -> handle variable
         self.session_loads: dict[str, str] = {}
         self.workflow_names: dict[str, str] = {}
+        self.ints = IntTracker()  # bindings and operator calls, for exact_ints.py
         # One `rt.<name>` node per name, shared by every call of it in the module (a third
         # of the module's nodes otherwise; they hold no Flow origin and are never changed).
         self.rt_names: dict[str, py.Attribute] = {}
@@ -113,8 +116,8 @@ class CodeGenerator:
     def load(name: str) -> py.Name:
         return py.Name(name, LOAD)
 
-    @staticmethod
-    def store(name: str) -> py.Name:
+    def store(self, name: str) -> py.Name:
+        self.ints.stored(name)  # every binding is counted: one whose value is not reported is not an int
         return py.Name(name, STORE)
 
     def stmt_expr(self, value: py.expr, span: Span) -> py.stmt:
@@ -126,6 +129,7 @@ class CodeGenerator:
         return self.stmt_expr(self.rt("step", span=span), span)
 
     def async_def(self, name: str, params: list[str], body: list[py.stmt]) -> py.AsyncFunctionDef:
+        self.ints.parameters(params)
         args = py.arguments([], [py.arg(p) for p in params], None, [], [], None, [])
         fn = py.AsyncFunctionDef(name, args, body or [py.Pass()], [], None)
         setattr(fn, "type_params", [])  # noqa: B010 - a field from Python 3.12 on, unknown to 3.11
@@ -200,6 +204,7 @@ class CodeGenerator:
                         py.Dict(table_keys, table_values))
         body.append(self.async_def("main", ["rt", "args"], [py.Return(py.Await(start))]))
         tree = py.Module(body, [])
+        self.ints.inline()
         return GeneratedModule(tree, self.origins, entry_limits)
 
     def workflow(self, node: ast.WorkflowDecl) -> py.AsyncFunctionDef:
@@ -275,12 +280,16 @@ class CodeGenerator:
     def s_Let(self, s: ast.Let) -> list[py.stmt]:
         value = self.expr(s.value)
         python = self.bind(s.name.name)
-        return [py.Assign([self.store(python)], self._persisting(python, self.scope, s.name.name, value))]
+        value = self._persisting(python, self.scope, s.name.name, value)
+        self.ints.bound(python, value)
+        return [py.Assign([self.store(python)], value)]
 
     def s_Assign(self, s: ast.Assign) -> list[py.stmt]:
         value = self.expr(s.value)
         python, scope = self.lookup(s.target.name)
-        return [py.Assign([self.store(python)], self._persisting(python, scope, s.target.name, value))]
+        value = self._persisting(python, scope, s.target.name, value)
+        self.ints.bound(python, value)
+        return [py.Assign([self.store(python)], value)]
 
     def s_If(self, s: ast.If) -> list[py.stmt]:
         cond = self.truth(s.cond)
@@ -303,6 +312,7 @@ class CodeGenerator:
         body = self.block(s.body.body) or [py.Pass()]
         self.pop()
         target = py.Tuple([self.store(index), self.store(item)], STORE)
+        self.ints.bound_for(index, item, iterable)
         return [py.For(target, iterable, body, [])]
 
     def s_While(self, s: ast.While) -> list[py.stmt]:
@@ -454,12 +464,17 @@ class CodeGenerator:
             return py.BoolOp(py.And() if e.op == "and" else py.Or(), [left, right])
         if e.op == "??":
             temp = self.fresh("q")
-            left = py.NamedExpr(self.store(temp), self.expr(e.left))
+            value = self.expr(e.left)
+            self.ints.bound(temp, value)
+            left = py.NamedExpr(self.store(temp), value)
             test = py.Compare(left, [py.IsNot()], [py.Constant(None)])
             return py.IfExp(test, self.load(temp), self.expr(e.right))
         if e.op == "in":
             return self.rt("in_", self.expr(e.left), self.expr(e.right), span=e.span)
-        return self.rt(self.BINARY[e.op], self.expr(e.left), self.expr(e.right), span=e.span)
+        call = self.rt(self.BINARY[e.op], self.expr(e.left), self.expr(e.right), span=e.span)
+        if self.BINARY[e.op] in OPERATORS:
+            self.ints.site(call)  # type: ignore[arg-type]
+        return call
 
     # Runtime operators that always return a bool (flowbox/operators.py): `rt.cond` of one
     # of them, or of `and`/`or` over them, is the identity, so it is not generated.

@@ -35,6 +35,7 @@ Entry = tuple[Position, Span]
 
 _COMPARE: dict[type[py.AST], str] = {py.Eq: "==", py.NotEq: "!=", py.Lt: "<", py.LtE: "<=", py.Gt: ">", py.GtE: ">=",
             py.Is: "is", py.IsNot: "is not", py.In: "in", py.NotIn: "not in"}
+_BINARY: dict[type[py.AST], str] = {py.Add: "+", py.Sub: "-", py.Mult: "*"}  # what exact_ints.py writes
 _UNARY: dict[type[py.AST], str] = {py.USub: "-", py.UAdd: "+", py.Not: "not ", py.Invert: "~"}
 _ATOMS = (py.Name, py.Call, py.Attribute, py.List, py.Tuple, py.Dict, py.NamedExpr)
 _Name, _Constant, _Attribute = py.Name, py.Constant, py.Attribute
@@ -410,6 +411,15 @@ def _compare(w: ModuleWriter, node: py.Compare, col: int) -> str:
     return " ".join(parts)
 
 
+def _binop(w: ModuleWriter, node: py.BinOp, col: int) -> str:
+    word = _BINARY.get(node.op.__class__)
+    if word is None:
+        raise Unsupported("operator")
+    left = w.operand(node.left, col)
+    col += len(left) + len(word) + 2
+    return f"{left} {word} {w.operand(node.right, col)}"
+
+
 def _named(w: ModuleWriter, node: py.NamedExpr, col: int) -> str:
     target = w.target(node.target, col + 1)
     return f"({target} := {w.expr(node.value, col + 1 + len(target) + 4)})"
@@ -423,5 +433,5 @@ def _unary(w: ModuleWriter, node: py.UnaryOp, col: int) -> str:
 _EXPRESSIONS: dict[type[py.AST], Callable[[ModuleWriter, Any, int], str]] = {
     py.Name: _name, py.Attribute: _attribute, py.Call: _call, py.Constant: _constant, py.Await: _await,
     py.List: _list, py.Tuple: _tuple, py.Dict: _dict, py.BoolOp: _bool_op, py.IfExp: _if_exp,
-    py.Compare: _compare, py.NamedExpr: _named, py.UnaryOp: _unary,
+    py.Compare: _compare, py.NamedExpr: _named, py.UnaryOp: _unary, py.BinOp: _binop,
 }

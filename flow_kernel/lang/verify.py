@@ -1,7 +1,8 @@
 """The verifier: checks a generated module against an allow-list before it runs.
 
 Generated code may only define async functions, bind generated names, use JSON
-literals, control flow, and call the runtime ABI as `rt.<name>(…)`. Anything else —
+literals, control flow, `+ - *` and single comparisons (written inline for ints), and
+call the runtime ABI as `rt.<name>(…)`. Anything else —
 an import, an attribute other than an ABI name on `rt`, a subscript, a name outside
 the generated name patterns, a dunder — means the code generator (or someone
 handing the sandbox a module) went wrong, and nothing is sent to the sandbox. The
@@ -266,13 +267,32 @@ def _if_exp(node: py.IfExp, add: Add, more: More) -> None:
     add(node.orelse)
 
 
+# Operators generated code writes inline for two ints (exact_ints.py). On any other values
+# they reach nothing the runtime's own operators do not: no attribute, no call of a value;
+# `**`, `<<`, `/`, `//`, `%` (uninterruptible huge results, or Python's errors instead of
+# Flow's) stay refused.
+_INLINE_ARITHMETIC = (py.Add, py.Sub, py.Mult)
+_INLINE_COMPARISONS = (py.Eq, py.NotEq, py.Lt, py.LtE, py.Gt, py.GtE)
+
+
 def _compare(node: py.Compare, add: Add, more: More) -> None:
-    if not (len(node.ops) == 1 and isinstance(node.ops[0], py.IsNot)
-            and isinstance(node.comparators[0], py.Constant) and node.comparators[0].value is None):
-        raise VerificationError("only `is not None` comparisons are generated", node)
+    if len(node.ops) != 1:
+        raise VerificationError("chained comparisons are not generated", node)
+    op, right = node.ops[0], node.comparators[0]
+    is_not_none = op.__class__ is py.IsNot and right.__class__ is py.Constant and right.value is None
+    if not (is_not_none or op.__class__ in _INLINE_COMPARISONS):
+        raise VerificationError("only `is not None` and == != < <= > >= comparisons are generated", node)
     add(node.left)
     more(node.ops)
     more(node.comparators)
+
+
+def _binop(node: py.BinOp, add: Add, more: More) -> None:
+    if node.op.__class__ not in _INLINE_ARITHMETIC:
+        raise VerificationError(f"operator `{node.op.__class__.__name__}` is not generated", node)
+    add(node.left)
+    add(node.op)
+    add(node.right)
 
 
 def _named(node: py.NamedExpr, add: Add, more: More) -> None:
@@ -297,5 +317,7 @@ _RULES: dict[type[py.AST], Callable[[Any, Add, More], None]] = {
     py.Tuple: _elements, py.Dict: _dict, py.Call: _call, py.Attribute: _attribute, py.Await: _value,
     py.BoolOp: _bool_op, py.And: _leaf, py.Or: _leaf, py.IfExp: _if_exp, py.Compare: _compare,
     py.IsNot: _leaf, py.NamedExpr: _named, py.UnaryOp: _unary, py.USub: _leaf,
+    py.BinOp: _binop, py.Add: _leaf, py.Sub: _leaf, py.Mult: _leaf,
+    py.Eq: _leaf, py.NotEq: _leaf, py.Lt: _leaf, py.LtE: _leaf, py.Gt: _leaf, py.GtE: _leaf,
 }
 ALLOWED_NODES: tuple[type[py.AST], ...] = tuple(_RULES)

@@ -53,7 +53,8 @@ FORBIDDEN_EXPRS = [
     "rt.__class__", "rt._bridge", "rt.bridge", "rt.__dict__", "rt.print.__globals__", "rt.agent.__code__",
     "v_x.__class__", "v_x.y", "args['x']", "v_x[0]", "rt.fn_len(*v_x)", "rt.agent(prompt=1)", "rt.agent(**v_x)",
     "(lambda: 0)", "[y for y in v_x]", "{y for y in v_x}", "{y: 1 for y in v_x}", "(y for y in v_x)",
-    "f'{v_x}'", "b'bytes'", "...", "1j", "v_x + 1", "v_x @ v_y", "not v_x", "v_x < v_y", "v_x == v_y", "v_x is None",
+    "f'{v_x}'", "b'bytes'", "...", "1j", "v_x ** 2", "v_x @ v_y", "not v_x", "v_x < v_y < v_z", "v_x // v_y",
+    "v_x << 9", "v_x / v_y", "v_x % v_y", "v_x | v_y", "v_x is None",
     "v_x in v_y", "v_x if v_y else v_z and v_x" if False else "-v_x if v_y else ~v_z", "(yield)", "v_x(1)",
     "rt.agent(1)(2)", "w_1.__code__", "t_1.cr_frame", "(v_x := 1)", "(rt := 1)", "main.__globals__",
     "type(v_x)", "print(1)", "__builtins__", "os", "self", "rt.step.__self__", "rt.Error.__subclasses__()",
@@ -198,6 +199,13 @@ def test_no_mutant_of_a_generated_module_verifies(data: st.DataObject) -> None:
 
 # -- hypothesis-built trees, accepted ones run under an audit hook -----------------------------
 
+# Inline operators: + - * and one of == != < <= > >= are generated for ints (exact_ints.py); the rest never.
+ARITHMETIC_OPS = [py.Add(), py.Sub(), py.Mult(), py.Pow(), py.LShift(), py.Div(), py.FloorDiv(), py.Mod(), py.MatMult(),
+                  py.BitOr()]
+COMPARE_OPS = [py.Eq(), py.NotEq(), py.Lt(), py.LtE(), py.Gt(), py.GtE(), py.In(), py.NotIn(), py.Is(), py.IsNot()]
+INLINE_ARITHMETIC = (py.Add, py.Sub, py.Mult)
+INLINE_COMPARISONS = (py.Eq, py.NotEq, py.Lt, py.LtE, py.Gt, py.GtE)
+
 GOOD_NAMES = ["rt", "args", "v_a", "v_b", "q_1", "t_1", "w_1", "l_1", "main"]
 ATTRS = sorted(ABI_NAMES)[:20] + ["__class__", "_bridge", "__globals__", "system", "__dict__"]
 JSON_CONSTANTS = st.none() | st.booleans() | st.integers(-5, 5) | st.sampled_from(["s", "__import__", "os"])
@@ -249,10 +257,12 @@ def exprs(depth: int) -> st.SearchStrategy[py.expr]:
                   st.lists(sub, max_size=1), st.sampled_from(["x", "prompt"])),
         st.builds(lambda v, i: py.Subscript(v, i, py.Load()), sub, sub),
         st.builds(py.Await, sub),
-        st.builds(lambda a, b: py.BinOp(a, py.Add(), b), sub, sub),
+        st.builds(lambda a, op, b: py.BinOp(a, op, b), sub, st.sampled_from(ARITHMETIC_OPS), sub),
         st.builds(lambda a: py.UnaryOp(py.Not(), a), sub),
         st.builds(lambda a: py.UnaryOp(py.USub(), a), sub),
         st.builds(lambda a, op: py.Compare(a, [op], [py.Constant(None)]), sub, st.sampled_from([py.IsNot(), py.Is(), py.Eq()])),
+        st.builds(lambda a, ops, b: py.Compare(a, ops, [b] * len(ops)), sub, st.lists(st.sampled_from(COMPARE_OPS), min_size=1,
+                                                                                       max_size=2), sub),
         st.builds(lambda xs: py.List(xs, py.Load()), st.lists(sub, max_size=2)),
         st.builds(lambda k, v: py.Dict([k], [v]), sub, sub),
         st.builds(lambda a, b, c: py.IfExp(a, b, c), sub, sub, sub),
@@ -312,7 +322,7 @@ def modules(draw: Callable[[st.SearchStrategy[Any]], Any]) -> py.Module:
 
 FORBIDDEN_TYPES = (py.Import, py.ImportFrom, py.Lambda, py.ListComp, py.SetComp, py.DictComp, py.GeneratorExp,
                    py.Subscript, py.Starred, py.JoinedStr, py.ClassDef, py.FunctionDef, py.Global, py.Nonlocal,
-                   py.Delete, py.AugAssign, py.AnnAssign, py.keyword, py.BinOp, py.Is, py.Eq, py.Yield)
+                   py.Delete, py.AugAssign, py.AnnAssign, py.keyword, py.Is, py.In, py.NotIn, py.Yield)
 
 
 def oracle_problems(tree: py.Module) -> list[str]:
@@ -328,6 +338,13 @@ def oracle_problems(tree: py.Module) -> list[str]:
             problems.append(f"name {node.id}")
         if isinstance(node, py.Constant) and not (node.value is None or isinstance(node.value, bool | int | float | str)):
             problems.append(f"constant {node.value!r}")
+        if isinstance(node, py.BinOp) and not isinstance(node.op, INLINE_ARITHMETIC):
+            problems.append(f"operator {type(node.op).__name__}")
+        if isinstance(node, py.Compare) and not (
+                len(node.ops) == 1 and (isinstance(node.ops[0], INLINE_COMPARISONS) or (
+                    isinstance(node.ops[0], py.IsNot) and isinstance(node.comparators[0], py.Constant)
+                    and node.comparators[0].value is None))):
+            problems.append("comparison")
     return problems
 
 
