@@ -148,6 +148,8 @@ class AgentPipeline:
         self.trace_sinks = list(trace_sinks or [])
         self.debug = debug
         self.sandbox_call: SandboxCall | None = None
+        # The host's `emit_kept` (host.py): the call's own events by their parts, built once.
+        self.emit_kept: Callable[[str, dict[str, Any], Any, dict[str, Any], list[Any]], None] | None = None
         # The host's `ask` (HostServices.ask): a question from the model's side mid-call (an A2A
         # agent's input-required) goes to the operator like the program's own `ask`.
         self.ask_operator: Callable[[dict[str, Any]], Awaitable[str]] | None = None
@@ -225,8 +227,11 @@ class AgentPipeline:
         size = payload.get("of")  # a parallelMap item's call: the map's size, for the run view's bar
         if kind == "agent.started" and isinstance(size, int) and not isinstance(size, bool) and 0 < size <= 10**9:
             data = {**data, "of": size}
-        self.emit({"type": kind, "span": {"id": payload.get("call"), "parent": payload.get("span")},
-                   "stage": payload.get("stage"), "data": data, "order": sub_order(payload)})
+        span = {"id": payload.get("call"), "parent": payload.get("span")}
+        if self.emit_kept is not None:
+            self.emit_kept(kind, span, payload.get("stage"), data, sub_order(payload))
+            return
+        self.emit({"type": kind, "span": span, "stage": payload.get("stage"), "data": data, "order": sub_order(payload)})
 
     @staticmethod
     def _summary(call: _Call | None) -> dict[str, Any]:

@@ -96,6 +96,7 @@ class HostServices:
                                     trace_sinks=self.trace_sinks, debug=self.debug, providers=self.providers,
                                     scope=self.cassette_scope, checkpoint=self.checkpoint, resilience=self.resilience)
         self.agents.sandbox_call = self._call_sandbox
+        self.agents.emit_kept = self.emit_kept
         self.agents.ask_operator = self.ask  # an A2A agent's input-required (runtime/provider_a2a.py)
 
     async def _call_sandbox(self, op: str, payload: dict[str, Any]) -> Any:
@@ -156,16 +157,24 @@ class HostServices:
         if is_live(event):
             self._emit_live(event)
             return
-        data = event.get("data")
+        self._number(event["type"], event.get("span") or {"id": None, "parent": None}, event.get("stage"),
+                     event.get("data"), event.get("order") or LAST, last)
+
+    def emit_kept(self, kind: str, span: dict[str, Any], stage: Any, data: dict[str, Any], order: list[Any]) -> None:
+        """`emit` of a kind that is not live, given in parts: the agent pipeline's events are
+        built once, here, rather than as a dict that `emit` copies."""
+        if self.failure is None:
+            self._number(kind, span, stage, data, order, False)
+
+    def _number(self, kind: str, span: dict[str, Any], stage: Any, data: Any, order: list[Any], last: bool) -> None:
         self.output_bytes += len(_data_text(data))
         if self.output_bytes > self.ceilings.output_bytes and not last:
             self.fail(self.ceilings.exceeded("output", self.output_bytes))
             return
         self.seq += 1
-        full = {"type": event["type"], "run": self.run_id, "seq": self.seq, "ts": _timestamp(),
-                "span": event.get("span") or {"id": None, "parent": None}, "stage": event.get("stage"),
-                "data": data or {}, "order": event.get("order") or LAST}
-        if full["type"] == "workflow.started":
+        full = {"type": kind, "run": self.run_id, "seq": self.seq, "ts": _timestamp(), "span": span, "stage": stage,
+                "data": data or {}, "order": order}
+        if kind == "workflow.started":
             data = full["data"]
             limits = self.ceilings.clamp(self.compiled_limits(str(data.get("name"))))
             self.frames[str(data.get("frame"))] = FrameBudget(
