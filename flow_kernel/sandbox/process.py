@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from flow_kernel.errors import FlowError, FlowIsolateError, FlowWorkerCrashedError
-from flow_kernel.sandbox import lifetime
+from flow_kernel.sandbox import early, lifetime
 from flow_kernel.sandbox.install import (
     BOOTSTRAP_DIR,
     JS_DIR,
@@ -94,7 +94,7 @@ def sandbox_command(node: NodeInfo, *, snapshot: Path | None, memory_mb: int, is
 class SandboxProcess:
     def __init__(self, command: list[str]) -> None:
         self.command = command
-        self.proc: asyncio.subprocess.Process | None = None
+        self.proc: asyncio.subprocess.Process | early.AdoptedProcess | None = None
         self.pending: dict[int, asyncio.Future[Any]] = {}
         self.next_id = 0
         self.handler: Handler | None = None
@@ -116,11 +116,15 @@ class SandboxProcess:
         except (NodeNotFound, SandboxInstallError) as exc:  # a clear `isolate` error, never a traceback
             raise FlowIsolateError(f"the sandbox did not start: {exc}") from None
         sandbox = cls(command)
-        # An environment of our own: no API keys, tokens or paths reach the Node process.
-        sandbox.proc = await asyncio.create_subprocess_exec(
-            *sandbox.command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE, env=dict(SANDBOX_ENV), limit=MAX_LINE + 1, start_new_session=True,
-            preexec_fn=lifetime.preexec())  # dies with the host, even while busy (sandbox/lifetime.py)
+        started = early.take(command)  # the kernel's first sandbox, started before its imports (early.py)
+        if started is not None:
+            sandbox.proc = await early.AdoptedProcess.adopt(started, MAX_LINE + 1)
+        else:
+            # An environment of our own: no API keys, tokens or paths reach the Node process.
+            sandbox.proc = await asyncio.create_subprocess_exec(
+                *sandbox.command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE, env=dict(SANDBOX_ENV), limit=MAX_LINE + 1, start_new_session=True,
+                preexec_fn=lifetime.preexec())  # dies with the host, even while busy (sandbox/lifetime.py)
         sandbox._reader = asyncio.ensure_future(sandbox._read())
         sandbox._stderr_reader = asyncio.ensure_future(sandbox._read_stderr())
         try:

@@ -1,16 +1,18 @@
-"""Start-up of a sandbox (issue 23): the warm-up run a spare makes before it is handed out.
-Real Node + Pyodide processes."""
+"""Start-up of a sandbox (issue 23): the warm-up run a spare makes before it is handed out,
+and the kernel's first sandbox started before the kernel's imports and taken over by the
+pool. Real Node + Pyodide processes."""
 
 from __future__ import annotations
 
 import asyncio
+import subprocess
 from typing import Any
 
 import pytest
 
 from flow_kernel.errors import FlowIsolateError
 from flow_kernel.runtime.executors import WARM_UP_SOURCE, warm_up_payload
-from flow_kernel.sandbox import pool
+from flow_kernel.sandbox import early, pool
 from flow_kernel.sandbox.install import ensure_snapshot
 from flow_kernel.sandbox.node import find_node
 from flow_kernel.sandbox.pool import SandboxPool
@@ -80,3 +82,34 @@ def test_a_warm_up_that_never_ends_fails_the_start(monkeypatch: pytest.MonkeyPat
         await stuck.close()
 
     asyncio.run(go())
+
+
+def test_the_kernels_early_sandbox_is_taken_over_by_the_first_start() -> None:
+    snapshot = ensure_snapshot(find_node())
+    assert snapshot is not None
+    from flow_kernel.__main__ import _start_first_sandbox
+
+    _start_first_sandbox()  # what `python -m flow_kernel -f …` does before its imports
+    assert early._early is not None
+    pid = early._early[1].pid
+
+    async def go() -> None:
+        process = await SandboxProcess.start(snapshot=snapshot)
+        try:
+            assert process.pid == pid  # no second process: the early one answered
+            assert process.ready.get("snapshot") is True
+            assert (await process.request("run", _payload(RESULT)))["result"] == 7
+        finally:
+            await process.close()
+        assert not process.alive
+        assert early._early is None  # handed over once
+
+    asyncio.run(go())
+
+
+def test_an_early_sandbox_for_another_command_is_killed_not_used() -> None:
+    stand_in = subprocess.Popen(["sleep", "60"])  # what launch() keeps: the command and the process
+    early._early = (["node", "runner.mjs", "--memory-mb", "256"], stand_in)
+    assert early.take(["node", "runner.mjs", "--memory-mb", "512"]) is None
+    assert stand_in.poll() is not None  # killed
+    assert early._early is None
