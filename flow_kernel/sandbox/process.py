@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import json
 import logging
 import os
-from collections.abc import Awaitable, Callable, Coroutine, Generator
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -255,20 +254,7 @@ class SandboxProcess:
                 with contextlib.suppress(Exception):  # a sink's failure never stops the bridge
                     self.on_notify(str(op), message.get("payload") or {})
             return
-        self._start(self._serve(message))
-
-    def _start(self, serve: Coroutine[Any, Any, None]) -> None:
-        """Run a request's handler at once, up to its first wait, instead of in a task of its
-        own: most requests (a zero-latency agent call, a validation) finish without waiting,
-        and then cost no task and no turn of the event loop. One that waits goes on in a task
-        (cancelled with the others by `kill`). Its own copy of the context either way, as a
-        task would have."""
-        context = contextvars.copy_context()
-        try:
-            waiting_for = context.run(serve.send, None)
-        except StopIteration:
-            return
-        task = asyncio.get_running_loop().create_task(_go_on(serve, waiting_for), context=context)
+        task = asyncio.ensure_future(self._serve(message))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
@@ -325,33 +311,3 @@ class SandboxProcess:
 
     async def close(self) -> None:
         await self.kill()
-
-
-async def _go_on(coro: Coroutine[Any, Any, None], waiting_for: Any) -> None:
-    """The rest of a coroutine that has already run up to its first wait (`waiting_for`, the
-    future it yielded), driven by the task that awaits this."""
-    await _Resumed(coro, waiting_for)
-
-
-class _Resumed:
-    __slots__ = ("coro", "waiting_for")
-
-    def __init__(self, coro: Coroutine[Any, Any, None], waiting_for: Any) -> None:
-        self.coro = coro
-        self.waiting_for = waiting_for
-
-    def __await__(self) -> Generator[Any, Any, None]:
-        coro, waiting_for = self.coro, self.waiting_for
-        while True:
-            try:
-                sent = yield waiting_for
-            except BaseException as exc:  # thrown in by the task (a cancellation): passed on
-                try:
-                    waiting_for = coro.throw(exc)
-                except StopIteration:
-                    return
-            else:
-                try:
-                    waiting_for = coro.send(sent)
-                except StopIteration:
-                    return
