@@ -43,6 +43,7 @@ import json
 import os
 import re
 import secrets
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -178,11 +179,46 @@ class Journal:
         return record
 
     def close(self) -> None:
+        """Everything written goes to the OS and the run's lock is released now; the closing
+        `fsync` is done by a background thread (`_sync_and_close`), so the run's answer does
+        not wait for the disk. Every effect was on the disk before the run went past it."""
         if self._file is not None:
-            self._file.flush()
-            os.fsync(self._file.fileno())
-            self._file.close()  # the lock goes with the descriptor
-            self._file = None
+            file, self._file = self._file, None
+            file.flush()
+            fcntl.flock(file.fileno(), fcntl.LOCK_UN)  # `flow runs`/`flow answer` see an ended run at once
+            _syncs.append(_syncer().submit(_sync_and_close, file))
+            del _syncs[:-64]
+
+
+# One thread puts closed journals on the disk. concurrent.futures joins it when the
+# interpreter exits, so a process that ends normally has synced every journal it closed.
+# A killed process loses nothing (the lines are with the OS); a power cut before the sync
+# may lose the end of a run that had just ended (a resume then says `interrupted` and runs
+# it again, answering its effects, which were synced, from the journal).
+_pool: ThreadPoolExecutor | None = None
+_syncs: list[Future[None]] = []
+
+
+def _syncer() -> ThreadPoolExecutor:
+    global _pool
+    if _pool is None:
+        _pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="flow-journal-sync")
+    return _pool
+
+
+def _sync_and_close(file: TextIO) -> None:
+    try:
+        os.fsync(file.fileno())
+    except OSError:  # a full or failing disk: the outcome stands; the journal may say `interrupted`
+        pass
+    finally:
+        file.close()
+
+
+def wait_for_syncs() -> None:
+    """Wait until every journal closed so far is on the disk (tests, tools that copy journals)."""
+    for future in list(_syncs):
+        future.result()
 
 
 def _open_existing(folder: int, path: Path) -> int:

@@ -1,6 +1,7 @@
 """How often a run's journal goes to the disk (docs/durability.md, "When it is flushed"):
-a run without effects syncs once, when it closes; a run with effects syncs each effect
-before it goes on, and its header is in the file by the first of those syncs."""
+a run without effects syncs once, when it closes (in a background thread, after the lock is
+released); a run with effects syncs each effect before it goes on, and its header is in the
+file by the first of those syncs."""
 
 from __future__ import annotations
 
@@ -34,7 +35,11 @@ def test_a_run_without_effects_syncs_its_journal_once(tmp_path: Path, monkeypatc
     calls = _count_syncs(monkeypatch)
     outcome = session.run("1 + 1")
     assert outcome.result == 2
+    journal.wait_for_syncs()  # the closing fsync is a background thread's
     assert [name for name, _ in calls] == ["fsync"]  # was fdatasync (header), fdatasync (end), fsync
+    assert outcome.journal is not None
+    with outcome.journal.open() as handle:  # the lock was released when the run ended, not after the sync
+        journal.fcntl.flock(handle.fileno(), journal.fcntl.LOCK_EX | journal.fcntl.LOCK_NB)
     text = calls[0][1].decode()
     assert '"journal":"header"' in text and '"journal":"end"' in text  # both in the file by then
 
@@ -46,6 +51,7 @@ def test_a_run_with_an_effect_has_its_header_on_the_disk_before_it_goes_on(
     calls = _count_syncs(monkeypatch)
     outcome = session.run('agent helper { model: "scripted", script: ["ok"] }\nhelper("hi")')
     assert outcome.error is None and outcome.result == "ok"
+    journal.wait_for_syncs()
     names = [name for name, _ in calls]
     assert names[0] == "fdatasync" and names[-1] == "fsync", names
     first = calls[0][1].decode()
