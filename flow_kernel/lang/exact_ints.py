@@ -90,13 +90,16 @@ class IntTracker:
 
 def _become_operator(call: Any, name: str, left: py.expr, right: py.expr) -> None:
     # In place: the node keeps its identity (its origin, its place in its parent). The
-    # classes share the layout of every `ast` node (fields in the instance dict).
+    # classes share the layout of every `ast` node (fields in the instance dict; tested
+    # on CPython 3.11-3.13); where a Python refused, the call stays (same value).
+    try:
+        call.__class__ = py.BinOp if name in _ARITHMETIC else py.Compare
+    except TypeError:
+        return
     del call.func, call.args, call.keywords
     if name in _ARITHMETIC:
-        call.__class__ = py.BinOp
         call.left, call.op, call.right = left, _ARITHMETIC[name](), right
     else:
-        call.__class__ = py.Compare
         call.left, call.ops, call.comparators = left, [_COMPARISONS[name]()], [right]
 
 
