@@ -536,6 +536,33 @@ class AgentPipeline:
         temperature = call.spec.fields.get("temperature")
         agent = call.spec.name
 
+        request = ProviderRequest(agent, call.model, call.system, call.prompt, call.schema, repair_of,
+                                  float(temperature) if isinstance(temperature, int | float) else None,
+                                  tuple(call.tools), self._tool_user(call) if call.tools else None,
+                                  call_prompt=str(call.payload.get("prompt")),
+                                  on_delta=self._delta_sink(call)
+                                  if self.config.provider(call.provider).options.get("stream", True) else None)
+        request.ask_operator = self._asker(call)
+        try:
+            if call.provider in PROVIDERS or (isinstance(timeout_ms, int) and timeout_ms > 0):
+                reply = await self._guarded(call, lambda: self._timed(provider.attempt(request), timeout_ms, agent),
+                                            request)
+            else:  # what `_guarded` and `_timed` come to for a local provider without a timeout
+                reply = await provider.attempt(request)
+        except FlowError:
+            if call.merger is not None and call.merger.text:  # a stream cut (or timed out) mid-way: what it wrote goes in the trace
+                call.partial = call.merger.text
+            raise
+        finally:
+            if call.merger is not None:
+                call.merger.flush()
+        self._account(call, reply)
+        return reply
+
+    def _tool_user(self, call: _Call) -> Callable[[str, dict[str, Any]], Awaitable[Any]]:
+        """How the provider calls one of the call's tools during this attempt (a call with
+        tools only): approval, the journal, the record in the call's `tool_calls`."""
+        agent = call.spec.name
         decisions: list[dict[str, Any]] = []
         attempt_number, used = len(call.log) + 1, [0]  # this attempt, and its tool calls so far (journal keys)
 
@@ -560,28 +587,7 @@ class AgentPipeline:
             call.tool_calls.append(record)
             return result
 
-        on_delta = self._delta_sink(call)
-        request = ProviderRequest(agent, call.model, call.system, call.prompt, call.schema, repair_of,
-                                  float(temperature) if isinstance(temperature, int | float) else None,
-                                  tuple(call.tools), use_tool if call.tools else None,
-                                  call_prompt=str(call.payload.get("prompt")),
-                                  on_delta=on_delta if self.config.provider(call.provider).options.get("stream", True) else None)
-        request.ask_operator = self._asker(call)
-        try:
-            if call.provider in PROVIDERS or (isinstance(timeout_ms, int) and timeout_ms > 0):
-                reply = await self._guarded(call, lambda: self._timed(provider.attempt(request), timeout_ms, agent),
-                                            request)
-            else:  # what `_guarded` and `_timed` come to for a local provider without a timeout
-                reply = await provider.attempt(request)
-        except FlowError:
-            if call.merger is not None and call.merger.text:  # a stream cut (or timed out) mid-way: what it wrote goes in the trace
-                call.partial = call.merger.text
-            raise
-        finally:
-            if call.merger is not None:
-                call.merger.flush()
-        self._account(call, reply)
-        return reply
+        return use_tool
 
     @staticmethod
     async def _timed(attempt: Awaitable[ProviderReply], timeout_ms: Any, agent: str) -> ProviderReply:
