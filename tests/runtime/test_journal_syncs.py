@@ -32,6 +32,7 @@ def _count_syncs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, bytes]]:
 def test_a_run_without_effects_syncs_its_journal_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     session = Session(directory=tmp_path, sandbox=False, operator="none")
     session.run("1 + 1")  # warm: the journal key is made (and synced) on the first run
+    journal.wait_for_syncs()  # and that run's closing sync is done before counting
     calls = _count_syncs(monkeypatch)
     outcome = session.run("1 + 1")
     assert outcome.result == 2
@@ -48,6 +49,7 @@ def test_a_run_with_an_effect_has_its_header_on_the_disk_before_it_goes_on(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     session = Session(directory=tmp_path, sandbox=False, operator="none")
     session.run("1 + 1")
+    journal.wait_for_syncs()
     calls = _count_syncs(monkeypatch)
     outcome = session.run('agent helper { model: "scripted", script: ["ok"] }\nhelper("hi")')
     assert outcome.error is None and outcome.result == "ok"
