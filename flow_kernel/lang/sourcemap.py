@@ -54,11 +54,24 @@ class SourceMap:
         self._entries: list[tuple[Position, Span]] = []
         self._starts: list[tuple[int, int]] = []
 
+    def __getstate__(self) -> dict[str, object]:
+        """A map that leaves the process (pickled for a Ray worker) records its entries
+        first: what records them refers to the check result's facts by object identity
+        (`id()` keys), which another process's copy of that result does not keep."""
+        return {"entries": self._recorded_entries()}
+
+    def __setstate__(self, state: dict[str, list[tuple[Position, Span]]]) -> None:
+        self.__init__(state["entries"])  # type: ignore[misc]
+
+    def _recorded_entries(self) -> list[tuple[Position, Span]]:
+        recorded = self._recorded
+        if callable(recorded):
+            recorded = self._recorded = recorded()
+        return recorded
+
     def _index(self) -> dict[Position, Span]:
         if self._exact is None:
-            recorded = self._recorded
-            if callable(recorded):
-                recorded = self._recorded = recorded()
+            recorded = self._recorded_entries()
             self._exact = {pos: span for pos, span in recorded}
             # For containment queries, sorted by start; a small module makes a scan cheap.
             self._entries = sorted(recorded, key=lambda e: (e[0][0], e[0][1]))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast as py
 import json
+import pickle
 from pathlib import Path
 
 import pytest
@@ -157,3 +158,15 @@ def test_a_map_recorded_later_is_of_the_compiled_module() -> None:
 
 def _built(generated: GeneratedModule) -> tuple[py.Module, dict[int, Span]]:
     return generated.tree, generated.origins
+
+
+def test_a_map_pickled_for_another_process_keeps_its_spans() -> None:
+    # A Ray worker gets the compiled program pickled. Recording the map later there would
+    # build the module again from an unpickled check result, whose facts are keyed by the
+    # identity of the original nodes (a call's output type, ...): it records first instead.
+    program = (ROOT / "tests" / "eval" / "parity.flow").read_text(encoding="utf-8")
+    compiled = compile_source(SourceFile("parity.flow", program))
+    assert compiled.source_map is not None
+    copy = pickle.loads(pickle.dumps(compiled))
+    assert copy.source_map is not None
+    assert copy.source_map.entries == compiled.source_map.entries != []
