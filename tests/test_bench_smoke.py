@@ -119,3 +119,18 @@ def test_compare_prints_the_change_per_figure(quick_run: tuple[dict[str, Any], s
     assert "-50.0 %" in ratio_line  # half the ratio of "before": a change of -50 %, better
     check_line = next(line for line in out.splitlines() if "frontend.check_only_s" in line)
     assert "-50.0 %" in check_line and "better" in check_line
+
+
+def test_compare_reads_each_detail_by_its_direction() -> None:
+    from flow_kernel.bench.suite import compare
+
+    def run(pipeline: float, fanout: float, ray: float) -> dict[str, Any]:
+        return {"targets": [], "sections": {
+            "agents": {"ratio_pipeline_to_bridge": pipeline, "ratio_fanout_to_ideal": fanout},
+            "evals_ray": {"ratio_ray_to_local": ray}}}
+
+    lines = compare(run(0.5, 1.10, 1.8), run(0.6, 1.05, 1.2)).splitlines()
+    verdict = {line.split()[0]: line.split()[-1] for line in lines if line.startswith("  ")}
+    # a higher share of the bridge is better; a time closer to the ideal is better; a smaller speed-up is worse
+    assert verdict == {"agents.ratio_pipeline_to_bridge": "better", "agents.ratio_fanout_to_ideal": "better",
+                       "evals_ray.ratio_ray_to_local": "worse"}

@@ -139,10 +139,20 @@ def compare(before: dict[str, Any], after: dict[str, Any]) -> str:
             b, a = _median(old.get(key)), _median(value)
             if b is None or a is None or key in ("section_s", "repeat") or b == a == 0:
                 continue
-            higher = key.endswith(("per_s", "_per_s_in_process")) or "calls_per_s" in key
+            higher = key.endswith(("per_s", "_per_s_in_process")) or f"{name}.{key}" in _HIGHER_IS_BETTER
             lines.append(f"  {name}.{key:<44} {b:>12,.4g} → {a:<12,.4g} {_change(b, a):>8}  "
                          f"{_verdict(b, a, higher_is_better=higher)}")
     return "\n".join(lines)
+
+
+# Details that are not rates but still better when higher (the rest: times, sizes and
+# time ratios, better when lower).
+_HIGHER_IS_BETTER = frozenset({
+    "agents.ratio_pipeline_to_bridge",  # calls/s over calls/s
+    "evals.ratio_to_ideal",  # items/s over the ideal items/s
+    "evals_ray.ratio_ray_to_local", "evals_ray.ratio_end_to_end",  # speed-ups
+    "evals_ray.machine_two_process_ratio",  # what the machine gives two processes
+})
 
 
 def _median(value: Any) -> float | None:
