@@ -45,7 +45,7 @@ def example_input(text: str) -> Input:
 
 def notebook_cells(path: Path) -> list[str]:
     """A Flow notebook's code cells with magic lines blanked; a Python notebook's `%%flow`
-    cells without their first line (tests/lang/test_sourcemap_positions.py does the same)."""
+    cells without their first line."""
     nb = json.loads(path.read_text(encoding="utf-8"))
     flow_kernel = nb["metadata"]["kernelspec"]["name"] == "flow"
     cells = []

@@ -8,7 +8,6 @@ cell after cell in one session, as the kernel does) and the bench's 5,022-line p
 from __future__ import annotations
 
 import ast as py
-import json
 import pickle
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from flow_kernel.lang.session_scope import SessionScope
 from flow_kernel.lang.sourcemap import CompiledPython, write, write_and_parse
 from flow_kernel.lang.verify import VerificationError, verify
 from flow_kernel.source import SourceFile, Span
+from tests.golden.corpus import notebook_cells
 from tests.lang.flowcases import split_example
 from tests.runtime.programs import ALL
 
@@ -54,23 +54,8 @@ def same_map(source: str, *, session: SessionScope | None = None, name: str = "t
 
 
 def gallery_cells() -> dict[str, list[str]]:
-    """Each notebook's Flow cells: a Flow notebook's cells with magic lines blanked, a
-    Python notebook's `%%flow` cells without their first line."""
-    notebooks: dict[str, list[str]] = {}
-    for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]-*.ipynb")):
-        nb = json.loads(path.read_text())
-        flow_kernel = nb["metadata"]["kernelspec"]["name"] == "flow"
-        cells = []
-        for cell in nb["cells"]:
-            if cell["cell_type"] != "code":
-                continue
-            lines = "".join(cell["source"]).split("\n")
-            if flow_kernel:
-                cells.append("\n".join("" if line.startswith("%") else line for line in lines))
-            elif lines[0].startswith("%%flow"):
-                cells.append("\n".join(lines[1:]))
-        notebooks[path.stem] = cells
-    return notebooks
+    """Each notebook's Flow cells, as the golden corpus reads them."""
+    return {path.stem: notebook_cells(path) for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]-*.ipynb"))}
 
 
 @pytest.mark.parametrize("path", sorted((ROOT / "tests/lang/cases").glob("*.flow")), ids=lambda p: p.stem)
