@@ -166,11 +166,11 @@ def _forms(node: object, seen: set[str]) -> None:
 
 def _all_forms() -> set[str]:
     from flow_kernel.lang import ast
-    from flow_kernel.lang.parse_expr import KEYWORD_PREC, OP_PREC
+    from flow_kernel.lang.parse_expr import BINARY_PREC
 
     wanted = {cls.__name__ for base in (ast.Expr, ast.Stmt, ast.Decl) for cls in base.__subclasses__()}
     wanted -= {"ErrorExpr"}  # what the parser makes of broken code
-    wanted |= {f"Binary {op}" for op in (*OP_PREC, *KEYWORD_PREC)} | {"Unary -", "Unary not", "Member ?."}
+    wanted |= {f"Binary {op}" for op in BINARY_PREC} | {"Unary -", "Unary not", "Member ?."}
     return wanted
 
 
