@@ -167,16 +167,16 @@ def _for(node: py.For, add: Add, more: More) -> None:
 
 def _with(node: py.With, add: Add, more: More) -> None:
     for item in node.items:
-        if getattr(item, "optional_vars", None) is not None:
-            raise VerificationError("`with … as` is not generated", node)
-    more(node.items)
+        if item.__class__ is not py.withitem:
+            raise VerificationError("a `with` holds `withitem` nodes only", node)
+    more(node.items)  # what an item may hold: the `withitem` rule
     more(node.body)
 
 
 def _withitem(node: py.withitem, add: Add, more: More) -> None:
+    if node.optional_vars is not None:  # `with rt.stage(…) as v_x`: nothing generated binds a context
+        raise VerificationError("`with … as` is not generated", node)
     add(node.context_expr)
-    if node.optional_vars is not None:
-        add(node.optional_vars)
 
 
 def _try(node: py.Try, add: Add, more: More) -> None:

@@ -519,3 +519,31 @@ def test_the_field_check_sees_a_rule_that_forgets_a_field(monkeypatch: pytest.Mo
             continue
         accepted.append(what)
     assert "If.orelse" in accepted  # (and what the mutants hold under an `else`, like a `raise`)
+
+
+# -- `with … as` ---------------------------------------------------------------------------------
+
+WITH_AS = "async def main(rt, args):\n    with rt.stage('s') as v_a:\n        return v_a\n"
+
+
+def test_with_as_is_refused_even_binding_a_generated_name() -> None:
+    """Codegen never writes `with … as` (a stage's context object is the runtime's own);
+    the `withitem` rule refuses it, even when every name in it is a generated one."""
+    plain = py.parse(WITH_AS.replace(" as v_a", "").replace("return v_a", "return 1"))
+    verify(plain)  # the same module without `as` passes: the refusal is about `as`
+    with pytest.raises(VerificationError, match="with … as"):
+        verify(py.parse(WITH_AS))
+
+
+def test_the_with_as_check_can_fail(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The door reopened: a `withitem` rule that reads `optional_vars` instead of refusing
+    it (the old, dead branch) lets the module through."""
+    from flow_kernel.lang import verify as verifier
+
+    def admitting(node: py.withitem, add: Any, more: Any) -> None:
+        add(node.context_expr)
+        if node.optional_vars is not None:
+            add(node.optional_vars)
+
+    monkeypatch.setitem(verifier._RULES, py.withitem, admitting)
+    verify(py.parse(WITH_AS))
