@@ -77,6 +77,10 @@ class CodeGenerator:
         # One `rt.<name>` node per name, shared by every call of it in the module (a third
         # of the module's nodes otherwise; they hold no Flow origin and are never changed).
         self.rt_names: dict[str, py.Attribute] = {}
+        # Likewise one tree per JSON literal (`literal`), and per agent output's schema: a
+        # fifth of the module's nodes otherwise (the same few limits, names and schemas).
+        self.literals: dict[object, py.expr] = {}
+        self.schemas: dict[int, py.expr] = {}
 
     # -- helpers -------------------------------------------------------------------------
     def fresh(self, prefix: str) -> str:
@@ -111,6 +115,18 @@ class CodeGenerator:
             return py.UnaryOp(py.USub(), py.Constant(-value))
         assert value is None or isinstance(value, (str, int, float, bool))
         return py.Constant(value)
+
+    def literal(self, value: object) -> py.expr:
+        """`const(value)`, one tree for all equal values in the module: built, written
+        (the writer reuses a written node's text) and freed once. Nothing in it has a
+        Flow origin, so it can stand in many places."""
+        if not isinstance(value, (list, dict)):
+            return self.const(value)
+        key = _literal_key(value)
+        node = self.literals.get(key)
+        if node is None:
+            node = self.literals[key] = self.const(value)
+        return node
 
     @staticmethod
     def load(name: str) -> py.Name:
@@ -195,12 +211,12 @@ class CodeGenerator:
             limits = dict(ctx.limits) if ctx is not None else dict(DEFAULT_LIMITS)
             params = [p.name.name for p in node.params]
             table_keys.append(py.Constant(entry.name))
-            table_values.append(py.List([self.load(self.workflow_names[entry.name]), self.const(params),
-                                         self.const(limits)], LOAD))
+            table_values.append(py.List([self.load(self.workflow_names[entry.name]), self.literal(params),
+                                         self.literal(limits)], LOAD))
         body.append(self.cell())
         toplevel = self.result.toplevel
         entry_limits = dict(toplevel.limits) if toplevel is not None else dict(DEFAULT_LIMITS)
-        start = self.rt("start", self.load("args"), self.load("c_main"), self.const(entry_limits),
+        start = self.rt("start", self.load("args"), self.load("c_main"), self.literal(entry_limits),
                         py.Dict(table_keys, table_values))
         body.append(self.async_def("main", ["rt", "args"], [py.Return(py.Await(start))]))
         tree = py.Module(body, [])
@@ -396,7 +412,7 @@ class CodeGenerator:
         chain: list[py.stmt] = [py.Raise(None, None)]
         for catch in reversed(s.catches):
             codes = [c.constant for c in catch.codes if c.constant is not None]
-            test = self.rt("catches", self.load(err), self.const(codes) if catch.codes else py.Constant(None))
+            test = self.rt("catches", self.load(err), self.literal(codes) if catch.codes else py.Constant(None))
             self.push()
             inner: list[py.stmt] = []
             if catch.binding is not None:
@@ -530,10 +546,10 @@ class CodeGenerator:
         return self.rt("slice_", self.expr(e.obj), lower, upper, span=e.span)
 
     def x_Project(self, e: ast.Project) -> py.expr:
-        return self.rt("project", self.expr(e.obj), self.const([p.name for p in e.path]), span=e.span)
+        return self.rt("project", self.expr(e.obj), self.literal([p.name for p in e.path]), span=e.span)
 
     def x_Pick(self, e: ast.Pick) -> py.expr:
-        return self.rt("pick", self.expr(e.obj), self.const([f.name for f in e.fields]), span=e.span)
+        return self.rt("pick", self.expr(e.obj), self.literal([f.name for f in e.fields]), span=e.span)
 
     def x_Parallel(self, e: ast.Parallel) -> py.expr:
         keys: list[py.expr | None] = []
@@ -643,7 +659,7 @@ class CodeGenerator:
         ctx = self.result.workflows.get(name)
         limits = dict(ctx.limits) if ctx is not None else dict(DEFAULT_LIMITS)
         call = self.rt("workflow", py.Constant(name), self.load(self.workflow_names[name]),
-                       py.List(values, LOAD), self.const(limits), span=e.span)
+                       py.List(values, LOAD), self.literal(limits), span=e.span)
         return self.await_(call, e.span)
 
     def agent_call(self, e: ast.Call, agent: str | None, team: tuple[str, str] | None,
@@ -657,7 +673,10 @@ class CodeGenerator:
         prompt_arg = next(a for a in args if a.name is None)
         named = {a.name.name: a.value for a in args if a.name is not None}
         output = self.result.call_outputs.get(id(e), T.STRING)
-        options: dict[str, py.expr] = {"schema": self.const(type_schema(output))}
+        schema = self.schemas.get(id(output))  # (the type is kept alive by `call_outputs`, or a constant)
+        if schema is None:
+            schema = self.schemas[id(output)] = self.literal(type_schema(output))
+        options: dict[str, py.expr] = {"schema": schema}
         start = e.span.start_pos
         target = agent if agent is not None else f"{team[0]}.{team[1]}" if team else "?"
         options["label"] = self.expr(named["label"]) if "label" in named else py.Constant(f"{target}@{start.line}:{start.column}")
@@ -667,7 +686,7 @@ class CodeGenerator:
         if "tools" in named:
             value = named["tools"]
             names = [i.name for i in value.items if isinstance(i, ast.Name)] if isinstance(value, ast.ArrayLit) else []
-            options["tools"] = self.const(names)
+            options["tools"] = self.literal(names)
         check: py.expr = py.Constant(None)
         if clauses:
             check = self.load(self.expect_def(clauses))
@@ -700,7 +719,7 @@ class CodeGenerator:
             "context": self.expr(named["context"]) if "context" in named else py.Constant(None),
         }
         opts = py.Dict([py.Constant(k) for k in options], list(options.values()))
-        call = self.rt("panel", py.Constant(name), self.expr(candidate), self.const(spec), opts, span=e.span)
+        call = self.rt("panel", py.Constant(name), self.expr(candidate), self.literal(spec), opts, span=e.span)
         return self.await_(call, e.span)
 
     def expect_def(self, clauses: list[ast.ExpectClause]) -> str:
@@ -732,6 +751,18 @@ def _method(table: dict[type, Callable[[CodeGenerator, Any], Any]], prefix: str,
     method: Callable[[CodeGenerator, Any], Any] = getattr(CodeGenerator, prefix + cls.__name__)
     table[cls] = method
     return method
+
+
+def _literal_key(value: object) -> object:
+    """A key equal for two values only if `const` writes them the same: types tagged
+    (`1`, `1.0` and `True` are equal in Python), floats by their text (`0.0 == -0.0`)."""
+    if isinstance(value, dict):
+        return (dict, tuple((k, _literal_key(v)) for k, v in value.items()))
+    if isinstance(value, list):
+        return (list, tuple(_literal_key(v) for v in value))
+    if isinstance(value, float):
+        return (float, repr(value))
+    return (value.__class__, value)
 
 
 def generate(result: CheckResult, session_names: set[str] | None = None) -> GeneratedModule:

@@ -75,6 +75,10 @@ class ModuleWriter:
         self.entries: list[Any] = []
         self.lines: list[str] = []
         self.max_depth = 0  # deepest block: Python's tokenizer stops at 100 indentation levels
+        # The text of each list and dict written, by node, to write a literal the generator
+        # shares between many places once (`CodeGenerator.literal`); only with no origins:
+        # a node's text does not depend on where it stands, its entries do.
+        self.texts: dict[int, str] | None = None if origins else {}
 
     def write(self, tree: py.Module) -> str:
         self.block(tree.body, 0)
@@ -359,7 +363,13 @@ def _elements(w: ModuleWriter, elts: list[py.expr], col: int) -> list[str]:
 
 
 def _list(w: ModuleWriter, node: py.List, col: int) -> str:
-    return "[" + ", ".join(_elements(w, node.elts, col + 1)) + "]"
+    texts = w.texts
+    if texts is None:
+        return "[" + ", ".join(_elements(w, node.elts, col + 1)) + "]"
+    text = texts.get(id(node))
+    if text is None:
+        text = texts[id(node)] = "[" + ", ".join(_elements(w, node.elts, col + 1)) + "]"
+    return text
 
 
 def _tuple(w: ModuleWriter, node: py.Tuple, col: int) -> str:
@@ -369,6 +379,16 @@ def _tuple(w: ModuleWriter, node: py.Tuple, col: int) -> str:
 
 
 def _dict(w: ModuleWriter, node: py.Dict, col: int) -> str:
+    texts = w.texts
+    if texts is None:
+        return _dict_text(w, node, col)
+    text = texts.get(id(node))
+    if text is None:
+        text = texts[id(node)] = _dict_text(w, node, col)
+    return text
+
+
+def _dict_text(w: ModuleWriter, node: py.Dict, col: int) -> str:
     col += 1
     items = []
     for k, v in zip(node.keys, node.values, strict=True):

@@ -125,3 +125,22 @@ def test_conditions_that_can_only_be_bools_are_not_wrapped_in_cond() -> None:
     assert "if rt.cond(v_flag) or rt.lt(v_n, 1):" in text
     assert "if rt.cond(rt.fn_contains(v_xs, 1)):" in text
     assert "rt.print(5 if rt.ge(v_n, 1) else 6)" in text
+
+
+def test_shared_literals_are_shared_only_between_values_written_alike() -> None:
+    """`CodeGenerator.literal` builds one tree per JSON value and the writer writes it
+    once: values Python holds equal but `const` writes differently stay apart."""
+    from flow_kernel.lang import check
+    from flow_kernel.lang.codegen import CodeGenerator
+    from flow_kernel.lang.pywriter import ModuleWriter
+
+    generator = CodeGenerator(check(SourceFile("t.flow", "print 1")))
+    values = [[1], [True], [1.0], [0.0], [-0.0], [-1], {"a": 1}, {"a": True}, {"a": [1, "x"]}, ["1"], [None]]
+    nodes = [generator.literal(v) for v in values]
+    assert len({id(n) for n in nodes}) == len(values)
+    assert generator.literal([1]) is nodes[0] and generator.literal({"a": [1, "x"]}) is nodes[8]
+    written = [n for v, n in zip(values, nodes, strict=True) if repr(v) != "[-0.0]"]  # (-0.0: ast.unparse writes it)
+    body = [py.Expr(n) for n in [*written, *written]]  # each literal twice: the second from the writer's cache
+    text = ModuleWriter({}).write(py.Module(body, []))
+    expected = [py.unparse(n) for n in written]
+    assert text.splitlines() == [*expected, *expected]
