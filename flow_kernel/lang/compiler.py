@@ -47,8 +47,9 @@ def compile_checked(result: CheckResult, session: SessionScope | None = None) ->
 def _generate(result: CheckResult, names: set[str] | None) -> tuple[str, SourceMap, dict[str, int]]:
     """Generate, write, verify; only what is kept leaves, so the tree is freed here, while
     the collector is still paused: resumed with the tree alive, its first collection would
-    scan all of it (~40 ms for the bench's 5,022 lines), just before it is freed anyway."""
-    generated = generate(result, names)
+    scan all of it (~40 ms for the bench's 5,022 lines), just before it is freed anyway.
+    No Flow origins are recorded: the source map records them on its first lookup."""
+    generated = generate(result, names, origins=False)
     checked = Verification(generated.tree)
     written = write(generated.tree, generated.origins, again=lambda: _generate_again(result, names),
                     each=checked.function)  # each function verified as soon as it is written

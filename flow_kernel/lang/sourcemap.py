@@ -120,17 +120,19 @@ Built = tuple[py.Module, dict[int, Span]]  # a generated tree and its nodes' Flo
 def write(tree: py.Module, origins: dict[int, Span], again: Callable[[], Built] | None = None,
           each: Callable[[py.stmt], None] | None = None) -> CompiledPython:
     """The module's text and source map; with `again`, the map records its positions on
-    its first lookup, from the tree `again` builds (the same one, or the lookup fails).
-    `each` is called with each top-level statement once it is written (the compiler
-    verifies it then, while its nodes are in the CPU's caches)."""
+    its first lookup, from the tree `again` builds (the same one, or the lookup fails),
+    and `origins` may be empty (the tree generated without them: a module written the
+    old way is mapped from the tree `again` builds). `each` is called with each
+    top-level statement once it is written (the compiler verifies it then, while its
+    nodes are in the CPU's caches)."""
     writer = ModuleWriter({} if again is not None else origins)
     try:
         source = writer.write(tree) if each is None else _write_each(writer, tree, each)
     except Unsupported:
-        return write_and_parse(tree, origins)
+        return write_and_parse(*(again() if again is not None else (tree, origins)))
     if writer.max_depth >= SHALLOW_BLOCKS or any(
             _bracket_depth(line) >= SHALLOW_BRACKETS for line in writer.lines if len(line) >= 2 * SHALLOW_BRACKETS):
-        return write_and_parse(tree, origins)
+        return write_and_parse(*(again() if again is not None else (tree, origins)))
     if again is None:
         return CompiledPython(source, tree, SourceMap(writer.entries))
     return CompiledPython(source, tree, SourceMap(lambda: _record_again(again, source)))
