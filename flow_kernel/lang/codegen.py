@@ -84,6 +84,11 @@ class CodeGenerator:
         # fifth of the module's nodes otherwise (the same few limits, names and schemas).
         self.literals: dict[object, py.expr] = {}
         self.schemas: dict[int, py.expr] = {}
+        # With no origins to record, a node needs no identity of its own: one `Name` per
+        # name read, one `rt.step()` statement, each shared by all its places (a fifth of
+        # the remaining nodes). Recording, each place has its own node, for its own span.
+        self.loads: dict[str, py.Name] | None = None if origins else {}
+        self.shared_step: py.stmt | None = None if origins else py.Expr(self.rt("step"))
 
     # -- helpers -------------------------------------------------------------------------
     def fresh(self, prefix: str) -> str:
@@ -132,9 +137,14 @@ class CodeGenerator:
             node = self.literals[key] = self.const(value)
         return node
 
-    @staticmethod
-    def load(name: str) -> py.Name:
-        return py.Name(name, LOAD)
+    def load(self, name: str) -> py.Name:
+        loads = self.loads
+        if loads is None:
+            return py.Name(name, LOAD)
+        node = loads.get(name)
+        if node is None:
+            node = loads[name] = py.Name(name, LOAD)
+        return node
 
     def store(self, name: str) -> py.Name:
         self.ints.stored(name)  # every binding is counted: one whose value is not reported is not an int
@@ -146,6 +156,8 @@ class CodeGenerator:
         return node
 
     def step(self, span: Span) -> py.stmt:
+        if self.shared_step is not None:
+            return self.shared_step
         return self.stmt_expr(self.rt("step", span=span), span)
 
     def async_def(self, name: str, params: list[str], body: list[py.stmt]) -> py.AsyncFunctionDef:
