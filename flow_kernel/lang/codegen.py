@@ -85,9 +85,10 @@ class CodeGenerator:
         self.literals: dict[object, py.expr] = {}
         self.schemas: dict[int, py.expr] = {}
         # With no origins to record, a node needs no identity of its own: one `Name` per
-        # name read, one `rt.step()` statement, each shared by all its places (a fifth of
+        # name read, one `Constant` per value, one `rt.step()` statement, each shared by all its places (a fifth of
         # the remaining nodes). Recording, each place has its own node, for its own span.
         self.loads: dict[str, py.Name] | None = None if origins else {}
+        self.constants: dict[object, py.Constant] | None = None if origins else {}
         self.shared_step: py.stmt | None = None if origins else py.Expr(self.rt("step"))
 
     # -- helpers -------------------------------------------------------------------------
@@ -124,6 +125,18 @@ class CodeGenerator:
             return py.UnaryOp(py.USub(), py.Constant(-value))
         assert value is None or isinstance(value, (str, int, float, bool))
         return py.Constant(value)
+
+    def constant(self, value: str | int | float | None) -> py.Constant:
+        """`py.Constant(value)`; with no origins to record, one node per value (and type:
+        `1`, `1.0` and `True` are equal in Python; floats by their text, `0.0 == -0.0`)."""
+        constants = self.constants
+        if constants is None:
+            return py.Constant(value)
+        key = (value.__class__, repr(value) if value.__class__ is float else value)
+        node = constants.get(key)
+        if node is None:
+            node = constants[key] = py.Constant(value)
+        return node
 
     def literal(self, value: object) -> py.expr:
         """`const(value)`, one tree for all equal values in the module: built, written
@@ -226,7 +239,7 @@ class CodeGenerator:
             ctx = self.result.workflows.get(entry.name)
             limits = dict(ctx.limits) if ctx is not None else dict(DEFAULT_LIMITS)
             params = [p.name.name for p in node.params]
-            table_keys.append(py.Constant(entry.name))
+            table_keys.append(self.constant(entry.name))
             table_values.append(py.List([self.load(self.workflow_names[entry.name]), self.literal(params),
                                          self.literal(limits)], LOAD))
         body.append(self.cell())
@@ -246,7 +259,7 @@ class CodeGenerator:
         stmts = self.block(node.body.body)
         self.pop()
         self.tasks = saved_tasks
-        stmts.append(py.Return(py.Constant(None)))
+        stmts.append(py.Return(self.constant(None)))
         fn = self.async_def(self.workflow_names[node.name.name], ["rt", *params], stmts)
         self.at(fn, node.name.span)
         return fn
@@ -265,9 +278,9 @@ class CodeGenerator:
             self.at(ret, result_stmt.span)
             body.append(ret)
         else:
-            body.append(py.Return(py.Constant(None)))
+            body.append(py.Return(self.constant(None)))
         self.pop()
-        loads = [py.Assign([self.store(python)], self.rt("session", py.Constant(name)))
+        loads = [py.Assign([self.store(python)], self.rt("session", self.constant(name)))
                  for name, python in self.session_loads.items()]
         return self.async_def("c_main", ["rt"], [*loads, *body])
 
@@ -308,7 +321,7 @@ class CodeGenerator:
 
     def _persisting(self, python: str, scope: _Scope | None, name: str, value: py.expr) -> py.expr:
         if scope is None or scope.cell:
-            return self.rt("bind", py.Constant(name), value)
+            return self.rt("bind", self.constant(name), value)
         return value
 
     def s_Let(self, s: ast.Let) -> list[py.stmt]:
@@ -381,12 +394,12 @@ class CodeGenerator:
 
     def s_Verify(self, s: ast.Verify) -> list[py.stmt]:
         cond = self.expr(s.cond)
-        message = self.expr(s.message) if s.message is not None else py.Constant(None)
+        message = self.expr(s.message) if s.message is not None else self.constant(None)
         op = "require" if s.require else "verify"
-        return [self.stmt_expr(self.rt(op, cond, message, py.Constant(s.cond.span.text), span=s.span), s.span)]
+        return [self.stmt_expr(self.rt(op, cond, message, self.constant(s.cond.span.text), span=s.span), s.span)]
 
     def s_Emit(self, s: ast.Emit) -> list[py.stmt]:
-        return [self.stmt_expr(self.rt("emit", py.Constant(s.kind.name), self.expr(s.value), span=s.span), s.span)]
+        return [self.stmt_expr(self.rt("emit", self.constant(s.kind.name), self.expr(s.value), span=s.span), s.span)]
 
     def s_Print(self, s: ast.Print) -> list[py.stmt]:
         return [self.stmt_expr(self.rt("print", self.expr(s.value), span=s.span), s.span)]
@@ -399,7 +412,7 @@ class CodeGenerator:
         return [self.stmt_expr(call, s.span)]
 
     def s_Return(self, s: ast.Return) -> list[py.stmt]:
-        return [py.Return(self.expr(s.value) if s.value is not None else py.Constant(None))]
+        return [py.Return(self.expr(s.value) if s.value is not None else self.constant(None))]
 
     def s_ExprStmt(self, s: ast.ExprStmt) -> list[py.stmt]:
         return [self.stmt_expr(self.expr(s.expr), s.span)]
@@ -412,13 +425,13 @@ class CodeGenerator:
         fields = dict(self.scope.names)
         self.pop()
         self.prelude = saved
-        body.append(py.Return(py.Dict([py.Constant(k) for k in fields], [self.load(v) for v in fields.values()])))
+        body.append(py.Return(py.Dict([self.constant(k) for k in fields], [self.load(v) for v in fields.values()])))
         fn_name, handle = self.fresh("t"), self.fresh("k")
         captured = list(frame.captured)
         self.prelude.append(self.async_def(fn_name, captured, body))
         self.tasks[s.name.name] = handle
         launch = py.Call(self.load(fn_name), [self.load(c) for c in captured], [])
-        return [py.Assign([self.store(handle)], self.rt("task", py.Constant(s.name.name), launch, span=s.span))]
+        return [py.Assign([self.store(handle)], self.rt("task", self.constant(s.name.name), launch, span=s.span))]
 
     def s_Await(self, s: ast.Await) -> list[py.stmt]:
         handle = self.tasks[s.name.name]
@@ -430,7 +443,7 @@ class CodeGenerator:
         chain: list[py.stmt] = [py.Raise(None, None)]
         for catch in reversed(s.catches):
             codes = [c.constant for c in catch.codes if c.constant is not None]
-            test = self.rt("catches", self.load(err), self.literal(codes) if catch.codes else py.Constant(None))
+            test = self.rt("catches", self.load(err), self.literal(codes) if catch.codes else self.constant(None))
             self.push()
             inner: list[py.stmt] = []
             if catch.binding is not None:
@@ -453,32 +466,32 @@ class CodeGenerator:
         return node
 
     def x_IntLit(self, e: ast.IntLit) -> py.expr:
-        return py.Constant(e.value)
+        return self.constant(e.value)
 
     def x_NumLit(self, e: ast.NumLit) -> py.expr:
-        return py.Constant(int(e.value) if e.value.is_integer() and abs(e.value) <= 2**53 else e.value)
+        return self.constant(int(e.value) if e.value.is_integer() and abs(e.value) <= 2**53 else e.value)
 
     def x_DurationLit(self, e: ast.DurationLit) -> py.expr:
-        return py.Constant(e.ms)
+        return self.constant(e.ms)
 
     def x_BoolLit(self, e: ast.BoolLit) -> py.expr:
-        return py.Constant(e.value)
+        return self.constant(e.value)
 
     def x_NullLit(self, e: ast.NullLit) -> py.expr:
-        return py.Constant(None)
+        return self.constant(None)
 
     def x_StrLit(self, e: ast.StrLit) -> py.expr:
         const = e.constant
         if const is not None:
-            return py.Constant(const)
-        parts = [py.Constant(p) if isinstance(p, str) else self.expr(p) for p in e.parts]
+            return self.constant(const)
+        parts = [self.constant(p) if isinstance(p, str) else self.expr(p) for p in e.parts]
         return self.rt("interp", *parts, span=e.span)
 
     def x_ArrayLit(self, e: ast.ArrayLit) -> py.expr:
         return py.List([self.expr(i) for i in e.items], LOAD)
 
     def x_ObjectLit(self, e: ast.ObjectLit) -> py.expr:
-        return py.Dict([py.Constant(en.key) for en in e.entries], [self.expr(en.value) for en in e.entries])
+        return py.Dict([self.constant(en.key) for en in e.entries], [self.expr(en.value) for en in e.entries])
 
     def x_Name(self, e: ast.Name) -> py.expr:
         return self.load(self.lookup(e.name)[0])
@@ -502,7 +515,7 @@ class CodeGenerator:
             value = self.expr(e.left)
             self.ints.bound(temp, value)
             left = py.NamedExpr(self.store(temp), value)
-            test = py.Compare(left, [py.IsNot()], [py.Constant(None)])
+            test = py.Compare(left, [py.IsNot()], [self.constant(None)])
             return py.IfExp(test, self.load(temp), self.expr(e.right))
         if e.op == "in":
             return self.rt("in_", self.expr(e.left), self.expr(e.right), span=e.span)
@@ -538,7 +551,7 @@ class CodeGenerator:
 
     def x_Member(self, e: ast.Member) -> py.expr:
         if isinstance(e.obj, ast.Name) and e.obj.name in self.tasks and not self._is_local(e.obj.name):
-            return self.rt("task_field", self.load(self.tasks[e.obj.name]), py.Constant(e.name.name), span=e.span)
+            return self.rt("task_field", self.load(self.tasks[e.obj.name]), self.constant(e.name.name), span=e.span)
         obj = self.expr(e.obj)
         if e.optional:
             op = "safe_member"
@@ -546,7 +559,7 @@ class CodeGenerator:
             op = "member_opt"
         else:
             op = "member"
-        return self.rt(op, obj, py.Constant(e.name.name), span=e.span)
+        return self.rt(op, obj, self.constant(e.name.name), span=e.span)
 
     def _is_local(self, name: str) -> bool:
         scope: _Scope | None = self.scope
@@ -560,8 +573,8 @@ class CodeGenerator:
         return self.rt("index", self.expr(e.obj), self.expr(e.index), span=e.span)
 
     def x_Slice(self, e: ast.Slice) -> py.expr:
-        lower = self.expr(e.lower) if e.lower is not None else py.Constant(None)
-        upper = self.expr(e.upper) if e.upper is not None else py.Constant(None)
+        lower = self.expr(e.lower) if e.lower is not None else self.constant(None)
+        upper = self.expr(e.upper) if e.upper is not None else self.constant(None)
         return self.rt("slice_", self.expr(e.obj), lower, upper, span=e.span)
 
     def x_Project(self, e: ast.Project) -> py.expr:
@@ -580,16 +593,16 @@ class CodeGenerator:
             helpers = self.take_prelude()
             self.prelude = saved
             self.prelude.append(self.async_def(fn, [], [*helpers, py.Return(value)]))
-            keys.append(py.Constant(branch.name.name))
+            keys.append(self.constant(branch.name.name))
             values.append(self.load(fn))
         return self.await_(self.rt("parallel", py.Dict(keys, values), span=e.span), e.span)
 
     def x_Approve(self, e: ast.Approve) -> py.expr:
-        details = self.expr(e.details) if e.details is not None else py.Constant(None)
+        details = self.expr(e.details) if e.details is not None else self.constant(None)
         return self.await_(self.rt("approve", self.expr(e.question), details, *self._deadline(e.deadline), span=e.span), e.span)
 
     def x_Ask(self, e: ast.Ask) -> py.expr:
-        choice = self.expr(e.choice) if e.choice is not None else py.Constant(None)
+        choice = self.expr(e.choice) if e.choice is not None else self.constant(None)
         return self.await_(self.rt("ask", self.expr(e.question), choice, *self._deadline(e.deadline), span=e.span), e.span)
 
     def _deadline(self, deadline: ast.Deadline | None) -> list[py.expr]:
@@ -599,8 +612,8 @@ class CodeGenerator:
         return [self.expr(deadline.timeout), self.expr(deadline.default)]
 
     def x_Run(self, e: ast.Run) -> py.expr:
-        stdin = self.expr(e.stdin) if e.stdin is not None else py.Constant(None)
-        timeout = self.expr(e.timeout) if e.timeout is not None else py.Constant(None)
+        stdin = self.expr(e.stdin) if e.stdin is not None else self.constant(None)
+        timeout = self.expr(e.timeout) if e.timeout is not None else self.constant(None)
         call = self.rt("run", self.expr(e.executable), self.expr(e.arguments), stdin, timeout, span=e.span)
         return self.await_(call, e.span)
 
@@ -636,7 +649,7 @@ class CodeGenerator:
             return self.await_(self.rt(name, span=e.span), e.span)
         args = [self.expr(v) for v in positional]
         if name == "parallelMap":
-            concurrency = self.expr(named["concurrency"]) if "concurrency" in named else py.Constant(None)
+            concurrency = self.expr(named["concurrency"]) if "concurrency" in named else self.constant(None)
             return self.await_(self.rt("parallel_map", *args, concurrency, span=e.span), e.span)
         call = self.rt("fn_" + name, *args, span=e.span)
         if any(isinstance(v, ast.Lambda) for v in positional):
@@ -653,7 +666,7 @@ class CodeGenerator:
         body: list[py.stmt] = [self.step(e.span)]
         if isinstance(e.body, ast.Block):
             body.extend(self.block(e.body.body))
-            body.append(py.Return(py.Constant(None)))
+            body.append(py.Return(self.constant(None)))
         else:
             value = self.expr(e.body)
             body.extend(self.take_prelude())
@@ -674,17 +687,17 @@ class CodeGenerator:
         values: list[py.expr] = []
         for i, param in enumerate(node.params):
             value = positional[i] if i < len(positional) else named.get(param.name.name)
-            values.append(self.expr(value) if value is not None else py.Constant(None))
+            values.append(self.expr(value) if value is not None else self.constant(None))
         ctx = self.result.workflows.get(name)
         limits = dict(ctx.limits) if ctx is not None else dict(DEFAULT_LIMITS)
-        call = self.rt("workflow", py.Constant(name), self.load(self.workflow_names[name]),
+        call = self.rt("workflow", self.constant(name), self.load(self.workflow_names[name]),
                        py.List(values, LOAD), self.literal(limits), span=e.span)
         return self.await_(call, e.span)
 
     def agent_call(self, e: ast.Call, agent: str | None, team: tuple[str, str] | None,
                    clauses: list[ast.ExpectClause]) -> py.expr:
         args = list(e.args)
-        member_expr: py.expr = py.Constant(None)
+        member_expr: py.expr = self.constant(None)
         if team is not None and team[1] == "member":
             first = next(a for a in args if a.name is None)
             args.remove(first)
@@ -698,7 +711,7 @@ class CodeGenerator:
         options: dict[str, py.expr] = {"schema": schema}
         start = e.span.start_pos
         target = agent if agent is not None else f"{team[0]}.{team[1]}" if team else "?"
-        options["label"] = self.expr(named["label"]) if "label" in named else py.Constant(f"{target}@{start.line}:{start.column}")
+        options["label"] = self.expr(named["label"]) if "label" in named else self.constant(f"{target}@{start.line}:{start.column}")
         for key in ("context", "facts", "documents", "timeout", "repair", "choice", "fallback"):
             if key in named:
                 options[key] = self.expr(named[key])
@@ -706,14 +719,14 @@ class CodeGenerator:
             value = named["tools"]
             names = [i.name for i in value.items if isinstance(i, ast.Name)] if isinstance(value, ast.ArrayLit) else []
             options["tools"] = self.literal(names)
-        check: py.expr = py.Constant(None)
+        check: py.expr = self.constant(None)
         if clauses:
             check = self.load(self.expect_def(clauses))
-        opts = py.Dict([py.Constant(k) for k in options], list(options.values()))
+        opts = py.Dict([self.constant(k) for k in options], list(options.values()))
         if team is None:
-            call = self.rt("agent", py.Constant(agent), self.expr(prompt_arg.value), opts, check, span=e.span)
+            call = self.rt("agent", self.constant(agent), self.expr(prompt_arg.value), opts, check, span=e.span)
         else:
-            call = self.rt("team", py.Constant(team[0]), py.Constant(team[1]), member_expr,
+            call = self.rt("team", self.constant(team[0]), self.constant(team[1]), member_expr,
                            self.expr(prompt_arg.value), opts, check, span=e.span)
         return self.await_(call, e.span)
 
@@ -734,11 +747,11 @@ class CodeGenerator:
         named = {a.name.name: a.value for a in e.args if a.name is not None}
         start = e.span.start_pos
         options: dict[str, py.expr] = {
-            "label": self.expr(named["label"]) if "label" in named else py.Constant(f"{name}@{start.line}:{start.column}"),
-            "context": self.expr(named["context"]) if "context" in named else py.Constant(None),
+            "label": self.expr(named["label"]) if "label" in named else self.constant(f"{name}@{start.line}:{start.column}"),
+            "context": self.expr(named["context"]) if "context" in named else self.constant(None),
         }
-        opts = py.Dict([py.Constant(k) for k in options], list(options.values()))
-        call = self.rt("panel", py.Constant(name), self.expr(candidate), self.literal(spec), opts, span=e.span)
+        opts = py.Dict([self.constant(k) for k in options], list(options.values()))
+        call = self.rt("panel", self.constant(name), self.expr(candidate), self.literal(spec), opts, span=e.span)
         return self.await_(call, e.span)
 
     def expect_def(self, clauses: list[ast.ExpectClause]) -> str:
@@ -751,7 +764,7 @@ class CodeGenerator:
         pairs: list[py.expr] = []
         for clause in clauses:
             cond = self.expr(clause.cond)
-            message = self.expr(clause.message) if clause.message is not None else py.Constant(clause.cond.span.text)
+            message = self.expr(clause.message) if clause.message is not None else self.constant(clause.cond.span.text)
             pairs.append(py.List([cond, message], LOAD))
         self.it_names.pop()
         self.pop()
