@@ -79,6 +79,8 @@ class ModuleWriter:
         # shares between many places once (`CodeGenerator.literal`); only with no origins:
         # a node's text does not depend on where it stands, its entries do.
         self.texts: dict[int, str] | None = None if origins else {}
+        if not origins:  # nothing to record: `expr` is the text alone (the compiler's pass)
+            self.expr = self._text  # type: ignore[method-assign]
 
     def write(self, tree: py.Module) -> str:
         self.block(tree.body, 0)
@@ -166,6 +168,18 @@ class ModuleWriter:
         else:
             entries[index] = ((line, col, line, col + len(text)), span)
         return text
+
+    def _text(self, node: py.expr, col: int) -> str:
+        """`expr` when there are no origins: no entries to record."""
+        cls = node.__class__
+        if cls is _Name:
+            return node.id  # type: ignore[attr-defined, no-any-return]
+        if cls is _Constant:
+            return _constant(self, node, col)  # type: ignore[arg-type]
+        write = _EXPRESSIONS.get(cls)
+        if write is None:
+            raise Unsupported(cls.__name__)
+        return write(self, node, col)
 
     def operand(self, node: py.expr, col: int) -> str:
         """An expression inside an operator: parenthesised unless it is an atom."""
