@@ -1,12 +1,14 @@
 """`--executor ray` on one local cluster for the whole test session (`ray_cluster`,
-ray.init(num_cpus=2)): the same results as the local executor, and a worker killed with
-SIGKILL mid-eval loses nothing — its in-flight items run again elsewhere, each is counted
-once. Skipped only where Ray is not installed (CI installs it)."""
+ray.init(num_cpus=2)): the same results as the local executor, a batch whose items fail
+(a timeout, a sandbox out of memory, a `require`) gives every item its own record, and a
+worker killed with SIGKILL mid-eval loses nothing — its unreported items run again
+elsewhere, each is counted once. Skipped only where Ray is not installed (CI installs it)."""
 
 from __future__ import annotations
 
 import json
 import os
+import pickle
 import signal
 from pathlib import Path
 from typing import Any
@@ -40,6 +42,67 @@ def test_ray_gives_the_same_results_as_local(tmp_path: Path, ray_cluster: Any) -
     assert all(s.run in runs for r in on_ray.results for s in r.scores.values() if s.run)
     cassette = [json.loads(line) for line in (tmp_path / "ray.cassette").read_text().splitlines()]
     assert len(cassette) == 2 * (60 - len([i for i in FAILING if i < 60]))  # classifier + judge per item that ran
+
+
+# Items 2 and 4 lose their sandbox mid-batch (killed past its `duration`; out of memory),
+# item 5 fails; the others of the batch run on, in fresh sandboxes where theirs died.
+FAILING_BATCH = """workflow item(n: int) -> int {
+  limits { steps: 100000000, duration: 1s }
+  if n == 2 {
+    var i = 0
+    while true { i = i + 1 }
+  }
+  if n == 4 {
+    var s = "xxxxxxxxxxxxxxxx"
+    var xs: string[] = []
+    while true { s = s + s
+      xs = xs + [s] }
+  }
+  require n != 5 : "refused ${n}"
+  return n * n
+}
+"""
+
+
+def test_a_batch_with_failing_items_gives_every_item_its_record_in_order(ray_cluster: Any) -> None:
+    from flow_kernel.lang.compiler import compile_source
+    from flow_kernel.runtime.eval.data import Case
+    from flow_kernel.runtime.eval.items import RunSettings
+    from flow_kernel.runtime.eval.ray_executor import RayItems
+    from flow_kernel.source import SourceFile
+
+    compiled = compile_source(SourceFile("batch.flow", FAILING_BATCH))
+    items = RayItems(compiled, "item", [], RunSettings(), concurrency=1, workers=1, keep_events=False, collect=False)
+    actor = items._new_actor(ray_cluster, 1)  # the actor `map` makes: one sandbox, the batch waiting its turn
+    try:
+        pid = ray_cluster.get(actor.ready.remote(), timeout=120)
+        batch = [(i, Case(f"n{i}", i + 1, {"n": i}, has_expected=False), 1) for i in range(8)]
+        groups = [pickle.loads(ray_cluster.get(actor.exchange.remote(batch), timeout=120))]
+        while sum(map(len, groups)) < len(batch) and groups[-1]:
+            groups.append(pickle.loads(ray_cluster.get(actor.exchange.remote([]), timeout=120)))
+        assert ray_cluster.get(actor.exchange.remote([]), timeout=30) == pickle.dumps([], pickle.HIGHEST_PROTOCOL)
+    finally:
+        ray_cluster.kill(actor)
+    for group in groups:  # each answer in the eval's order
+        assert [i for i, _ in group] == sorted(i for i, _ in group)
+    done = {i: item for group in groups for i, item in group}
+    assert sorted(done) == list(range(8)) and sum(map(len, groups)) == 8  # every item, once
+    errors = {i: item.result.error["code"] for i, item in done.items() if item.result.error}
+    assert errors == {2: "workflow-timeout", 4: "isolate", 5: "assertion"}, errors
+    assert {i: item.result.output for i, item in done.items() if i not in errors} == {i: i * i for i in (0, 1, 3, 6, 7)}
+    assert {item.result.worker for item in done.values()} == {f"ray-1 pid {pid}"}  # the actor lived on
+    # What came back is what a driver that neither journals nor records keeps: no events,
+    # no answers, and not the case (the driver has it).
+    assert all(item.runs == {} and item.recorded == [] and item.result.input == {} for item in done.values())
+
+
+def test_the_batch_size_rule() -> None:
+    from flow_kernel.runtime.eval.ray_executor import batch_size
+
+    assert batch_size(1000, 2) == 32  # 1000 / (2 workers x 16 batches) = 31.25
+    assert batch_size(200, 2) == 7
+    assert batch_size(40, 4) == 1
+    assert batch_size(10**6, 2) == 32  # at most MAX_BATCH
 
 
 def test_a_killed_worker_loses_nothing_and_counts_nothing_twice(tmp_path: Path, ray_cluster: Any) -> None:

@@ -80,8 +80,11 @@ async def evaluate(session: Session, workflow: str, data: str | Path, *, scorers
         if settings.operator.callback is not None:
             raise EvalUsageError("an interactive operator cannot answer on Ray workers: use auto-approve, "
                                  "auto-deny, answers:PATH or none")
+        # Only what the driver keeps comes back: the runs' events when it journals, the
+        # answers when it records a cassette.
         items = RayItems(compiled, workflow, chosen, settings, concurrency=concurrency, workers=workers,
-                         address=ray_address, sandbox=session.sandbox)
+                         address=ray_address, sandbox=session.sandbox, keep_events=session.journal_dir is not None,
+                         collect=session._recorder is not None)
         try:
             return await run_eval(plan, items, out=out_path, resume=resume, journal_dir=session.journal_dir,
                                   recorder=session._recorder, on_result=on_result)
