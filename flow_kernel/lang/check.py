@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import gc
 import sys
-from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping
 
 from flow_kernel.diagnostics.model import Related
 from flow_kernel.diagnostics.registry import Reporter
@@ -15,6 +13,7 @@ from flow_kernel.lang.check_common import type_references
 from flow_kernel.lang.check_result import CheckResult
 from flow_kernel.lang.checker import Checker, decl_kind
 from flow_kernel.lang.env import Binding, DeclEntry, Scope
+from flow_kernel.lang.gc_pause import no_cyclic_gc
 from flow_kernel.lang.parser import parse
 from flow_kernel.lang.session_scope import SessionScope
 from flow_kernel.source import Loader, SourceFile, UseRefused
@@ -49,21 +48,6 @@ def check(
         sys.setrecursionlimit(previous)
 
 
-@contextmanager
-def no_cyclic_gc() -> Iterator[None]:
-    """Checking or generating a big module makes hundreds of thousands of objects (tokens,
-    spans, nodes, types), all alive until the end; the cyclic collector would rescan them
-    over and over (it took more time than the generation itself, and a third of a check).
-    Nothing made here is a garbage cycle worth finding early."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def _check(source: SourceFile, session: SessionScope | None, loader: Loader | None, cell: bool | None,
            models: Mapping[str, str] | None = None, mcp_servers: Iterable[str] | None = None) -> CheckResult:
     is_cell = session is not None if cell is None else cell
@@ -96,29 +80,32 @@ def _check(source: SourceFile, session: SessionScope | None, loader: Loader | No
 def _load_uses(source: SourceFile, module: ast.Module, loader: Loader | None, reporter: Reporter,
                is_cell: bool) -> list[tuple[SourceFile, ast.Module]]:
     loaded: dict[str, tuple[SourceFile, ast.Module]] = {}
-
-    def visit(src: SourceFile, mod: ast.Module, chain: list[str], importer: str | None) -> None:
-        for use in mod.uses:
-            try:
-                target = loader(use.path, importer) if loader is not None else None
-            except UseRefused as refused:
-                reporter.report("F2011", use.path_span, f"`use`: file \"{use.path}\" is not readable here: {refused}")
-                continue
-            if target is None:
-                reporter.report("F2011", use.path_span, f"`use`: file \"{use.path}\" not found")
-                continue
-            if target.name in chain:
-                cycle = " → ".join([*chain[chain.index(target.name):], target.name])
-                reporter.report("F2012", use.path_span, f"`use`: import cycle {cycle}")
-                continue
-            if target.name in loaded:
-                continue
-            used_module = parse(target, reporter)
-            loaded[target.name] = (target, used_module)
-            visit(target, used_module, [*chain, target.name], target.name)
-
-    visit(source, module, [source.name], None if is_cell else source.name)
+    _visit_uses(source, module, [source.name], None if is_cell else source.name, loader, reporter, loaded)
     return list(loaded.values())
+
+
+def _visit_uses(src: SourceFile, mod: ast.Module, chain: list[str], importer: str | None, loader: Loader | None,
+                reporter: Reporter, loaded: dict[str, tuple[SourceFile, ast.Module]]) -> None:
+    """A module function, not a closure: a recursive closure refers to itself through its
+    cell, a reference cycle (with the reporter) left for the collector after every check."""
+    for use in mod.uses:
+        try:
+            target = loader(use.path, importer) if loader is not None else None
+        except UseRefused as refused:
+            reporter.report("F2011", use.path_span, f"`use`: file \"{use.path}\" is not readable here: {refused}")
+            continue
+        if target is None:
+            reporter.report("F2011", use.path_span, f"`use`: file \"{use.path}\" not found")
+            continue
+        if target.name in chain:
+            cycle = " → ".join([*chain[chain.index(target.name):], target.name])
+            reporter.report("F2012", use.path_span, f"`use`: import cycle {cycle}")
+            continue
+        if target.name in loaded:
+            continue
+        used_module = parse(target, reporter)
+        loaded[target.name] = (target, used_module)
+        _visit_uses(target, used_module, [*chain, target.name], target.name, loader, reporter, loaded)
 
 
 def _collect(checker: Checker, module: ast.Module, used: list[tuple[SourceFile, ast.Module]], session: SessionScope) -> None:

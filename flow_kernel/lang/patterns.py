@@ -71,7 +71,10 @@ def pattern_problem(pattern: str) -> PatternError | None:
     try:
         compile_pattern(pattern)
     except PatternError as err:
-        return err
+        # Returned, not raised: without its traceback and the RE2 error it was raised from
+        # (their frames reach the checker's, which holds this error: a reference cycle).
+        err.__context__ = None
+        return err.with_traceback(None)
     return None
 
 
