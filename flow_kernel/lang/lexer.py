@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from flow_kernel.diagnostics.registry import Reporter
 from flow_kernel.lang.tokens import DURATION_UNITS, RESERVED, Interpolation, Kind, Token
-from flow_kernel.source import SourceFile, Span
+from flow_kernel.source import SourceFile
 
 THREE_CHAR_OPS = ("...",)
 TWO_CHAR_OPS = ("?.", "??", "=>", "==", "!=", "<=", ">=", "->")
@@ -91,7 +91,7 @@ class Lexer:
 
     def _add(self, kind: Kind, start: int, value: object = None) -> Token:
         pos = self.pos
-        tok = Token(kind, self.text[start:pos], Span(self.src, start, pos), value)
+        tok = Token(kind, self.text[start:pos], self.src, start, pos, value)
         self.tokens.append(tok)
         return tok
 
@@ -124,7 +124,7 @@ class Lexer:
             start, pos = m.span(group)
             if group == _IDENT_G:
                 word = text[start:pos]
-                append(Token(_KEYWORD if word in RESERVED else _IDENT, word, Span(src, start, pos), word))
+                append(Token(_KEYWORD if word in RESERVED else _IDENT, word, src, start, pos, word))
             elif group == _OP_G:
                 op = text[start:pos]
                 if op in OPENERS:
@@ -140,14 +140,14 @@ class Lexer:
                         while brackets and brackets[-1] != opener:
                             brackets.pop()
                         brackets.pop()
-                append(Token(_OP, op, Span(src, start, pos)))
+                append(Token(_OP, op, src, start, pos))
             elif group == _NEWLINE_G:
                 if tokens and tokens[-1].kind is not _NEWLINE:
-                    append(Token(_NEWLINE, "\n", Span(src, start, pos)))
+                    append(Token(_NEWLINE, "\n", src, start, pos))
             elif group == _PLAIN:
                 # A string without escapes or interpolations: its text is its value.
                 body = text[start + 1 : pos - 1]
-                tok = Token(_STRING, text[start:pos], Span(src, start, pos), body)
+                tok = Token(_STRING, text[start:pos], src, start, pos, body)
                 if body:
                     tok.parts = [body]
                 append(tok)
@@ -158,9 +158,9 @@ class Lexer:
                 else:
                     literal = text[start:pos]
                     if m.group("fraction") or m.group("exponent"):
-                        append(Token(_NUMBER, literal, Span(src, start, pos), float(literal)))
+                        append(Token(_NUMBER, literal, src, start, pos, float(literal)))
                     else:
-                        append(Token(_INT, literal, Span(src, start, pos), int(literal)))
+                        append(Token(_INT, literal, src, start, pos, int(literal)))
             elif group == _COMMENT:
                 if text.startswith("##", start):
                     line_start = text.rfind("\n", 0, start) + 1
@@ -173,7 +173,7 @@ class Lexer:
             else:
                 ch = text[start:pos]
                 self._error("F1001", start, pos, f"unexpected character `{ch}`", BAD_CHAR_HINTS.get(ch, ()))
-                append(Token(_ERROR, ch, Span(src, start, pos)))
+                append(Token(_ERROR, ch, src, start, pos))
         return None
 
     def _bad_number(self, start: int, number_end: int, tail: int) -> None:

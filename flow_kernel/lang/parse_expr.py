@@ -75,7 +75,7 @@ class ExprParser(ParserBase):
                 message = None
                 if self.accept_op(":"):
                     message = self.prefix_form()
-                clauses.append(ast.ExpectClause(self.span_from(kw.span), cond, message))
+                clauses.append(ast.ExpectClause(self.span_from(kw.start), cond, message))
             value = ast.Expect(self.span_from(self.outer_start(value)), value, clauses)
         return value
 
@@ -98,7 +98,7 @@ class ExprParser(ParserBase):
             if self.peek().is_word("details"):
                 self.advance()
                 details = self.ternary()
-            return ast.Approve(self.span_from(tok.span), question, details, self._deadline("approve"))
+            return ast.Approve(self.span_from(tok.start), question, details, self._deadline("approve"))
         if tok.is_kw("ask"):
             self.advance()
             question = self.ternary()
@@ -106,7 +106,7 @@ class ExprParser(ParserBase):
             if self.peek().is_word("choice"):
                 self.advance()
                 choice = self.ternary()
-            return ast.Ask(self.span_from(tok.span), question, choice, self._deadline("ask"))
+            return ast.Ask(self.span_from(tok.start), question, choice, self._deadline("ask"))
         return self.run_expr()
 
     def _deadline(self, word: str) -> ast.Deadline | None:
@@ -122,11 +122,11 @@ class ExprParser(ParserBase):
         timeout = self.ternary()
         if not self.accept_kw("else"):
             example = "false" if word == "approve" else '"…"'
-            self.reporter.report("F1015", self.span_from(tok.span), f"a `timeout` of `{word}` needs a default: `else` and the answer to use",
+            self.reporter.report("F1015", self.span_from(tok.start), f"a `timeout` of `{word}` needs a default: `else` and the answer to use",
                                  hints=(f"e.g. `timeout 2h else {example}`",))
             raise ParseError()
         default = self.ternary()
-        return ast.Deadline(self.span_from(tok.span), timeout, default)
+        return ast.Deadline(self.span_from(tok.start), timeout, default)
 
     def run_expr(self) -> ast.Run:
         kw = self.advance()
@@ -139,7 +139,7 @@ class ExprParser(ParserBase):
                 self.reporter.report("F1006", word.span, f"`{word.text}` given twice in one `run`")
                 raise ParseError()
             clauses[word.text] = self.ternary()
-        return ast.Run(self.span_from(kw.span), exe, args, clauses.get("stdin"), clauses.get("timeout"))
+        return ast.Run(self.span_from(kw.start), exe, args, clauses.get("stdin"), clauses.get("timeout"))
 
     def ternary(self) -> ast.Expr:
         cond = self.binary()
@@ -163,7 +163,7 @@ class ExprParser(ParserBase):
         if tok.text == "not" and min_prec <= NOT_PREC:
             self.advance()
             operand = self.binary(NOT_PREC)
-            left: ast.Expr = ast.Unary(self.span_from(tok.span), "not", operand)
+            left: ast.Expr = ast.Unary(self.span_from(tok.start), "not", operand)
             tok = self.peek()
         elif tok.text == "-":
             left = self.unary()
@@ -194,7 +194,7 @@ class ExprParser(ParserBase):
         if self.peek().text == "-":
             op = self.advance()
             operand = self.unary()
-            return ast.Unary(self.span_from(op.span), "-", operand)
+            return ast.Unary(self.span_from(op.start), "-", operand)
         return self.primary()
 
     # -- postfix and primaries ---------------------------------------------------
@@ -247,7 +247,7 @@ class ExprParser(ParserBase):
             with self.bracket(tok, newlines_ignored=True):
                 inner = self.expr()
                 self.expect_op(")")
-            self._paren_start[id(inner)] = tok.span.start
+            self._paren_start[id(inner)] = tok.start
             return inner
         if tok.is_op("["):
             return self.array()
@@ -292,7 +292,7 @@ class ExprParser(ParserBase):
             body = self.lambda_block()
         else:
             body = self.expr()
-        return ast.Lambda(self.span_from(start.span), params, body)
+        return ast.Lambda(self.span_from(start.start), params, body)
 
     def lambda_block(self) -> ast.Block:  # pragma: no cover - provided by the statement parser
         raise NotImplementedError
@@ -359,7 +359,7 @@ class ExprParser(ParserBase):
                         value = ast.TypeArg(t.span, t)
                     else:
                         value = self.expr()
-                    args.append(ast.Arg(self.span_from(start.span), name, value))
+                    args.append(ast.Arg(self.span_from(start.start), name, value))
                 else:
                     value = self.expr()
                     args.append(ast.Arg(value.span, None, value))
@@ -379,7 +379,7 @@ class ExprParser(ParserBase):
                     break
                 self.advance()
             self.expect_op("]", "`,` or `]` in the array")
-        return ast.ArrayLit(self.span_from(opener.span), items)
+        return ast.ArrayLit(self.span_from(opener.start), items)
 
     def object_literal(self) -> ast.ObjectLit:
         opener = self.advance()
@@ -400,7 +400,7 @@ class ExprParser(ParserBase):
                     raise self.fail("`:` after the object key", hints=(f"there is no shorthand: write `{{{key}: {key}}}`",))
                 self.advance()
                 value = self.expr()
-                entry = ast.ObjectEntry(self.span_from(key_tok.span), key, key_tok.span, value)
+                entry = ast.ObjectEntry(self.span_from(key_tok.start), key, key_tok.span, value)
                 if key in seen:
                     self.reporter.report(
                         "F1014", key_tok.span, f"duplicate key `{key}` in object literal",
@@ -413,7 +413,7 @@ class ExprParser(ParserBase):
                     break
                 self.advance()
             self.expect_op("}", "`,` or `}` in the object")
-        return ast.ObjectLit(self.span_from(opener.span), entries)
+        return ast.ObjectLit(self.span_from(opener.start), entries)
 
     def parallel(self) -> ast.Parallel:
         kw = self.advance()
@@ -429,7 +429,7 @@ class ExprParser(ParserBase):
                 if not self._member_separator():
                     break
             self.expect_op("}", "`}` closing `parallel`")
-        return ast.Parallel(self.span_from(kw.span), branches, kw.span)
+        return ast.Parallel(self.span_from(kw.start), branches, kw.span)
 
     def _skip_separators(self) -> None:
         while self.toks[self.i].kind is Kind.NEWLINE or self.toks[self.i].is_op(","):
@@ -555,13 +555,13 @@ class ExprParser(ParserBase):
         if tok.is_op("-") and self.peek_at(1).kind in (Kind.INT, Kind.NUMBER):
             self.advance()
             num = self.advance()
-            return ast.TLiteral(self.span_from(tok.span), -num.value)  # type: ignore[operator]
+            return ast.TLiteral(self.span_from(tok.start), -num.value)  # type: ignore[operator]
         if tok.is_kw("schema"):
             self.advance()
             if not self.at_op("{"):
                 raise self.fail("`{` after `schema`")
             body = self.object_literal()
-            return ast.TSchema(self.span_from(tok.span), body)
+            return ast.TSchema(self.span_from(tok.start), body)
         if tok.is_op("{"):
             return self._object_type()
         if tok.is_op("("):
@@ -569,7 +569,7 @@ class ExprParser(ParserBase):
             with self.bracket(opener, newlines_ignored=True):
                 inner = self.type_expr()
                 self.expect_op(")")
-            self._paren_start[id(inner)] = opener.span.start
+            self._paren_start[id(inner)] = opener.start
             return inner
         raise self.fail("a type")
 
@@ -606,4 +606,4 @@ class ExprParser(ParserBase):
                 if not self.accept_op(","):
                     break
             self.expect_op("}", "`,` or `}` in the object type" if not is_open else "`}` after `...`")
-        return ast.TObject(self.span_from(opener.span), fields, is_open)
+        return ast.TObject(self.span_from(opener.start), fields, is_open)

@@ -97,7 +97,7 @@ class Parser(ExprParser):
         if tok.kind is not Kind.STRING or tok.value is None:
             raise self.fail('a file path string after `use`, e.g. `use "lib.flow"`')
         self.advance()
-        return ast.Use(self.span_from(kw.span), str(tok.value), tok.span)
+        return ast.Use(self.span_from(kw.start), str(tok.value), tok.span)
 
     def _at_soft_declaration(self) -> bool:
         """`rubric NAME {` / `panel NAME {` at the top level. The two words are not reserved
@@ -114,7 +114,7 @@ class Parser(ExprParser):
             name = self.ident(f"a {kw.text} name")
             fields = self._fields(kw.text)
             node_type = ast.RubricDecl if kw.text == "rubric" else ast.PanelDecl
-            decl: ast.Decl = node_type(self.span_from(kw.span), name, fields)
+            decl: ast.Decl = node_type(self.span_from(kw.start), name, fields)
         elif kw.is_kw("type"):
             decl = self.type_decl()
         elif kw.is_kw("tool"):
@@ -133,7 +133,7 @@ class Parser(ExprParser):
         name = self.ident("a type name")
         self.expect_op("=", "`=` after the type name")
         t = self.type_expr()
-        return ast.TypeDecl(self.span_from(kw.span), name, t)
+        return ast.TypeDecl(self.span_from(kw.start), name, t)
 
     def params(self) -> list[ast.Param]:
         opener = self.expect_op("(", "`(` opening the parameter list")
@@ -165,7 +165,7 @@ class Parser(ExprParser):
             approval = True
         if mcp is None:
             mcp = self._mcp_source()
-        return ast.ToolDecl(self.span_from(kw.span), name, params, returns, approval, mcp=mcp)
+        return ast.ToolDecl(self.span_from(kw.start), name, params, returns, approval, mcp=mcp)
 
     def _mcp_source(self) -> str | None:
         """`from mcp "server"` (or `"server/remote-name"`) after a tool's signature."""
@@ -200,13 +200,13 @@ class Parser(ExprParser):
         kw = self.advance()
         name = self.ident("an agent name")
         fields = self._fields("agent")
-        return ast.AgentDecl(self.span_from(kw.span), name, fields)
+        return ast.AgentDecl(self.span_from(kw.start), name, fields)
 
     def team_decl(self) -> ast.TeamDecl:
         kw = self.advance()
         name = self.ident("a team name")
         fields = self._fields("team")
-        return ast.TeamDecl(self.span_from(kw.span), name, fields)
+        return ast.TeamDecl(self.span_from(kw.start), name, fields)
 
     def workflow_decl(self) -> ast.WorkflowDecl:
         kw = self.advance()
@@ -214,7 +214,7 @@ class Parser(ExprParser):
         params = self.params()
         returns = self.type_expr() if self.accept_op("->") else None
         body = self.block("the workflow body")
-        return ast.WorkflowDecl(self.span_from(kw.span), name, params, returns, body)
+        return ast.WorkflowDecl(self.span_from(kw.start), name, params, returns, body)
 
     # -- blocks --------------------------------------------------------------------
     def block(self, what: str = "a block") -> ast.Block:
@@ -237,7 +237,7 @@ class Parser(ExprParser):
                     self._statement_into(body)
                 except ParseError:
                     self.synchronize(start)
-        return ast.Block(self.span_from(opener.span), body)
+        return ast.Block(self.span_from(opener.start), body)
 
     def lambda_block(self) -> ast.Block:
         return self.block("the lambda body")
@@ -272,8 +272,8 @@ class Parser(ExprParser):
                     hints=("values are immutable; build a new one, e.g. `x = merge(x, {a: 1})`",),
                 )
                 raise ParseError()
-            return ast.Assign(self.span_from(start.span), value, rhs)
-        return ast.ExprStmt(self.span_from(start.span), value)
+            return ast.Assign(self.span_from(start.start), value, rhs)
+        return ast.ExprStmt(self.span_from(start.start), value)
 
     def _binding(self, mutable: bool) -> ast.Let:
         begin = self._index()
@@ -281,14 +281,14 @@ class Parser(ExprParser):
         name = self.ident("a binding name")
         t = self.type_expr() if self.accept_op(":") else None
         self.expect_op("=", f"`=` and a value for `{name.name}`")
-        start = self.peek().span.start
+        start = self.peek().start
         try:
             value = self.expr()
         except ParseError:
             # Keep the binding so later uses of the name do not cascade into F2001.
             self.synchronize(begin, consume_end=False)
             value = ast.ErrorExpr(self.span_from(start))
-        return ast.Let(self.span_from(kw.span), name, t, value, mutable)
+        return ast.Let(self.span_from(kw.start), name, t, value, mutable)
 
     def stmt_let(self) -> ast.Stmt:
         return self._binding(False)
@@ -319,7 +319,7 @@ class Parser(ExprParser):
                 other = nested
             else:
                 other = self.block("the `else` body")
-        return ast.If(self.span_from(kw.span), cond, then, other)
+        return ast.If(self.span_from(kw.start), cond, then, other)
 
     def stmt_for(self) -> ast.Stmt:
         kw = self.advance()
@@ -329,13 +329,13 @@ class Parser(ExprParser):
             raise self.fail("`in` after the loop variable")
         iterable = self.expr()
         body = self.block("the loop body")
-        return ast.For(self.span_from(kw.span), var, index, iterable, body)
+        return ast.For(self.span_from(kw.start), var, index, iterable, body)
 
     def stmt_while(self) -> ast.Stmt:
         kw = self.advance()
         cond = self.expr()
         body = self.block("the loop body")
-        return ast.While(self.span_from(kw.span), cond, body)
+        return ast.While(self.span_from(kw.start), cond, body)
 
     def stmt_break(self) -> ast.Stmt:
         return ast.Break(self.advance().span)
@@ -347,7 +347,7 @@ class Parser(ExprParser):
         kw = self.advance()
         name = self.primary(postfix=False)
         body = self.block("the stage body")
-        return ast.Stage(self.span_from(kw.span), name, body)
+        return ast.Stage(self.span_from(kw.start), name, body)
 
     def stmt_pipeline(self) -> ast.Stmt:
         kw = self.advance()
@@ -365,13 +365,13 @@ class Parser(ExprParser):
                 stage = self.stmt_stage()
                 assert isinstance(stage, ast.Stage)
                 stages.append(stage)
-        return ast.Pipeline(self.span_from(kw.span), name, stages)
+        return ast.Pipeline(self.span_from(kw.start), name, stages)
 
     def _check(self, require: bool) -> ast.Stmt:
         kw = self.advance()
         cond = self.prefix_form()
         message = self.prefix_form() if self.accept_op(":") else None
-        return ast.Verify(self.span_from(kw.span), cond, message, require)
+        return ast.Verify(self.span_from(kw.start), cond, message, require)
 
     def stmt_verify(self) -> ast.Stmt:
         return self._check(False)
@@ -383,23 +383,23 @@ class Parser(ExprParser):
         kw = self.advance()
         kind = self.plain_name("an event kind, e.g. `emit progress {done: 1}`")
         value = self.expr()
-        return ast.Emit(self.span_from(kw.span), kind, value)
+        return ast.Emit(self.span_from(kw.start), kind, value)
 
     def stmt_print(self) -> ast.Stmt:
         kw = self.advance()
         value = self.expr()
-        return ast.Print(self.span_from(kw.span), value)
+        return ast.Print(self.span_from(kw.start), value)
 
     def stmt_log(self) -> ast.Stmt:
         kw = self.advance()
         value = self.expr()
-        return ast.Log(self.span_from(kw.span), value)
+        return ast.Log(self.span_from(kw.start), value)
 
     def stmt_publish(self) -> ast.Stmt:
         kw = self.advance()
         name = self.primary(postfix=False)
         value = self.expr()
-        return ast.Publish(self.span_from(kw.span), name, value)
+        return ast.Publish(self.span_from(kw.start), name, value)
 
     def stmt_return(self) -> ast.Stmt:
         kw = self.advance()
@@ -407,7 +407,7 @@ class Parser(ExprParser):
         if nxt.text in _STATEMENT_ENDS or nxt.kind is Kind.EOF:
             return ast.Return(kw.span, None)
         value = self.expr()
-        return ast.Return(self.span_from(kw.span), value)
+        return ast.Return(self.span_from(kw.start), value)
 
     def stmt_async(self) -> ast.Stmt:
         kw = self.advance()
@@ -417,12 +417,12 @@ class Parser(ExprParser):
             body = self.block("the `async` body")
         finally:
             self._async_depth -= 1
-        return ast.Async(self.span_from(kw.span), name, body)
+        return ast.Async(self.span_from(kw.start), name, body)
 
     def stmt_await(self) -> ast.Stmt:
         kw = self.advance()
         name = self.ident("a task name")
-        return ast.Await(self.span_from(kw.span), name)
+        return ast.Await(self.span_from(kw.start), name)
 
     def stmt_try(self) -> ast.Stmt:
         kw = self.advance()
@@ -438,10 +438,10 @@ class Parser(ExprParser):
                     break
             binding = self.ident("a name after `as`") if self.accept_kw("as") else None
             cbody = self.block("the `catch` body")
-            catches.append(ast.Catch(self.span_from(ckw.span), codes, binding, cbody))
+            catches.append(ast.Catch(self.span_from(ckw.start), codes, binding, cbody))
         if not catches:
             raise self.fail("`catch` after the `try` block")
-        return ast.Try(self.span_from(kw.span), body, catches)
+        return ast.Try(self.span_from(kw.start), body, catches)
 
     def stmt_limits(self) -> ast.Stmt:
         kw = self.advance()
@@ -457,7 +457,7 @@ class Parser(ExprParser):
                 if not self._member_separator():
                     break
             self.expect_op("}", "`}` closing `limits`, or a new line between entries")
-        return ast.Limits(self.span_from(kw.span), entries)
+        return ast.Limits(self.span_from(kw.start), entries)
 
 
 def parse(source: SourceFile, reporter: Reporter) -> ast.Module:

@@ -134,7 +134,7 @@ class ParserBase:
         j = self.i - 1
         while j > 0 and self.toks[j].kind is _NEWLINE:
             j -= 1
-        return self.toks[j].span.end if j >= 0 else 0
+        return self.toks[j].end if j >= 0 else 0
 
     def span_from(self, start: Span | int) -> Span:
         """From `start` to the end of the last consumed significant token (`prev_end`,
@@ -146,7 +146,7 @@ class ParserBase:
         toks = self.toks
         while j > 0 and toks[j].kind is _NEWLINE:
             j -= 1
-        end = toks[j].span.end
+        end = toks[j].end
         return Span(self.src, begin, end if end > begin else begin)
 
     def skip_newlines(self) -> None:
@@ -198,7 +198,7 @@ class ParserBase:
         self.last_error_token = tok
         span = tok.span
         if tok.kind is Kind.NEWLINE:
-            span = self.src.span(tok.span.start, tok.span.start)
+            span = self.src.span(tok.start, tok.start)
         self.reporter.report("F1006", span, f"expected {expected}, found {tok.describe()}", hints=hints)
         return ParseError()
 

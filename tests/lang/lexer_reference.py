@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from flow_kernel.diagnostics.registry import Reporter
 from flow_kernel.lang.tokens import DURATION_UNITS, RESERVED, Interpolation, Kind, Token
-from flow_kernel.source import SourceFile, Span
+from flow_kernel.source import SourceFile
 
 THREE_CHAR_OPS = ("...",)
 TWO_CHAR_OPS = ("?.", "??", "=>", "==", "!=", "<=", ">=", "->")
@@ -65,7 +65,7 @@ class Lexer:
 
     def _add(self, kind: Kind, start: int, value: object = None) -> Token:
         pos = self.pos
-        tok = Token(kind, self.text[start:pos], Span(self.src, start, pos), value)
+        tok = Token(kind, self.text[start:pos], self.src, start, pos, value)
         self.tokens.append(tok)
         return tok
 
