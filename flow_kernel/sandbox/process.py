@@ -68,10 +68,10 @@ def sandbox_command(node: NodeInfo, *, snapshot: Path | None, memory_mb: int, is
     # A snapshot changed since it was checked is not loaded: this sandbox starts cold.
     if snapshot is not None and not usable_snapshot(snapshot):
         snapshot = None
-    # Reads of exactly the files it loads: the runner, the watchdog, the bootstrap, and the
+    # Reads of exactly the files it loads: the runner, the bootstrap, and the
     # runtime files whose hashes were just checked — a file added beside them (a planted
     # module, say) cannot be read, let alone loaded.
-    reads = [str(RUNNER), str(JS_DIR / "watchdog.mjs"), str(JS_DIR / "package.json"), str(BOOTSTRAP_DIR),
+    reads = [str(RUNNER), str(JS_DIR / "package.json"), str(BOOTSTRAP_DIR),
              *(str(path.resolve()) for path in runtime_paths())]
     if snapshot is not None:
         reads.append(str(snapshot))
@@ -80,9 +80,11 @@ def sandbox_command(node: NodeInfo, *, snapshot: Path | None, memory_mb: int, is
     # memory per sandbox after a run, with no measurable change in calls/s (flow bench).
     # --expose-gc: the runner takes `gc` off the global object at once and collects once,
     # after start-up, to give the snapshot's bytes back (runner.mjs).
+    # No --allow-worker: the watchdog runs on the main thread (runner.mjs), so the permission
+    # model refuses any Worker (a whole V8 isolate, ~12 MB resident, the old watchdog's cost).
     command = [node.path, "--disallow-code-generation-from-strings", "--max-semi-space-size=1", "--expose-gc",
                node.permission_flag,
-               *(f"--allow-fs-read={r}" for r in reads), "--allow-worker", "--no-warnings",
+               *(f"--allow-fs-read={r}" for r in reads), "--no-warnings",
                str(RUNNER), "--pyodide", str(pyodide), "--bootstrap", str(BOOTSTRAP_DIR), "--memory-mb", str(memory_mb)]
     if snapshot is not None:
         command += ["--snapshot", str(snapshot)]

@@ -259,9 +259,10 @@ def test_read_access_is_limited_to_the_sandbox_files() -> None:
 
     command = sandbox_command(find_node(), snapshot=None, memory_mb=512)
     reads = [c.split("=", 1)[1] for c in command if c.startswith("--allow-fs-read=")]
-    # Exactly the files it loads: the runner, the watchdog, the bootstrap and the hash-checked
-    # Pyodide runtime files; nothing else in node_modules (a planted module) is readable.
-    assert set(reads) == {str(RUNNER), str(JS_DIR / "watchdog.mjs"), str(JS_DIR / "package.json"), str(BOOTSTRAP_DIR),
+    # Exactly the files it loads: the runner, the bootstrap and the hash-checked Pyodide
+    # runtime files; nothing else in node_modules (a planted module) is readable.
+    assert set(reads) == {str(RUNNER), str(JS_DIR / "package.json"), str(BOOTSTRAP_DIR),
                           *(str(path.resolve()) for path in runtime_paths())}
     assert not any(c.startswith("--allow-fs-write") or c.startswith("--allow-child-process") for c in command)
+    assert "--allow-worker" not in command  # the watchdog runs on the main thread: no Worker at all
     assert "--disallow-code-generation-from-strings" in command

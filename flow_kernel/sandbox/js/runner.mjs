@@ -14,10 +14,7 @@ import module from "node:module";
 import childProcess from "node:child_process";
 import net from "node:net";
 import tls from "node:tls";
-import workerThreads, { Worker } from "node:worker_threads";
-import { fileURLToPath } from "node:url";
-
-const here = path.dirname(fileURLToPath(import.meta.url));
+import workerThreads from "node:worker_threads";
 
 function parseArgs(argv) {
   const out = { memoryMb: 512 };
@@ -79,8 +76,8 @@ function installBootstrap(pyodide, dir) {
 
 function closeDoors() {
   const blocked = (what) => function () { throw new Error(`flow sandbox: ${what} is not available`); };
-  // worker_threads too (the watchdog is already running): a new Worker would get fresh,
-  // unstubbed copies of every module above.
+  // worker_threads too: a new Worker would get fresh, unstubbed copies of every module
+  // above (the permission model refuses one anyway: Node runs without --allow-worker).
   for (const [name, mod] of [["child_process", childProcess], ["net", net], ["tls", tls], ["worker_threads", workerThreads]]) {
     for (const key of Object.keys(mod)) {
       if (typeof mod[key] === "function") {
@@ -92,49 +89,59 @@ function closeDoors() {
   delete globalThis.require;
 }
 
-// --- the watchdog (watchdog.mjs): deadlines that hold even while Python is busy --------------
-const LAYOUT = { INTERRUPT: 0, STATE: 1, ASKING: -1, TAKEN: -2, FIRING: -3, FIRED: -4 };
+// --- the watchdog: deadlines that hold even while Python is busy ---------------------------
+// Kept on the main thread, with no worker: while Python runs, CPython's eval loop asks
+// Pyodide's interrupt buffer for a signal every 50 checks of its eval breaker (through
+// `_Py_CheckEmscriptenSignals_Helper`, which reads element 0 and writes 0 back). The
+// buffer here is an object whose element 0 is a getter: it reads SIGINT (2) once Python
+// has kept the main thread ANSWER_MS past an armed deadline, and 0 otherwise. A main
+// thread that is idle at the deadline (the run awaits the host) runs the timer below
+// instead, which cancels the run the ordinary way, with no interrupt: a KeyboardInterrupt
+// left pending would go off in whatever Python runs next (the next stdin line), outside
+// the run. Everything is on one thread, so `disarm` is final the moment it returns.
+const ANSWER_MS = 50;
+const SIGINT = 2;
+// Node's setTimeout takes at most 2^31-1 ms (~24.8 days); a longer delay becomes 1 ms. A
+// longer deadline waits in steps of at most this, to the deadline's own monotonic time.
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 function startWatchdog() {
-  const control = new Int32Array(new SharedArrayBuffer(2 * Int32Array.BYTES_PER_ELEMENT));
-  const worker = new Worker(path.join(here, "watchdog.mjs"), { workerData: { buffer: control.buffer, layout: LAYOUT } });
-  worker.unref();
-  let generation = 0;
+  let fireAt = Infinity;  // performance.now() past which busy Python is interrupted; Infinity: disarmed
+  let timer = null;
   const dog = {
-    interrupt: control,  // Pyodide polls element 0 (INTERRUPT)
+    interrupt: Object.freeze({
+      get 0() {
+        if (performance.now() < fireAt) return 0;
+        dog.disarm();  // once: the interrupt is Python's now
+        return SIGINT;
+      },
+      set 0(_value) { /* Pyodide clears the signal it read: nothing is kept here */ },
+    }),
     onTimeout: () => {},
     arm(ms) {
-      reset();
-      generation = generation % 0x7fffffff + 1;
-      Atomics.store(control, LAYOUT.STATE, generation);
-      worker.postMessage({ arm: generation, ms: Number(ms) });
+      dog.disarm();
+      const due = performance.now() + Math.max(0, Number(ms) || 0);
+      fireAt = due + ANSWER_MS;
+      schedule(due);
     },
     disarm() {
-      reset();
-      worker.postMessage({});
+      fireAt = Infinity;
+      if (timer !== null) clearTimeout(timer);
+      timer = null;
     },
   };
-  // Back to idle. A worker between deciding to interrupt and writing the buffer (FIRING,
-  // a few instructions) is waited out, so that the clear below is final: without it a
-  // deadline passing while a run ends would interrupt whatever Python runs next.
-  function reset() {
-    for (;;) {
-      const state = Atomics.load(control, LAYOUT.STATE);
-      if (state === LAYOUT.FIRING) continue;
-      if (Atomics.compareExchange(control, LAYOUT.STATE, state, 0) === state) break;
-    }
-    Atomics.store(control, LAYOUT.INTERRUPT, 0);
+  // The timer runs only when the main thread is idle, i.e. Python is not running and the
+  // run is awaiting something: take the deadline and cancel the run.
+  function schedule(due) {
+    const remaining = due - performance.now();
+    timer = remaining > MAX_TIMER_MS
+      ? setTimeout(schedule, MAX_TIMER_MS, due)
+      : setTimeout(expire, Math.max(0, remaining));
   }
-  // This handler runs only when the main thread is idle, i.e. Python is not running and
-  // the run is awaiting something: take the deadline from the worker and cancel the run
-  // the ordinary way. A KeyboardInterrupt left pending instead would go off in whatever
-  // Python code runs next (the next stdin line), outside the run.
-  worker.on("message", ({ ask }) => {
-    if (ask !== generation) return;
-    if (Atomics.compareExchange(control, LAYOUT.STATE, LAYOUT.ASKING, LAYOUT.TAKEN) !== LAYOUT.ASKING) return;
-    Atomics.notify(control, LAYOUT.STATE);
+  function expire() {
+    dog.disarm();
     dog.onTimeout();
-  });
+  }
   return dog;
 }
 
