@@ -75,6 +75,8 @@ SandboxCall = Callable[[str, dict[str, Any]], Awaitable[Any]]
 # And, by keyword, `key`: the tool call's place in the run, where its decision is journaled
 # (HostServices.approve_tool).
 ToolApprover = Callable[..., Awaitable[tuple[bool, str]]]
+# `json.dumps(value, sort_keys=True)` (a schema's lookup key), without a new encoder per call.
+_sorted_json = json.JSONEncoder(sort_keys=True).encode
 
 
 @dataclass
@@ -174,6 +176,7 @@ class AgentPipeline:
         self._systems: dict[tuple[str, str, tuple[str, ...]], str] = {}
         self._compiled_schemas: dict[str, dict[str, Any]] | None = None  # made on the first call
         self._models: dict[str, tuple[str, str, Price | None]] = {}  # agent -> provider, model, price (`_prepare`)
+        self._stream_options: dict[str, bool] = {}  # provider -> its `stream` option (`_streams`)
         # MCP servers lending tools (`tool … from mcp "NAME"`), opened on first use, closed by `aclose`
         self.mcp = McpConnections(config.mcp, config.path.parent if config.path is not None else None)
 
@@ -292,7 +295,7 @@ class AgentPipeline:
         occurrence = self._occurrences[(name, label)] = self._occurrences.get((name, label), 0) + 1
         context = options.get("context")
         if schema_key is None:
-            schema_key = json.dumps(schema, sort_keys=True)
+            schema_key = _sorted_json(schema)
         # the trust levels the call's data comes in (`facts:`, `documents:`, `context:`: prompts.py)
         levels = tuple(option for option in TRUST_OPTIONS if options.get(option) is not None)
         system_key = (name, schema_key, levels)
@@ -315,7 +318,7 @@ class AgentPipeline:
         With it, its sorted JSON text when known (a compiled schema's is its key), else None."""
         if self._compiled_schemas is None:
             self._compiled_schemas = _compiled_output_schemas(self.check)
-        key = json.dumps(sent, sort_keys=True) if isinstance(sent, dict) else None
+        key = _sorted_json(sent) if isinstance(sent, dict) else None
         found = self._compiled_schemas.get(key) if key is not None else None
         if found is not None:
             return found, key
@@ -386,6 +389,7 @@ class AgentPipeline:
         validator = self._validators.get(call.schema_key)
         if validator is None:
             validator = self._validators[call.schema_key] = schema_validator(call.schema)
+        plain = is_plain_text(call.schema)
         log = call.log
         last_error: FlowError | None = None
         charged = True  # the call's first attempt was charged before the gate (`call`)
@@ -407,7 +411,9 @@ class AgentPipeline:
                     log.append({"kind": kind, "attempt": attempt, "error": exc.code, "message": exc.message})
                     last_error = exc
                     break
-                errors = schema_errors(call.schema, output, validator)
+                # A bare `string` contract (`is_plain_text`: nothing but `type`, `description`,
+                # `$schema`) has no error for a string; jsonschema's walk is left for the rest.
+                errors = [] if plain and type(output) is str else schema_errors(call.schema, output, validator)
                 if not errors and call.payload.get("expect") and self.sandbox_call is not None:
                     errors = _expect_messages(await self.sandbox_call(
                         "expect", {"run": call.payload.get("run"), "call": call.payload.get("call"), "output": output}))
@@ -540,8 +546,7 @@ class AgentPipeline:
                                   float(temperature) if isinstance(temperature, int | float) else None,
                                   tuple(call.tools), self._tool_user(call) if call.tools else None,
                                   call_prompt=str(call.payload.get("prompt")),
-                                  on_delta=self._delta_sink(call)
-                                  if self.config.provider(call.provider).options.get("stream", True) else None)
+                                  on_delta=self._delta_sink(call) if self._streams(call.provider) else None)
         request.ask_operator = self._asker(call)
         try:
             if call.provider in PROVIDERS or (isinstance(timeout_ms, int) and timeout_ms > 0):
@@ -558,6 +563,14 @@ class AgentPipeline:
                 call.merger.flush()
         self._account(call, reply)
         return reply
+
+    def _streams(self, provider: str) -> bool:
+        """Whether the provider's replies are asked for as a stream (its `stream` option, the
+        same for the whole run: the configuration does not change while it runs)."""
+        streams = self._stream_options.get(provider)
+        if streams is None:
+            streams = self._stream_options[provider] = bool(self.config.provider(provider).options.get("stream", True))
+        return streams
 
     def _tool_user(self, call: _Call) -> Callable[[str, dict[str, Any]], Awaitable[Any]]:
         """How the provider calls one of the call's tools during this attempt (a call with
@@ -728,7 +741,7 @@ def _compiled_output_schemas(check: CheckResult) -> dict[str, dict[str, Any]]:
     types = list(check.call_outputs.values())
     types += [entry.agent.output for entry in check.decls.values() if entry.agent is not None]
     schemas = (type_schema(t) for t in types)
-    return {json.dumps(schema, sort_keys=True): schema for schema in schemas}
+    return {_sorted_json(schema): schema for schema in schemas}
 
 
 def _number(value: Any) -> bool:
