@@ -15,6 +15,7 @@ import gc
 import sys
 import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 from flow_kernel.bench.kernel import round_trip, start_kernel
@@ -36,6 +37,34 @@ def _sandboxes(pid: int) -> list[float]:
     return [rss_mb(child) for child in descendants(pid)]
 
 
+def _cpu_ticks(pids: list[int]) -> int:
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime + stime
+    return total
+
+
+def _settle(pids: list[int], quiet: float = 0.3, most: float = 10.0) -> None:
+    """Wait until the processes have used no CPU for `quiet` seconds (at most `most`): the
+    pool's spare has started and run its warm-up, and no V8 thread still compiles. A fixed
+    0.5 s no longer covered the spare's start once spares warm up before joining the pool
+    (~1 s, more under load): the reading caught it mid-start, its snapshot bytes and its
+    compiler's memory still held (up to ~180 MB for ~1 s, then ~130)."""
+    time.sleep(0.5)
+    deadline = time.monotonic() + most
+    ticks = _cpu_ticks(pids)
+    while time.monotonic() < deadline:
+        time.sleep(quiet)
+        now = _cpu_ticks(pids)
+        if now == ticks:
+            return
+        ticks = now
+
+
 def measure(quick: bool) -> Figures:
     if not sys.platform.startswith("linux"):
         return {"skipped": "reading RSS needs Linux /proc"}
@@ -48,7 +77,7 @@ def measure(quick: bool) -> Figures:
             round_trip(kc, SETUP)
             for _warm in range(3):
                 round_trip(kc, CELL)
-            time.sleep(0.5)  # let the pool's spare finish starting: idle means idle
+            _settle(descendants(pid))  # let the pool's spare finish starting: idle means idle
             kernel_idle = rss_mb(pid)
             sandboxes = _sandboxes(pid)
             samples: dict[int, tuple[float, float]] = {}
