@@ -40,14 +40,16 @@ _resume = False  # whether the outermost pause turned the collector off (and mus
 def no_cyclic_gc() -> Iterator[None]:
     global _depth, _resume
     with _lock:
-        if _depth == 0:
+        first = _depth == 0
+        if first:
             _resume = gc.isenabled()
-            if _resume:
-                gc.disable()
-                if gc.get_freeze_count() == 0:
-                    gc.collect(1)  # the caller's young objects: collected, not promoted below
+            gc.disable()
         _depth += 1
     try:
+        if first and _resume and gc.get_freeze_count() == 0:
+            # The caller's young objects: collected, not promoted when the pause ends. Outside
+            # the lock and after the count: a finalizer it runs may check (a nested pause).
+            gc.collect(1)
         yield
     finally:
         with _lock:

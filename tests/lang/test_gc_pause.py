@@ -121,3 +121,36 @@ def test_a_check_leaves_no_reference_cycles() -> None:
             assert gc.collect() == 0
     finally:
         gc.enable()
+
+
+def test_a_finalizer_that_checks_as_a_pause_starts() -> None:
+    """The collection as the pause starts runs finalizers: one that checks (a nested pause)
+    neither deadlocks nor leaves the collector off."""
+    ran: list[bool] = []
+
+    class Cyclic:
+        def __init__(self) -> None:
+            self.me = self
+
+        def __del__(self) -> None:
+            ran.append(check(SourceFile("f.flow", "let x = 1\nprint x\n")).ok)
+
+    done = threading.Event()
+
+    def work() -> None:
+        check(SourceFile("p.flow", PROGRAM))
+        done.set()
+
+    thresholds = gc.get_threshold()
+    gc.collect()
+    gc.set_threshold(1_000_000)  # the garbage waits for the pause's own collection
+    try:
+        Cyclic()
+        worker = threading.Thread(target=work, daemon=True)
+        worker.start()
+        worker.join(60)
+    finally:
+        gc.set_threshold(*thresholds)
+    assert done.is_set()
+    assert ran == [True]
+    assert gc.isenabled()
