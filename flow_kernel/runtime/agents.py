@@ -75,6 +75,7 @@ SandboxCall = Callable[[str, dict[str, Any]], Awaitable[Any]]
 # And, by keyword, `key`: the tool call's place in the run, where its decision is journaled
 # (HostServices.approve_tool).
 ToolApprover = Callable[..., Awaitable[tuple[bool, str]]]
+_OWN_PROVIDERS = (ScriptedProvider, MockProvider)  # `AgentPipeline.runs_at_once`
 # `json.dumps(value, sort_keys=True)` (a schema's lookup key), without a new encoder per call.
 _sorted_json = json.JSONEncoder(sort_keys=True).encode
 
@@ -185,6 +186,18 @@ class AgentPipeline:
         await self.mcp.aclose()
 
     # -- the pipeline ------------------------------------------------------------------------
+    def runs_at_once(self, payload: dict[str, Any]) -> bool:
+        """Whether a call may run its first step in the bridge's reader instead of a task of
+        its own (sandbox/process.py `_start`): only a call of an agent already resolved this
+        run to one of the host's own providers (scripted, mock), without tools. Remote
+        clients (anyio's cancel scopes) and MCP tools tie their state to the current task,
+        which would change between the first step and the rest (Python 3.11 has no eager
+        tasks)."""
+        name = payload.get("agent")
+        if not isinstance(name, str) or name not in self._models:
+            return False
+        return type(self.providers.get(self._models[name][0])) in _OWN_PROVIDERS and not self.agents[name].tools
+
     async def call(self, payload: dict[str, Any]) -> Any:
         options = _checked_options(payload)
         label = options.get("label")

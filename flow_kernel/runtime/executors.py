@@ -48,6 +48,7 @@ class SandboxExecutor:
     async def run(self, module: str, payload: dict[str, Any], host: HostServices) -> dict[str, Any]:
         def bind(process: SandboxProcess) -> None:
             host.sandbox_call = process.request
+            process.eager = host.runs_at_once
 
         deadline = payload.get("deadline_ms")
         return await self.pool.run(module, payload, handler=host.handle, on_notify=host.on_notify,

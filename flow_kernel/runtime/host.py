@@ -217,6 +217,12 @@ class HostServices:
             self.emit(payload)
 
     # -- requests from the sandbox -----------------------------------------------------------
+    def runs_at_once(self, op: str, payload: Any) -> bool:
+        """Whether the bridge may run this request up to its first wait at once, without a
+        task of its own (sandbox/process.py `_start`): agent calls the pipeline says are safe."""
+        agents = getattr(self, "agents", None)  # gone after `release`
+        return op == "agent" and agents is not None and isinstance(payload, dict) and agents.runs_at_once(payload)
+
     async def handle(self, op: str, payload: dict[str, Any]) -> Any:
         if not isinstance(payload, dict):  # the bootstrap sends objects only: a bypassed sandbox
             raise CapabilityViolationError(f"the host operation {str(op)[:40]!r} takes an object")

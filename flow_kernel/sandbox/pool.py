@@ -216,7 +216,7 @@ class SandboxPool:
             raise
         finally:
             self.running.discard(process)
-            process.handler = process.on_notify = None
+            process.handler = process.on_notify = process.eager = None
             self.release(process, recycle=recycle)
 
     def pids(self) -> list[int]:

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import json
 import logging
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine, Generator
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,10 @@ Handler = Callable[[str, dict[str, Any]], Awaitable[Any]]
 # encoder for every line instead of a new one each time (a line per agent call and reply).
 _encode = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
 Notify = Callable[[str, dict[str, Any]], None]
+# Whether a request (op, payload) may run at once in the reader, up to its first wait, rather
+# than in a task of its own: the handler's owner says so only for code that nothing ties to
+# the current task (anyio's cancel scopes are; runtime/agents.py `AgentPipeline.runs_at_once`).
+Eager = Callable[[str, Any], bool]
 
 
 class _ReapedSandboxFilter(logging.Filter):
@@ -100,6 +105,7 @@ class SandboxProcess:
         self.next_id = 0
         self.handler: Handler | None = None
         self.on_notify: Notify | None = None
+        self.eager: Eager | None = None
         self.ready: dict[str, Any] = {}
         self.dead: str | None = None
         self.stderr_tail: list[str] = []
@@ -256,7 +262,25 @@ class SandboxProcess:
                 with contextlib.suppress(Exception):  # a sink's failure never stops the bridge
                     self.on_notify(str(op), message.get("payload") or {})
             return
-        task = asyncio.ensure_future(self._serve(message))
+        serve = self._serve(message)
+        if self.eager is not None and self.eager(str(op), message.get("payload")):
+            self._start(serve)
+            return
+        task = asyncio.get_running_loop().create_task(serve)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _start(self, serve: Coroutine[Any, Any, None]) -> None:
+        """Run a request's handler at once, up to its first wait: a zero-latency agent call
+        then costs no task and no turn of the event loop. One that waits goes on in a task
+        (cancelled with the others by `kill`). Its own copy of the context either way, as a
+        task would have."""
+        context = contextvars.copy_context()
+        try:
+            waiting_for = context.run(serve.send, None)
+        except StopIteration:
+            return
+        task = asyncio.get_running_loop().create_task(_go_on(serve, waiting_for), context=context)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
@@ -313,3 +337,33 @@ class SandboxProcess:
 
     async def close(self) -> None:
         await self.kill()
+
+
+async def _go_on(coro: Coroutine[Any, Any, None], waiting_for: Any) -> None:
+    """The rest of a coroutine that has already run up to its first wait (`waiting_for`, what
+    it yielded: a future), driven by the task that awaits this."""
+    await _Resumed(coro, waiting_for)
+
+
+class _Resumed:
+    __slots__ = ("coro", "waiting_for")
+
+    def __init__(self, coro: Coroutine[Any, Any, None], waiting_for: Any) -> None:
+        self.coro = coro
+        self.waiting_for = waiting_for
+
+    def __await__(self) -> Generator[Any, Any, None]:
+        coro, waiting_for = self.coro, self.waiting_for
+        while True:
+            try:
+                sent = yield waiting_for
+            except BaseException as exc:  # thrown in by the task (a cancellation): passed on
+                try:
+                    waiting_for = coro.throw(exc)
+                except StopIteration:
+                    return
+            else:
+                try:
+                    waiting_for = coro.send(sent)
+                except StopIteration:
+                    return
