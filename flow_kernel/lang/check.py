@@ -13,7 +13,7 @@ from flow_kernel.lang.check_common import type_references
 from flow_kernel.lang.check_result import CheckResult
 from flow_kernel.lang.checker import Checker, decl_kind
 from flow_kernel.lang.env import Binding, DeclEntry, Scope
-from flow_kernel.lang.gc_pause import no_cyclic_gc
+from flow_kernel.lang.gc_pause import no_cyclic_gc as no_cyclic_gc
 from flow_kernel.lang.parser import parse
 from flow_kernel.lang.session_scope import SessionScope
 from flow_kernel.source import Loader, SourceFile, UseRefused
