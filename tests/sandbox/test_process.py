@@ -22,6 +22,7 @@ from flow_kernel.errors import (
     FlowWorkerCrashedError,
 )
 from flow_kernel.sandbox import install
+from flow_kernel.sandbox import process as process_module
 from flow_kernel.sandbox.node import NodeInfo, find_node
 from flow_kernel.sandbox.process import SandboxProcess, sandbox_command
 from tests.sandbox.sandbox_helpers import Sandbox, sandbox
@@ -33,6 +34,45 @@ def test_ping_round_trip(sandbox: Sandbox) -> None:
     value = {"a": [1, 2.5, "ü", None, True], "b": {"c": "x" * 1000}}
     assert sandbox.loop.run_until_complete(sandbox.process.request("ping", value)) == value
     assert sandbox.process.ready["abi"] == 1 and sandbox.process.ready["python"].startswith("3.")
+
+
+# JSON leaves U+2028 and U+2029 unescaped inside strings (the host encodes with
+# ensure_ascii=False), so they travel raw inside a bridge line; an agent's answer may hold one.
+SEPARATORS = {"text": "a\u2028b\u2029c", "list": ["\u2028", "\u2029", "\u2028\n\u2029"]}
+
+
+async def _separators_then_a_ping(process: SandboxProcess) -> list[Any]:
+    return [await asyncio.wait_for(process.request("ping", SEPARATORS), 10),
+            await asyncio.wait_for(process.request("ping", {"after": 1}), 10)]
+
+
+def test_line_and_paragraph_separators_stay_inside_a_bridge_line(sandbox: Sandbox) -> None:
+    assert sandbox.loop.run_until_complete(_separators_then_a_ping(sandbox.ensure_alive())) == [SEPARATORS, {"after": 1}]
+
+
+def test_a_runner_reading_with_node_readline_loses_such_a_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The reader put back to node:readline, which ends lines at U+2028/U+2029 too from Node 22
+    # on: the request arrives as two halves of a line, is dropped, and never answered.
+    node = find_node()
+    if node.version[0] < 22:
+        pytest.skip(f"Node {node.version[0]}'s readline ends lines at \\n only")
+    reader = 'readLines(process.stdin, (line) => { if (line) onLine(line); });'
+    text = install.RUNNER.read_text()
+    assert reader in text
+    old = tmp_path / "runner.mjs"
+    old.write_text(text.replace(reader, '(await import("node:readline")).default.createInterface({ input: process.stdin, '
+                                        'crlfDelay: Infinity }).on("line", (line) => { if (line) onLine(line); });'))
+    monkeypatch.setattr(process_module, "RUNNER", old)
+
+    async def attempt() -> None:
+        process = await SandboxProcess.start(command=sandbox_command(node, snapshot=None, memory_mb=512))
+        try:
+            with pytest.raises(TimeoutError):
+                await _separators_then_a_ping(process)
+        finally:
+            await process.kill()
+
+    asyncio.run(attempt())
 
 
 def test_a_thousand_requests_in_flight(sandbox: Sandbox) -> None:

@@ -9,7 +9,6 @@
 
 import fs from "node:fs";
 import path from "node:path";
-import readline from "node:readline";
 import module from "node:module";
 import childProcess from "node:child_process";
 import net from "node:net";
@@ -145,6 +144,25 @@ function startWatchdog() {
   return dog;
 }
 
+// A bridge line ends at "\n" and nowhere else (docs/sandbox.md). Not node:readline: from
+// Node 22 on it also ends a line at U+2028 and U+2029, which JSON leaves unescaped inside
+// strings, so an agent's answer holding one reached Python as two halves of a line and
+// its run waited until its deadline.
+function readLines(stream, onLine) {
+  stream.setEncoding("utf8");  // a character split between two chunks is decoded whole
+  let head = "";  // the start of a line whose "\n" has not come yet
+  stream.on("data", (chunk) => {
+    let start = 0;
+    for (let end = chunk.indexOf("\n"); end !== -1; end = chunk.indexOf("\n", start)) {
+      const line = head + chunk.slice(start, end);
+      head = "";
+      start = end + 1;
+      onLine(line);
+    }
+    head += chunk.slice(start);
+  });
+}
+
 async function main() {
   // Node creates the stdio streams lazily, through `net` when they are pipes: make them
   // now, before `net` is stubbed out.
@@ -233,9 +251,8 @@ async function main() {
   watchdog.onTimeout = () => {
     try { onWatchdog(); } catch (err) { process.stderr.write(`flow sandbox: watchdog: ${err && err.message || err}\n`); }
   };
-  const lines = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
-  lines.on("line", (line) => { if (line) onLine(line); });
-  lines.on("close", () => process.exit(0));  // the host closed the bridge: shut down
+  readLines(process.stdin, (line) => { if (line) onLine(line); });
+  process.stdin.on("end", () => process.exit(0));  // the host closed the bridge: shut down
 }
 
 // The bootstrap turns a watchdog interrupt into an ordinary error inside each task; one
