@@ -145,9 +145,9 @@ function startWatchdog() {
 }
 
 // A bridge line ends at "\n" and nowhere else (docs/sandbox.md). Not node:readline: from
-// Node 22 on it also ends a line at U+2028 and U+2029, which JSON leaves unescaped inside
-// strings, so an agent's answer holding one reached Python as two halves of a line and
-// its run waited until its deadline.
+// Node 24 on it also ends a line at U+2028 and U+2029 (nodejs/node#57591), which JSON leaves
+// unescaped inside strings, so an agent's answer holding one reached Python as two halves
+// of a line and its run waited until its deadline.
 function readLines(stream, onLine) {
   stream.setEncoding("utf8");  // a character split between two chunks is decoded whole
   let head = "";  // the start of a line whose "\n" has not come yet
