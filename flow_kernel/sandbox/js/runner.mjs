@@ -88,6 +88,55 @@ function closeDoors() {
   delete globalThis.require;
 }
 
+// --- restoring a snapshot without touching the pages it leaves zero ----------------------------
+// Pyodide restores a memory snapshot with one `Module.HEAP8.set(bytes)`, which writes every
+// page of the wasm heap, so all of it becomes resident — about half of the 30 MiB snapshot
+// is pages of zeros (free heap). While loadPyodide runs, Int8Array's `set` is shadowed by one
+// that, for the snapshot's bytes only, skips a 4 KiB page that is zero in the snapshot AND
+// already zero in the heap (a wasm memory starts zeroed, but the module's data segments are
+// written before the restore): the heap ends byte for byte as a full copy would leave it, and
+// a page never written is never made resident. Removed as soon as loadPyodide returns.
+function sparseHeapRestore(snapshotBuffer) {
+  const PAGE = 4096;
+  const fullSet = Object.getPrototypeOf(Int8Array.prototype).set;
+  // Whether bytes [at, end) of `words`' view are zero, read as 32-bit words: no allocation
+  // (the scan must not grow the JS heap it is saving memory for).
+  const zeroAt = (words, at, end) => {
+    for (let i = at >> 2, last = end >> 2; i < last; i++) if (words[i] !== 0) return false;
+    return true;
+  };
+  Object.defineProperty(Int8Array.prototype, "set", {
+    configurable: true,
+    writable: true,
+    value: function set(source, offset = 0) {
+      if (!(source instanceof Uint8Array) || source.buffer !== snapshotBuffer || offset !== 0
+          || this.length < source.length || source.byteOffset % 4 !== 0 || this.byteOffset % 4 !== 0) {
+        return fullSet.call(this, source, offset);
+      }
+      const heap = new Uint8Array(this.buffer, this.byteOffset, source.length);
+      const from = new Int32Array(source.buffer, source.byteOffset, source.length >> 2);
+      const into = new Int32Array(this.buffer, this.byteOffset, source.length >> 2);
+      const whole = source.length - (source.length % PAGE);
+      let run = -1;  // start of the pages waiting to be copied in one call
+      for (let at = 0; at <= whole; at += PAGE) {
+        const skip = at === whole || (zeroAt(from, at, at + PAGE) && zeroAt(into, at, at + PAGE));
+        if (skip && run >= 0) {
+          fullSet.call(heap, source.subarray(run, at), run);
+          run = -1;
+        } else if (!skip && run < 0) {
+          run = at;
+        }
+      }
+      if (whole < source.length) fullSet.call(heap, source.subarray(whole), whole);  // a partial last page
+      return undefined;
+    },
+  });
+  return () => {
+    delete Int8Array.prototype.set;
+    snapshotBuffer = null;  // this closure's scope must not keep the 30 MiB alive
+  };
+}
+
 // --- the watchdog: deadlines that hold even while Python is busy ---------------------------
 // Kept on the main thread, with no worker: while Python runs, CPython's eval loop asks
 // Pyodide's interrupt buffer for a signal every 50 checks of its eval breaker (through
@@ -220,8 +269,13 @@ async function main() {
     // through a thenable that lets go of it once read, so the bytes can be freed after the
     // restore (they are copied into the wasm heap).
     let bytes = fs.readFileSync(args.snapshot);
+    const removeSparseSet = sparseHeapRestore(bytes.buffer);
     const snapshot = { then(resolve) { const taken = bytes; bytes = null; resolve(taken); } };
-    pyodide = await loadPyodide({ ...common, jsglobals, _loadSnapshot: snapshot });
+    try {
+      pyodide = await loadPyodide({ ...common, jsglobals, _loadSnapshot: snapshot });
+    } finally {
+      removeSparseSet();
+    }
     fromSnapshot = true;
   } else {
     pyodide = await loadPyodide({ ...common, jsglobals });
