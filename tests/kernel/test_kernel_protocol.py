@@ -148,7 +148,9 @@ def test_a_sandbox_crash_mid_cell_is_an_error_and_the_next_cell_runs(kernel: tup
     started = time.perf_counter()
     _wait_for_stdout(kc, msg_id, "asking")
     kernel_process = psutil.Process(km.provisioner.pid)  # type: ignore[attr-defined]
-    nodes = [p for p in kernel_process.children(recursive=True) if "node" in p.name()]
+    from tests.reliability.fault_helpers import is_sandbox
+
+    nodes = [p for p in kernel_process.children(recursive=True) if is_sandbox(p)]
     assert nodes, "the kernel should have a sandbox process"
     for node in nodes:
         os.kill(node.pid, signal.SIGKILL)

@@ -124,7 +124,16 @@ def check_journal(path: Path, *, ends_with: str | None, contains: tuple[str, ...
 
 def sandbox_processes(km: KernelManager) -> list[psutil.Process]:
     kernel = psutil.Process(km.provisioner.pid)  # type: ignore[attr-defined]
-    return [p for p in kernel.children(recursive=True) if "node" in p.name()]
+    return [p for p in kernel.children(recursive=True) if is_sandbox(p)]
+
+
+def is_sandbox(process: psutil.Process) -> bool:
+    """A sandbox's Node process, known by its runner in its command line: not by its name,
+    which Node 24 sets to its main thread's ("MainThread")."""
+    try:
+        return any(part.endswith("runner.mjs") for part in process.cmdline())
+    except psutil.Error:  # it ended meanwhile
+        return False
 
 
 def wait_for_stdout(kc: BlockingKernelClient, msg_id: str, text: str, timeout: float = 60) -> None:
