@@ -57,12 +57,12 @@ def test_a_runner_reading_with_node_readline_loses_such_a_line(tmp_path: Path, m
     node = find_node()
     if node.version[0] < 24:
         pytest.skip(f"Node {node.version[0]}'s readline ends lines at \\n only")
-    reader = 'readLines(process.stdin, (line) => { if (line) onLine(line); });'
+    reader = 'readLines(process.stdin, (text) => onLines(text));'
     text = install.RUNNER.read_text()
     assert reader in text
     old = tmp_path / "runner.mjs"
     old.write_text(text.replace(reader, '(await import("node:readline")).default.createInterface({ input: process.stdin, '
-                                        'crlfDelay: Infinity }).on("line", (line) => { if (line) onLine(line); });'))
+                                        'crlfDelay: Infinity }).on("line", (line) => { if (line) onLines(line); });'))
     monkeypatch.setattr(process_module, "RUNNER", old)
 
     async def attempt() -> None:

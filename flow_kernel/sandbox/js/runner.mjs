@@ -32,7 +32,11 @@ function parseArgs(argv) {
   return out;
 }
 
+// Bridge lines still held (main's `flushLines`) go out before the process ends.
+let flushOnExit = () => {};
+
 function fail(message) {
+  try { flushOnExit(); } catch { /* the host is gone: nothing to tell it */ }
   process.stderr.write(`flow sandbox: ${message}\n`);
   process.exit(70);
 }
@@ -196,19 +200,18 @@ function startWatchdog() {
 // A bridge line ends at "\n" and nowhere else (docs/sandbox.md). Not node:readline: from
 // Node 24 on it also ends a line at U+2028 and U+2029 (nodejs/node#57591), which JSON leaves
 // unescaped inside strings, so an agent's answer holding one reached Python as two halves
-// of a line and its run waited until its deadline.
-function readLines(stream, onLine) {
+// of a line and its run waited until its deadline. The complete lines of one read go to
+// Python in one call (flowbox/bridge.py `on_lines` splits them at "\n" only): a burst of
+// replies is one call into Python, not one a line.
+function readLines(stream, onLines) {
   stream.setEncoding("utf8");  // a character split between two chunks is decoded whole
   let head = "";  // the start of a line whose "\n" has not come yet
   stream.on("data", (chunk) => {
-    let start = 0;
-    for (let end = chunk.indexOf("\n"); end !== -1; end = chunk.indexOf("\n", start)) {
-      const line = head + chunk.slice(start, end);
-      head = "";
-      start = end + 1;
-      onLine(line);
-    }
-    head += chunk.slice(start);
+    const end = chunk.lastIndexOf("\n");
+    if (end === -1) { head += chunk; return; }
+    const text = head + chunk.slice(0, end);
+    head = chunk.slice(end + 1);
+    onLines(text);
   });
 }
 
@@ -230,9 +233,22 @@ async function main() {
     fs[name] = function (fd, ...rest) { return original.call(this, fd === 1 ? 2 : fd, ...rest); };
   }
   module.syncBuiltinESMExports();
+  // The lines written while one turn of Node's loop runs go out in one write, at the start
+  // of its next turn (a setImmediate queued while immediates run waits for the next turn,
+  // so the Python tasks already woken write theirs first): a burst of host requests is one
+  // pipe write and one wake-up of the host, not one each. `io.flush` writes them at once.
+  let outbox = [];
+  const flushLines = () => {
+    if (outbox.length === 0) return;
+    const text = outbox.join("");
+    outbox = [];
+    stdoutWrite(text);
+  };
+  flushOnExit = flushLines;
   const writeLine = (line) => {
     if (typeof line !== "string" || line.includes("\n")) throw new TypeError("a bridge line is one string without a newline");
-    stdoutWrite(line + "\n");
+    if (outbox.length === 0) setImmediate(flushLines);
+    outbox.push(line + "\n");
   };
   // process.py starts Node with --expose-gc for one collection after start-up (below);
   // the global goes at once (it is not configurable, so it cannot be deleted: cleared).
@@ -288,6 +304,7 @@ async function main() {
 
   const io = Object.freeze({
     write: writeLine,
+    flush: flushLines,
     arm: (ms) => watchdog.arm(ms),
     disarm: () => watchdog.disarm(),
     // The live size of the wasm heap, read where Emscripten keeps it (Module.HEAPU8 is
@@ -300,12 +317,12 @@ async function main() {
   // file buffer and start-up garbage go back to the OS before the first run.
   if (collect) collect();
   const bridge = pyodide.pyimport("flowbox.bridge");
-  const onLine = bridge.attach(io);
+  const onLines = bridge.attach(io);
   const onWatchdog = bridge.on_watchdog;
   watchdog.onTimeout = () => {
     try { onWatchdog(); } catch (err) { process.stderr.write(`flow sandbox: watchdog: ${err && err.message || err}\n`); }
   };
-  readLines(process.stdin, (line) => { if (line) onLine(line); });
+  readLines(process.stdin, (text) => onLines(text));
   process.stdin.on("end", () => process.exit(0));  // the host closed the bridge: shut down
 }
 

@@ -28,6 +28,7 @@ class Bridge:
         self.code_cache = {}
         self.tasks = set()
         self.armed_run = None  # the run whose deadline the watchdog holds
+        self.unflushed = False  # lines written that the runner may still hold (see `flush`)
 
     # -- output -----------------------------------------------------------------------------
     def _send(self, message):
@@ -40,6 +41,16 @@ class Bridge:
             else:
                 raise FlowError("isolate", f"a non-JSON value cannot leave the sandbox: {exc}") from None
         self.io.write(line)
+        self.unflushed = True
+
+    def flush(self):
+        """Have the runner write the lines it holds now. It writes what one turn of its loop
+        wrote in one go at the start of the next turn (runner.mjs `writeLine`); Python that
+        runs long without a wait calls this every STEP_CLOCK_EVERY steps
+        (`Runtime._check_step`), so nothing waits behind a long computation."""
+        if self.unflushed:
+            self.unflushed = False
+            self.io.flush()
 
     def notify(self, op, payload):
         self._send({"op": op, "payload": payload})
@@ -72,6 +83,13 @@ class Bridge:
             runtime.cancel(run, "workflow-timeout")
 
     # -- input ------------------------------------------------------------------------------
+    def on_lines(self, text):
+        """The complete lines of one read from stdin, in their order ("\n" ends a line, and
+        nothing else: see runner.mjs `readLines`)."""
+        for line in text.split("\n"):
+            if line:
+                self.on_line(line)
+
     def on_line(self, line):
         try:
             message = json.loads(line)
@@ -178,4 +196,4 @@ def attach(io):
     _bridge.notify("ready", {"abi": ABI, "pyodide": str(io.pyodide),
                              "python": ".".join(map(str, __import__("sys").version_info[:3])),
                              "snapshot": bool(io.snapshot), "memory": _bridge.memory()})
-    return _bridge.on_line
+    return _bridge.on_lines

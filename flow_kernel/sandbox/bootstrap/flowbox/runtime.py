@@ -246,8 +246,11 @@ class Runtime:
         if steps > frame.cap:
             raise FlowError("limit-exceeded", f"the `steps` limit of {frame.cap_limit} of `{frame.cap_name}` is exceeded",
                             {"limit": "steps", "value": frame.cap_limit, "workflow": frame.cap_name})
-        if not steps % STEP_CLOCK_EVERY and time.monotonic() > frame.deadline:
-            raise _timeout(frame)
+        if not steps % STEP_CLOCK_EVERY:
+            if self.bridge.unflushed:  # what was written before a long stretch without a wait goes out now
+                self.bridge.flush()
+            if time.monotonic() > frame.deadline:
+                raise _timeout(frame)
 
     def loop(self, value):
         steps = self.steps = self.steps + 1  # `step`, inlined

@@ -1,0 +1,77 @@
+"""The runner writes the bridge lines of one turn of Node's loop in one write (runner.mjs
+`writeLine`); Python that runs long without a wait has them written every STEP_CLOCK_EVERY
+steps (flowbox/runtime.py `_check_step`), so an event never waits for a long computation."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import pytest
+
+from flow_kernel import SourceFile
+from flow_kernel.lang.compiler import compile_source
+from flow_kernel.runtime.executors import SandboxExecutor
+from flow_kernel.runtime.run import run_compiled
+from flow_kernel.sandbox import install
+
+# A print, then ~1.5 M steps of loop without a wait (1-3 s in the sandbox).
+PROGRAM = """limits { steps: 10000000 }
+print("before the loop")
+var n = 0
+for i in range(1500000) { n = n + 1 }
+n
+"""
+
+
+def run_timed(monkeypatch: pytest.MonkeyPatch | None = None) -> tuple[float, float, Any]:
+    compiled = compile_source(SourceFile("a.flow", PROGRAM))
+    assert compiled.ok, [d.message for d in compiled.check.errors]
+    arrived: list[float] = []
+
+    def sink(event: dict[str, Any]) -> None:
+        if event["type"] == "print":
+            arrived.append(time.monotonic())
+
+    async def go() -> tuple[float, float, Any]:
+        executor = SandboxExecutor(warm=0)
+        try:
+            outcome = await run_compiled(compiled, executor, sinks=[sink])
+            assert outcome.error is None, outcome.error
+            return arrived[0], time.monotonic(), outcome.result
+        finally:
+            await executor.close()
+
+    return asyncio.run(go())
+
+
+def test_an_event_before_a_long_computation_reaches_the_host_during_it() -> None:
+    printed, ended, result = run_timed()
+    print(f"print event {ended - printed:.2f} s before the run's end")
+    assert result == 1500000
+    assert ended - printed > 0.15
+
+
+def test_without_the_step_flush_it_would_wait_for_the_end(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The door reopened: a bootstrap whose steps never flush. The print is held by the runner
+    # until Python waits again, at the run's end.
+    bootstrap = tmp_path / "bootstrap"
+    flowbox = bootstrap / "flowbox"
+    flowbox.mkdir(parents=True)
+    for path in (install.BOOTSTRAP_DIR / "flowbox").glob("*.py"):
+        text = path.read_text()
+        if path.name == "runtime.py":
+            assert "if self.bridge.unflushed:" in text
+            text = text.replace("if self.bridge.unflushed:", "if False:")
+        (flowbox / path.name).write_text(text)
+    from flow_kernel.sandbox import process as process_module
+
+    monkeypatch.setattr(process_module, "BOOTSTRAP_DIR", bootstrap)
+    original = process_module.sandbox_command
+    monkeypatch.setattr(process_module, "sandbox_command",
+                        lambda node, **kw: original(node, **{**kw, "snapshot": None}))
+    printed, ended, result = run_timed()
+    print(f"print event {ended - printed:.2f} s before the run's end")
+    assert result == 1500000
+    assert ended - printed < 0.15
