@@ -33,6 +33,8 @@ def load_flowbox() -> tuple[ModuleType, ModuleType]:
 
 
 class _InProcessBridge:
+    unflushed = False  # nothing is held back here: flowbox's step path asks (flowbox/bridge.py `flush`)
+
     def __init__(self, handler: Handler, on_notify: Notify, errors: ModuleType) -> None:
         self.handler = handler
         self.on_notify = on_notify

@@ -75,3 +75,13 @@ def test_without_the_step_flush_it_would_wait_for_the_end(tmp_path: Any, monkeyp
     print(f"print event {ended - printed:.2f} s before the run's end")
     assert result == 1500000
     assert ended - printed < 0.15
+
+
+def test_the_in_process_executor_holds_nothing_back() -> None:
+    # The same runtime on the host (benchmarks, fast tests): its bridge has nothing to flush.
+    from flow_kernel.sandbox.inprocess import InProcessExecutor
+
+    compiled = compile_source(SourceFile("a.flow", PROGRAM.replace("1500000", "1000")))
+    outcome = asyncio.run(run_compiled(compiled, InProcessExecutor()))
+    assert outcome.error is None and outcome.result == 1000
+    assert [e["data"]["text"] for e in outcome.events if e["type"] == "print"] == ["before the loop"]
