@@ -148,24 +148,34 @@ snapshot_failures: dict[Path, str] = {}
 snapshot_rejections: dict[Path, str] = {}
 
 
-def snapshot_problem(snapshot: Path) -> str | None:
+def snapshot_problem(snapshot: Path, node: NodeInfo | None = None) -> str | None:
     """None if the snapshot is the file this version built (its record's key is the key
-    its name says, and its size and sha256 are the record's), else what is wrong."""
+    its name says, and its size and sha256 are the record's) — by `node`'s version of
+    Node, when given — else what is wrong."""
     try:
         record = json.loads(snapshot_record_path(snapshot).read_text())
         key, size, sha256 = str(record["key"]), int(record["size"]), str(record["sha256"])
+        built_by = str(record["node"])
     except FileNotFoundError:
         return "it has no record of what was built"
     except (OSError, ValueError, KeyError, TypeError) as exc:
         return f"its record cannot be read ({exc})"
     if not snapshot.name.endswith(f"-{key}.snapshot"):
         return f"its record is for key {key}"
+    # The heap a snapshot restores holds what start-up found about the Node that built it:
+    # Pyodide's wasm call trampoline is a function-table index where WebAssembly GC is on
+    # (Node 24), 0 where it is not (Node 20). Node 20 restoring Node 24's snapshot fails
+    # ("table index is out of bounds"); Node 24 restoring Node 20's runs without the
+    # trampoline, ~1.35x slower on C calls (docs/performance.md, "Node 24 (session three)").
+    if node is not None and built_by != ".".join(map(str, node.version)):
+        return f"it was built by Node {built_by}, not by this Node {'.'.join(map(str, node.version))}"
     return _check_file(snapshot, size, sha256)
 
 
-def usable_snapshot(snapshot: Path) -> bool:
-    """Whether a sandbox may load this snapshot now (a stat when nothing changed since it was checked)."""
-    problem = snapshot_problem(snapshot)
+def usable_snapshot(snapshot: Path, node: NodeInfo | None = None) -> bool:
+    """Whether a sandbox may load this snapshot now (a stat when nothing changed since it was
+    checked), into `node` when given."""
+    problem = snapshot_problem(snapshot, node)
     if problem is not None:
         snapshot_rejections[snapshot] = problem
     return problem is None
@@ -185,7 +195,7 @@ def ensure_snapshot(node: NodeInfo) -> Path | None:
     if path in snapshot_failures:
         return None
     if path.exists() or snapshot_record_path(path).exists():
-        if usable_snapshot(path):
+        if usable_snapshot(path, node):
             return path
         for stale in (path, snapshot_record_path(path)):
             stale.unlink(missing_ok=True)

