@@ -1,8 +1,8 @@
 // The Node.js side of a Flow sandbox (docs/sandbox.md).
 //
 // Loads the pinned Pyodide, closes every door listed in the sandbox notes before any
-// compiled code runs, and then only moves JSON lines: stdin -> Python `on_line`,
-// Python `io.write` -> stdout. stderr is for diagnostics only.
+// compiled code runs, and then only moves JSON lines: stdin -> Python `on_lines`,
+// Python `io.write` -> stdout (a loop turn's lines in one write). stderr is for diagnostics only.
 //
 //   node [flags] runner.mjs --pyodide DIR --bootstrap DIR [--snapshot FILE] [--memory-mb N]
 //   node runner.mjs --pyodide DIR --bootstrap DIR --make-snapshot FILE     (trusted builder)
