@@ -152,7 +152,7 @@ def test_the_snapshot_door_reopened_loads_the_changed_file(tmp_path: Path, monke
     node = find_node()
     snapshot = install.snapshot_path(node)
     snapshot.write_bytes(b"\0" * 4096)  # planted: no record, not what any build wrote
-    monkeypatch.setattr(install, "snapshot_problem", lambda path: None)  # the old rule: it exists, use it
+    monkeypatch.setattr(install, "snapshot_problem", lambda path, node=None: None)  # the old rule: it exists, use it
     assert install.ensure_snapshot(node) == snapshot
     assert snapshot.read_bytes() == b"\0" * 4096
     command = sandbox_command(node, snapshot=snapshot, memory_mb=512)
