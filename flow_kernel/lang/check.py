@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Mapping
+import threading
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 
 from flow_kernel.diagnostics.model import Related
 from flow_kernel.diagnostics.registry import Reporter
@@ -35,17 +37,39 @@ def check(
     the configuration's `[models]` table: in a file, a `model: "for:…"` whose purpose it
     does not set is an error (a notebook learns it when the call runs). `mcp_servers` are the
     configuration's `[mcp.NAME]` names: in a file, a tool `from mcp` another server is F4021."""
-    previous = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(previous, RECURSION_LIMIT))
     try:
-        with no_cyclic_gc():
+        with deep_recursion(), no_cyclic_gc():
             return _check(source, session, loader, cell, models, mcp_servers)
     except RecursionError:
         reporter = Reporter()
         reporter.report("F1006", source.span(0, min(1, len(source.text))), "the source is nested too deeply to check")
         return CheckResult(source, ast.Module(source.span(0, 0), [], [], []), reporter.sorted())
+
+
+_limit_lock = threading.Lock()
+_limit_depth = 0  # checks in progress in this process, in any thread
+_limit_before = 0  # the recursion limit before the first of them
+
+
+@contextmanager
+def deep_recursion() -> Iterator[None]:
+    """Python's recursion limit raised to RECURSION_LIMIT while any check runs. The limit is
+    one per process: checks in several threads each saving and restoring it could leave it
+    raised for good (A saves 1,000; B saves A's 20,000; A restores; B restores 20,000), so
+    the first to start saves it and the last to end restores it."""
+    global _limit_depth, _limit_before
+    with _limit_lock:
+        if _limit_depth == 0:
+            _limit_before = sys.getrecursionlimit()
+            sys.setrecursionlimit(max(_limit_before, RECURSION_LIMIT))
+        _limit_depth += 1
+    try:
+        yield
     finally:
-        sys.setrecursionlimit(previous)
+        with _limit_lock:
+            _limit_depth -= 1
+            if _limit_depth == 0:
+                sys.setrecursionlimit(_limit_before)
 
 
 def _check(source: SourceFile, session: SessionScope | None, loader: Loader | None, cell: bool | None,
