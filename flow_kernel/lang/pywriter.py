@@ -47,7 +47,7 @@ class Unsupported(Exception):
 
 def unparse(tree: py.Module) -> str:
     try:
-        return ModuleWriter({}).write(tree)
+        return TextWriter().write(tree)
     except Unsupported:
         _give_statements_a_line(tree.body)
         return py.unparse(tree) + "\n"
@@ -79,8 +79,6 @@ class ModuleWriter:
         # shares between many places once (`CodeGenerator.literal`); only with no origins:
         # a node's text does not depend on where it stands, its entries do.
         self.texts: dict[int, str] | None = None if origins else {}
-        if not origins:  # nothing to record: `expr` is the text alone (the compiler's pass)
-            self.expr = self._text  # type: ignore[method-assign]
 
     def write(self, tree: py.Module) -> str:
         self.block(tree.body, 0)
@@ -169,18 +167,6 @@ class ModuleWriter:
             entries[index] = ((line, col, line, col + len(text)), span)
         return text
 
-    def _text(self, node: py.expr, col: int) -> str:
-        """`expr` when there are no origins: no entries to record."""
-        cls = node.__class__
-        if cls is _Name:
-            return node.id  # type: ignore[attr-defined, no-any-return]
-        if cls is _Constant:
-            return _constant(self, node, col)  # type: ignore[arg-type]
-        write = _EXPRESSIONS.get(cls)
-        if write is None:
-            raise Unsupported(cls.__name__)
-        return write(self, node, col)
-
     def operand(self, node: py.expr, col: int) -> str:
         """An expression inside an operator: parenthesised unless it is an atom."""
         if isinstance(node, _ATOMS) or node.__class__ is py.Constant:
@@ -192,6 +178,27 @@ class ModuleWriter:
         verifier, which reads the tree, would judge a different module."""
         _check_store(node)
         return self.expr(node, col)
+
+
+class TextWriter(ModuleWriter):
+    """A module's text alone, with no origins to record (the compiler's pass: the source
+    map records positions on its first lookup). `expr` is the class's, not an instance
+    attribute: a bound method stored on the writer would be a reference cycle, keeping
+    the writer and its ~9,000 lines alive until the next full collection."""
+
+    def __init__(self) -> None:
+        super().__init__({})
+
+    def expr(self, node: py.expr, col: int) -> str:
+        cls = node.__class__
+        if cls is _Name:
+            return node.id  # type: ignore[attr-defined, no-any-return]
+        if cls is _Constant:
+            return _constant(self, node, col)  # type: ignore[arg-type]
+        write = _EXPRESSIONS.get(cls)
+        if write is None:
+            raise Unsupported(cls.__name__)
+        return write(self, node, col)
 
 
 def _check_store(node: py.expr) -> None:

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from flow_kernel.lang.check import no_cyclic_gc
 from flow_kernel.lang.pytree import tree_nodes
-from flow_kernel.lang.pywriter import ModuleWriter, Position, Unsupported, unparse
+from flow_kernel.lang.pywriter import ModuleWriter, Position, TextWriter, Unsupported, unparse
 from flow_kernel.source import Span
 
 # Well inside Python's limits (200 nested brackets, 100 indentation levels): a module
@@ -125,7 +125,7 @@ def write(tree: py.Module, origins: dict[int, Span], again: Callable[[], Built] 
     old way is mapped from the tree `again` builds). `each` is called with each
     top-level statement once it is written (the compiler verifies it then, while its
     nodes are in the CPU's caches)."""
-    writer = ModuleWriter({} if again is not None else origins)
+    writer = TextWriter() if again is not None or not origins else ModuleWriter(origins)
     try:
         source = writer.write(tree) if each is None else _write_each(writer, tree, each)
     except Unsupported:

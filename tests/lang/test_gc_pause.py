@@ -130,6 +130,25 @@ def test_a_check_leaves_no_reference_cycles() -> None:
         gc.enable()
 
 
+def test_a_compile_leaves_no_reference_cycles() -> None:
+    """Nor does the rest of the compile (generate, write, verify) or the source map's
+    first lookup, which generates and writes the module again. The writer used to keep its
+    text-only `expr` as a bound method on itself: a cycle that held the writer and its
+    lines of text until the next full collection."""
+    gc.disable()
+    try:
+        compile_source(SourceFile("w.flow", PROGRAM))  # caches filled
+        gc.collect()
+        compiled = compile_source(SourceFile("w.flow", PROGRAM))
+        assert compiled.ok and compiled.source_map is not None
+        assert gc.collect() == 0
+        assert len(compiled.source_map) > 1000  # recorded now: the module written again
+        del compiled
+        assert gc.collect() == 0
+    finally:
+        gc.enable()
+
+
 def test_a_finalizer_that_checks_as_a_pause_starts() -> None:
     """The collection as the pause starts runs finalizers: one that checks (a nested pause)
     neither deadlocks nor leaves the collector off."""
