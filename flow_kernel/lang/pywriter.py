@@ -38,7 +38,7 @@ _COMPARE: dict[type[py.AST], str] = {py.Eq: "==", py.NotEq: "!=", py.Lt: "<", py
 _BINARY: dict[type[py.AST], str] = {py.Add: "+", py.Sub: "-", py.Mult: "*"}  # what exact_ints.py writes
 _UNARY: dict[type[py.AST], str] = {py.USub: "-", py.UAdd: "+", py.Not: "not ", py.Invert: "~"}
 _ATOMS = (py.Name, py.Call, py.Attribute, py.List, py.Tuple, py.Dict, py.NamedExpr)
-_Name, _Constant, _Attribute = py.Name, py.Constant, py.Attribute
+_Name, _Constant, _Attribute, _Starred = py.Name, py.Constant, py.Attribute, py.Starred
 
 
 class Unsupported(Exception):
@@ -184,10 +184,28 @@ class TextWriter(ModuleWriter):
     """A module's text alone, with no origins to record (the compiler's pass: the source
     map records positions on its first lookup). `expr` is the class's, not an instance
     attribute: a bound method stored on the writer would be a reference cycle, keeping
-    the writer and its ~9,000 lines alive until the next full collection."""
+    the writer and its ~9,000 lines alive until the next full collection.
+
+    Columns are only for entries: the statements and calls (most of the nodes) are
+    written by text-only versions (`_TEXT_STATEMENTS`, `_TEXT_EXPRESSIONS`) that count none."""
 
     def __init__(self) -> None:
         super().__init__({})
+
+    def block(self, body: list[py.stmt], depth: int) -> None:
+        if not body:
+            raise Unsupported("empty body")
+        if depth > self.max_depth:
+            self.max_depth = depth
+        statements = _TEXT_STATEMENTS
+        for node in body:
+            write = statements.get(node.__class__)
+            if write is None:
+                raise Unsupported(node.__class__.__name__)
+            write(self, node, depth)
+
+    def line(self, depth: int, head: str, text: str) -> None:
+        self.lines.append(INDENT * depth + head + text)  # no entries to count in bytes
 
     def expr(self, node: py.expr, col: int) -> str:
         cls = node.__class__
@@ -195,7 +213,7 @@ class TextWriter(ModuleWriter):
             return node.id  # type: ignore[attr-defined, no-any-return]
         if cls is _Constant:
             return _constant(self, node, col)  # type: ignore[arg-type]
-        write = _EXPRESSIONS.get(cls)
+        write = _TEXT_EXPRESSIONS.get(cls)
         if write is None:
             raise Unsupported(cls.__name__)
         return write(self, node, col)
@@ -476,3 +494,47 @@ _EXPRESSIONS: dict[type[py.AST], Callable[[ModuleWriter, Any, int], str]] = {
     py.List: _list, py.Tuple: _tuple, py.Dict: _dict, py.BoolOp: _bool_op, py.IfExp: _if_exp,
     py.Compare: _compare, py.NamedExpr: _named, py.UnaryOp: _unary, py.BinOp: _binop,
 }
+
+
+# The text writer's (no columns, no entries): the same text as the functions above.
+def _expr_statement_text(w: ModuleWriter, node: py.Expr, depth: int) -> None:
+    w.lines.append(INDENT * depth + w.expr(node.value, 0))
+
+
+def _assign_text(w: ModuleWriter, node: py.Assign, depth: int) -> None:
+    parts = [w.target(t, 0) for t in node.targets]
+    parts.append(w.expr(node.value, 0))
+    w.lines.append(INDENT * depth + " = ".join(parts))
+
+
+def _call_text(w: ModuleWriter, node: py.Call, col: int) -> str:
+    func = node.func
+    cls = func.__class__
+    head: str
+    if cls is _Attribute and func.value.__class__ is _Name:  # type: ignore[attr-defined]
+        head = func.value.id + "." + func.attr  # type: ignore[attr-defined]  # `_attribute`'s text
+    elif cls is _Name:
+        head = func.id  # type: ignore[attr-defined]
+    elif isinstance(func, py.Name | py.Attribute):
+        head = w.expr(func, 0)
+    else:
+        head = "(" + w.expr(func, 0) + ")"
+    expr = w.expr
+    args = []
+    for a in node.args:
+        c = a.__class__
+        if c is _Name:  # (most arguments: `expr`'s first case, without the call)
+            args.append(a.id)  # type: ignore[attr-defined]
+        elif c is _Constant and a.value.__class__ is str:  # type: ignore[attr-defined]
+            args.append(repr(a.value))  # type: ignore[attr-defined]  # what `_constant` writes
+        elif c is _Starred:
+            args.append("*" + w.operand(a.value, 0))  # type: ignore[attr-defined]
+        else:
+            args.append(expr(a, 0))
+    for k in node.keywords:
+        args.append(f"{k.arg}={expr(k.value, 0)}" if k.arg is not None else "**" + w.operand(k.value, 0))
+    return head + "(" + ", ".join(args) + ")"
+
+
+_TEXT_STATEMENTS: dict[type[py.AST], Callable[[ModuleWriter, Any, int], None]] = {**_STATEMENTS, py.Expr: _expr_statement_text, py.Assign: _assign_text}
+_TEXT_EXPRESSIONS: dict[type[py.AST], Callable[[ModuleWriter, Any, int], str]] = {**_EXPRESSIONS, py.Call: _call_text}

@@ -44,6 +44,7 @@ def test_generated_modules_round_trip() -> None:
     "for (a, b) in c:\n    if d:\n        break\n    elif e:\n        continue\n    else:\n        pass\nelse:\n    x = ()",
     "with rt.stage(1), rt.pipeline(2):\n    x = y = {'k': [1, 2.5, 'é\\n', None, True], **z}\n    t = (1,)",
     "while (await f()).x:\n    f(*a, k=1, **b)",
+    "x = a.b.c(1, 'é', n, *d)\ny = (f(1))(2, None)\nz = (await g)('s', 1.5)\nrt.step()",
 ])
 def test_corners(code: str) -> None:
     same_tree(py.parse(code))
