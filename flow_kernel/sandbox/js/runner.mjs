@@ -302,9 +302,13 @@ async function main() {
   closeDoors();
   pyodide.setInterruptBuffer(watchdog.interrupt);
 
+  // Python's event loop queues its ready callbacks itself and asks for one turn at a
+  // time (flowbox/loop.py): `wake` runs them all in one setImmediate.
+  let runReady = null;
   const io = Object.freeze({
     write: writeLine,
     flush: flushLines,
+    wake: () => { setImmediate(runReady); },
     arm: (ms) => watchdog.arm(ms),
     disarm: () => watchdog.disarm(),
     // The live size of the wasm heap, read where Emscripten keeps it (Module.HEAPU8 is
@@ -317,6 +321,7 @@ async function main() {
   // file buffer and start-up garbage go back to the OS before the first run.
   if (collect) collect();
   const bridge = pyodide.pyimport("flowbox.bridge");
+  runReady = bridge.run_ready;
   const onLines = bridge.attach(io);
   const onWatchdog = bridge.on_watchdog;
   watchdog.onTimeout = () => {

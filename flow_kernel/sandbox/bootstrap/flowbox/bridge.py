@@ -9,11 +9,12 @@ import hashlib
 import json
 import time
 
-from . import guard, runtime
+from . import guard, loop, runtime
 from .errors import FlowError
 
 ABI = 1
 _bridge = None
+_loop = None
 _current_run = contextvars.ContextVar("flow_current_run", default=None)  # the run a task belongs to
 # One encoder for every line (json.dumps with these options builds a new one each time):
 # a line per host request and per event.
@@ -187,10 +188,16 @@ def on_watchdog():
         _bridge.on_watchdog()
 
 
+def run_ready():
+    """Called by the runner's setImmediate after `io.wake` (see flowbox/loop.py)."""
+    _loop.run_ready()
+
+
 def attach(io):
     """Called by the runner after the doors are closed; returns the line handler."""
-    global _bridge
+    global _bridge, _loop
     guard.install()
+    _loop = loop.install(io.wake)
     _bridge = Bridge(io)
     # `memory` is the fresh heap: the host's baseline for recycling a process that grew.
     _bridge.notify("ready", {"abi": ABI, "pyodide": str(io.pyodide),
