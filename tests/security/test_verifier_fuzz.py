@@ -547,3 +547,73 @@ def test_the_with_as_check_can_fail(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setitem(verifier._RULES, py.withitem, admitting)
     verify(py.parse(WITH_AS))
+
+
+# -- the shortcut for operands ------------------------------------------------------------------
+
+class _SubName(py.Name):
+    pass
+
+
+class _Str(str):
+    pass
+
+
+class _Int(int):
+    pass
+
+
+def _operands() -> list[py.expr]:
+    """Names and constants that pass their rules or not, and what only looks like them."""
+    names = ["v_a", "q_1", "rt", "args", "main", "c_main", "t_1", "os", "__import__", "v_a\n", "", "V_a"]
+    out: list[py.expr] = [py.Name(n, ctx) for n in names for ctx in (py.Load(), py.Store(), py.Del())]
+    out += [_SubName("v_a", py.Load()), _SubName("os", py.Load())]
+    out += [py.Constant(v) for v in ("s", "", 0, -1, 1.5, float("nan"), True, False, None, b"x", 1j, ...,
+                                     _Str("s"), _Int(1), frozenset(), (1,))]
+    out += [py.Starred(py.Name("v_a", py.Load()), py.Load())]
+    return out
+
+
+def _verdict(value: py.expr) -> bool:
+    module = py.parse("async def main(rt, args):\n    return 0\n")
+    module.body[0].body[0].value = value  # type: ignore[attr-defined]
+    try:
+        verify(module)
+    except VerificationError:
+        return False
+    return True
+
+
+def _shortcut_disagreements() -> list[str]:
+    """Each operand judged by its own rule (a `return` value) and where `_operands` judges
+    it first: a call's argument, a list's element, a dict's key and value."""
+    out = []
+    for operand in _operands():
+        alone = _verdict(operand)
+        placed = {
+            "argument": py.Call(py.Attribute(py.Name("rt", py.Load()), "fn_len", py.Load()), [operand], []),
+            "element": py.List([operand], py.Load()),
+            "key": py.Dict([operand], [py.Constant(1)]),
+            "value": py.Dict([py.Constant("k")], [operand]),
+        }
+        for where, value in placed.items():
+            if _verdict(value) != alone:
+                out.append(f"{py.dump(operand)} as {where}")
+    return out
+
+
+def test_the_operand_shortcut_accepts_what_the_rules_accept() -> None:
+    """`verify._operands` accepts a plain name or constant without its rule; it must give
+    every operand the verdict the rule gives it."""
+    assert _shortcut_disagreements() == []
+    refused = [py.dump(o) for o in _operands() if not _verdict(o)]
+    assert len(refused) == 24, refused  # os, __import__, a newline, bytes, a subclass of Name, a `Starred`, …
+
+
+def test_the_operand_comparison_sees_a_shortcut_that_lets_more_through(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The door reopened: a shortcut that takes bytes for a plain constant is caught."""
+    from flow_kernel.lang import verify as verifier
+
+    monkeypatch.setattr(verifier, "PLAIN_CONSTANTS", verifier.PLAIN_CONSTANTS | {bytes})
+    assert sorted(_shortcut_disagreements()) == sorted(
+        f"{py.dump(py.Constant(b'x'))} as {where}" for where in ("argument", "element", "key", "value"))
