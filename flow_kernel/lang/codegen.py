@@ -209,8 +209,8 @@ class CodeGenerator:
         scope: _Scope | None = self.scope
         frames: list[_Frame] = []
         while scope is not None:
-            if name in scope.names:
-                python = scope.names[name]
+            python = scope.names.get(name)
+            if python is not None:
                 for frame in frames:  # read from inside an `async` body: capture it
                     frame.captured.setdefault(python, python)
                 return python, scope
@@ -481,6 +481,10 @@ class CodeGenerator:
         return self.constant(None)
 
     def x_StrLit(self, e: ast.StrLit) -> py.expr:
+        pieces = e.parts
+        first = pieces[0] if len(pieces) == 1 else None
+        if first.__class__ is str:  # most strings: `e.constant`, without its scan
+            return self.constant(first)
         const = e.constant
         if const is not None:
             return self.constant(const)
@@ -643,16 +647,24 @@ class CodeGenerator:
         return self.agent_call(e, None, (callee.obj.name, callee.name.name), clauses)
 
     def builtin_call(self, e: ast.Call, name: str) -> py.expr:
-        positional = [a.value for a in e.args if a.name is None]
-        named = {a.name.name: a.value for a in e.args if a.name is not None}
         if name in NOW_UUID:
             return self.await_(self.rt(name, span=e.span), e.span)
-        args = [self.expr(v) for v in positional]
+        # One pass over the arguments (a builtin call is one expression in six): the
+        # positional ones generated in order; of the named ones only `concurrency` is read.
+        args: list[py.expr] = []
+        lambdas = False
+        concurrency: ast.Expr | None = None
+        for a in e.args:
+            if a.name is None:
+                lambdas = lambdas or isinstance(a.value, ast.Lambda)
+                args.append(self.expr(a.value))
+            elif a.name.name == "concurrency":
+                concurrency = a.value
         if name == "parallelMap":
-            concurrency = self.expr(named["concurrency"]) if "concurrency" in named else self.constant(None)
-            return self.await_(self.rt("parallel_map", *args, concurrency, span=e.span), e.span)
+            limit = self.expr(concurrency) if concurrency is not None else self.constant(None)
+            return self.await_(self.rt("parallel_map", *args, limit, span=e.span), e.span)
         call = self.rt("fn_" + name, *args, span=e.span)
-        if any(isinstance(v, ast.Lambda) for v in positional):
+        if lambdas:
             return self.await_(call, e.span)
         return call
 
