@@ -3,7 +3,9 @@ one `setImmediate` a turn, the ones a turn makes ready wait for the next turn.""
 
 from __future__ import annotations
 
-from tests.sandbox.sandbox_helpers import Sandbox, sandbox  # noqa: F401  (the fixture)
+from tests.sandbox.sandbox_helpers import Sandbox, sandbox
+
+__all__ = ["sandbox"]
 
 
 def test_a_burst_of_ready_callbacks_wakes_node_once_a_turn(sandbox: Sandbox) -> None:
