@@ -131,7 +131,7 @@ class Lexer:
                 tok = new(Token)
                 tok.kind = _KEYWORD if word in RESERVED else _IDENT
                 tok.text = tok.value = word
-                tok.src = src
+                tok.source = src
                 tok.start = start
                 tok.end = pos
                 tok.parts = NO_PARTS
@@ -155,7 +155,7 @@ class Lexer:
                 tok.kind = _OP
                 tok.text = op
                 tok.value = None
-                tok.src = src
+                tok.source = src
                 tok.start = start
                 tok.end = pos
                 tok.parts = NO_PARTS
@@ -166,7 +166,7 @@ class Lexer:
                     tok.kind = _NEWLINE
                     tok.text = "\n"
                     tok.value = None
-                    tok.src = src
+                    tok.source = src
                     tok.start = start
                     tok.end = pos
                     tok.parts = NO_PARTS

@@ -617,3 +617,25 @@ def test_diagnostic_span_positions_are_one_based() -> None:
     assert codes(diags) == ["F1001"]
     pos = diags[0].span.start_pos
     assert (pos.line, pos.column) == (2, 5)
+
+
+def test_a_token_is_its_own_span_with_the_source_text_between_its_offsets() -> None:
+    """`Token.span` is the token itself (no second object per token): so a token must be a
+    span in every way a span is read — equal to and hashed as the `Span` of its offsets,
+    its `text` the source's text between them (a diagnostic's caret, the source map) —
+    for every kind of token, over a slice of the bench's file and bad tokens."""
+    from flow_kernel.bench.frontend import flow_program
+    from flow_kernel.source import Span
+
+    text = flow_program(300) + '\nlet bad = 12abc + "x${a.b} ${f(1)}\\n" + """\n  t ${1}\n"""\n$\n'
+    src = SourceFile("t.flow", text)
+    tokens, _docs = tokenize(src, Reporter())
+    kinds = {tok.kind for tok in tokens}
+    assert {Kind.IDENT, Kind.KEYWORD, Kind.OP, Kind.STRING, Kind.INT, Kind.NEWLINE, Kind.ERROR, Kind.EOF} <= kinds
+    for tok in tokens:
+        span = tok.span
+        plain = Span(src, tok.start, tok.end)
+        assert span is tok and span.source is src
+        assert span == plain and hash(span) == hash(plain)
+        assert span.text == src.text[tok.start : tok.end] == tok.text
+        assert span.to_json() == plain.to_json()
