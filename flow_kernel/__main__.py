@@ -19,7 +19,10 @@ def main(argv: list[str]) -> int:
 
     from flow_kernel.kernel.kernel import FlowKernel
 
-    IPKernelApp.launch_instance(argv=argv, kernel_class=FlowKernel)
+    # stdout/stderr whose flushes wait for the IOPub thread only when there is something
+    # to wait for (kernel/iopub.py): ipykernel flushes both twice a cell.
+    IPKernelApp.launch_instance(argv=argv, kernel_class=FlowKernel,
+                                outstream_class="flow_kernel.kernel.iopub.FlowOutStream")
     return 0
 
 

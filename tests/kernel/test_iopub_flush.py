@@ -1,0 +1,104 @@
+"""The kernel's stdout/stderr (kernel/iopub.py): a flush waits for the IOPub thread only
+when something is left to send — still a barrier for what was buffered or handed to the
+thread before it, no thread round trip when nothing was."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+import zmq
+from ipykernel.iostream import IOPubThread
+from jupyter_client.session import Session
+
+from flow_kernel.kernel.iopub import FlowOutStream
+
+
+@pytest.fixture
+def pub() -> Iterator[tuple[IOPubThread, list[Any], list[Callable[[], Any]]]]:
+    context = zmq.Context()
+    socket = context.socket(zmq.PUB)
+    socket.bind("inproc://flow-iopub-test")
+    thread = IOPubThread(socket)
+    sent: list[Any] = []
+    thread._really_send = lambda msg, *a, **k: sent.append(msg)  # type: ignore[method-assign]
+    scheduled: list[Callable[[], Any]] = []
+    original = thread.schedule
+
+    def counting(f: Callable[[], Any]) -> None:  # every callable handed to the thread
+        scheduled.append(f)
+        original(f)
+
+    thread.schedule = counting  # type: ignore[method-assign]
+    thread.start()
+    yield thread, sent, scheduled
+    thread.stop()
+    thread.close()
+    context.term()
+
+
+def _stream(thread: IOPubThread) -> FlowOutStream:
+    return FlowOutStream(Session(), thread, "stdout", watchfd=False)
+
+
+def test_a_flush_with_nothing_to_send_hands_nothing_to_the_iopub_thread(pub: Any) -> None:
+    thread, _sent, scheduled = pub
+    stream = _stream(thread)
+    before = len(scheduled)
+    for _ in range(4):  # what ipykernel does around each cell's reply
+        stream.flush()
+    assert len(scheduled) == before  # ipykernel's OutStream: two callables and a wait each
+
+
+def test_what_was_written_is_handed_on_by_the_flush(pub: Any) -> None:
+    thread, sent, _scheduled = pub
+    stream = _stream(thread)
+    stream.write("hello\n")
+    stream.flush()  # the stream's message is handed to the thread ...
+    stream.flush()  # ... and sent before this one returns
+    assert len(sent) == 1 and b"hello" in b"".join(p for p in sent[0] if isinstance(p, bytes))
+
+
+def test_a_flush_waits_for_what_was_handed_to_the_thread_before_it(pub: Any) -> None:
+    """The cell's `execute_result` goes to the IOPub thread; the flush before the reply
+    must not return while the thread has not sent it."""
+    thread, sent, _scheduled = pub
+    stream = _stream(thread)
+    release = threading.Event()
+    thread.schedule(lambda: release.wait(30))  # the thread is busy ...
+    thread.send_multipart([b"execute_result"])  # ... with this queued behind
+    flushed = threading.Thread(target=stream.flush)
+    flushed.start()
+    flushed.join(0.3)
+    assert flushed.is_alive(), "the flush returned while a message handed to the thread was unsent"
+    release.set()
+    flushed.join(30)
+    assert not flushed.is_alive() and sent == [[b"execute_result"]]
+
+
+def test_a_flush_waits_for_a_timed_flush_running_on_the_thread(pub: Any) -> None:
+    """Written, then flushed by the thread's own timer (not a scheduled callable): a flush
+    from the kernel while that `_flush` runs, its pending flag already cleared, waits for
+    it (the `_flush` counts itself before it clears the flag)."""
+    thread, sent, _scheduled = pub
+    inside, release = threading.Event(), threading.Event()
+
+    class Holding(Session):
+        def msg(self, *args: Any, **kwargs: Any) -> Any:  # called by `_flush` after it cleared its flag
+            inside.set()
+            release.wait(30)
+            return super().msg(*args, **kwargs)
+
+    stream = FlowOutStream(Holding(), thread, "stdout", watchfd=False)
+    stream.write("late\n")  # `_flush` runs on the thread's timer, flush_interval later
+    assert inside.wait(30)
+    flushed = threading.Thread(target=stream.flush)
+    flushed.start()
+    flushed.join(0.3)
+    assert flushed.is_alive(), "the flush returned while the stream's own flush was running"
+    release.set()
+    flushed.join(30)
+    stream.flush()
+    assert not flushed.is_alive() and len(sent) == 1
