@@ -116,16 +116,23 @@ DURATION = Prim("duration")
 PRIMS = {"string": STRING, "number": NUMBER, "int": INT, "bool": BOOL, "null": NULL, "duration": DURATION}
 
 
+# The type classes are final (no subclass: tests/lang/test_types_final.py), so the hot
+# helpers from here to `related` test `type(t) is C` rather than `isinstance(t, C)`: a
+# specialized call and an identity test, where an `isinstance` that fails (most of them)
+# goes through `type.__instancecheck__` and an MRO walk (~300 instructions).
+_SCALAR_CLASSES = (Prim, Literal)
+
+
 # `unwrap` is called ~75,000 times in a 5,000-line check, almost always on a type that is
-# not an alias: the hot helpers below test `isinstance(t, Named)` before calling it.
+# not an alias: the hot helpers below test `type(t) is Named` before calling it.
 def unwrap(t: Type) -> Type:
-    if not isinstance(t, Named):  # most calls: one test, not the loop's two
+    if type(t) is not Named:  # most calls: one test, not the loop's two
         return t
     seen = 0
-    while isinstance(t, Named) and seen < 64:
+    while type(t) is Named and seen < 64:
         t = t.resolved
         seen += 1
-    return ANY if isinstance(t, Named) else t
+    return ANY if type(t) is Named else t
 
 
 def literal_base(t: Literal) -> Prim:
@@ -142,17 +149,17 @@ def literal_base(t: Literal) -> Prim:
 def widen(t: Type) -> Type:
     """Literal types widen to their base (used for `var` and array element inference)."""
     t0 = unwrap(t)
-    if isinstance(t0, Literal):
+    if type(t0) is Literal:
         return literal_base(t0)
-    if isinstance(t0, UnionType):
+    if type(t0) is UnionType:
         return union([widen(o) for o in t0.options])
     return t
 
 
 def strip_constraints(t: Type) -> Type:
-    if isinstance(t, Prim) and t.constraints:
+    if type(t) is Prim and t.constraints:
         return PRIMS[t.name]
-    if isinstance(t, ArrayType) and t.constraints:
+    if type(t) is ArrayType and t.constraints:
         return ArrayType(t.item)
     return t
 
@@ -161,16 +168,16 @@ def union(types: list[Type]) -> Type:
     """Flatten and deduplicate; `any` absorbs everything."""
     if len(types) == 1:  # one type that is no union (most calls: a field's or an array's item type)
         only = types[0]
-        core = unwrap(only) if isinstance(only, Named) else only
-        if not isinstance(core, (UnionType, AnyType)):
+        core = unwrap(only) if type(only) is Named else only
+        if type(core) is not UnionType and type(core) is not AnyType:
             return only
     flat: list[Type] = []
     seen: set[Type] = set()
     for t in types:
-        u = unwrap(t) if isinstance(t, Named) else t
-        members = u.options if isinstance(u, UnionType) else (t,)
+        u = unwrap(t) if type(t) is Named else t
+        members = u.options if type(u) is UnionType else (t,)
         for m in members:
-            if isinstance(m, AnyType) or (isinstance(m, Named) and isinstance(unwrap(m), AnyType)):
+            if type(m) is AnyType or (type(m) is Named and type(unwrap(m)) is AnyType):
                 return ANY
             if m not in seen:
                 seen.add(m)
@@ -183,12 +190,12 @@ def union(types: list[Type]) -> Type:
 
 
 def options(t: Type) -> tuple[Type, ...]:
-    u = unwrap(t) if isinstance(t, Named) else t
-    return u.options if isinstance(u, UnionType) else (t,)
+    u = unwrap(t) if type(t) is Named else t
+    return u.options if type(u) is UnionType else (t,)
 
 
 def is_any(t: Type) -> bool:
-    return isinstance(t, AnyType) or (isinstance(t, Named) and isinstance(unwrap(t), AnyType))
+    return type(t) is AnyType or (type(t) is Named and type(unwrap(t)) is AnyType)
 
 
 def may_be_null(t: Type) -> bool:
@@ -196,8 +203,8 @@ def may_be_null(t: Type) -> bool:
 
 
 def _is_null(t: Type) -> bool:
-    u = unwrap(t) if isinstance(t, Named) else t
-    return isinstance(u, Prim) and u.name == "null"
+    u = unwrap(t) if type(t) is Named else t
+    return type(u) is Prim and u.name == "null"
 
 
 def without_null(t: Type) -> Type:
@@ -209,35 +216,35 @@ def without_null(t: Type) -> Type:
 
 def prim_name(t: Type) -> str | None:
     """`string`, `number`, `int`, `bool`, `null`, `duration` for scalars (literals by base)."""
-    u = unwrap(t) if isinstance(t, Named) else t
-    if isinstance(u, Literal):
+    u = unwrap(t) if type(t) is Named else t
+    if type(u) is Literal:
         return literal_base(u).name
-    if isinstance(u, Prim):
+    if type(u) is Prim:
         return u.name
     return None
 
 
 # The four tests below answer a scalar (most calls) without the general walk over options.
 def is_numeric(t: Type) -> bool:
-    if isinstance(t, (Prim, Literal)):
+    if type(t) in _SCALAR_CLASSES:
         return prim_name(t) in ("number", "int", "duration")
     return is_any(t) or all(prim_name(o) in ("number", "int", "duration") for o in options(t))
 
 
 def is_intlike(t: Type) -> bool:
-    if isinstance(t, (Prim, Literal)):
+    if type(t) in _SCALAR_CLASSES:
         return prim_name(t) in ("int", "duration")
     return all(prim_name(o) in ("int", "duration") for o in options(t)) and not is_any(t)
 
 
 def is_stringy(t: Type) -> bool:
-    if isinstance(t, (Prim, Literal)):
+    if type(t) in _SCALAR_CLASSES:
         return prim_name(t) == "string"
     return is_any(t) or all(prim_name(o) == "string" for o in options(t))
 
 
 def is_bool(t: Type) -> bool:
-    if isinstance(t, (Prim, Literal)):
+    if type(t) in _SCALAR_CLASSES:
         return prim_name(t) == "bool"
     return is_any(t) or all(prim_name(o) == "bool" for o in options(t))
 
@@ -249,7 +256,7 @@ def array_item(t: Type) -> Type | None:
     items: list[Type] = []
     for o in options(t):
         u = unwrap(o)
-        if not isinstance(u, ArrayType):
+        if type(u) is not ArrayType:
             return None
         items.append(u.item)
     return union(items)
@@ -257,7 +264,7 @@ def array_item(t: Type) -> Type | None:
 
 def as_object(t: Type) -> ObjectType | None:
     u = unwrap(t)
-    return u if isinstance(u, ObjectType) else None
+    return u if type(u) is ObjectType else None
 
 
 # --- assignability ---------------------------------------------------------------
@@ -267,25 +274,25 @@ def assignable(src: Type, dst: Type, depth: int = 0) -> bool:
     """Can a value of static type `src` be used where `dst` is expected?"""
     if depth > 40 or src is dst:  # a type is assignable to itself (2 of 3 calls in the bench)
         return True
-    s = unwrap(src) if isinstance(src, Named) else src
-    d = unwrap(dst) if isinstance(dst, Named) else dst
-    if isinstance(s, AnyType) or isinstance(d, AnyType):
+    s = unwrap(src) if type(src) is Named else src
+    d = unwrap(dst) if type(dst) is Named else dst
+    if type(s) is AnyType or type(d) is AnyType:
         return True
-    if isinstance(s, UnionType):
+    if type(s) is UnionType:
         return all(assignable(o, dst, depth + 1) for o in s.options)
-    if isinstance(d, UnionType):
+    if type(d) is UnionType:
         return any(assignable(src, o, depth + 1) for o in d.options)
-    if isinstance(d, Literal):
-        return isinstance(s, Literal) and s.value == d.value and type(s.value) is type(d.value)
-    if isinstance(s, Literal):
+    if type(d) is Literal:
+        return type(s) is Literal and s.value == d.value and type(s.value) is type(d.value)
+    if type(s) is Literal:
         return assignable(literal_base(s), d, depth + 1)
-    if isinstance(s, Prim) and isinstance(d, Prim):
+    if type(s) is Prim and type(d) is Prim:
         if s.name == d.name:
             return True
         return (s.name, d.name) in {("int", "number"), ("duration", "int"), ("duration", "number")}
-    if isinstance(s, ArrayType) and isinstance(d, ArrayType):
+    if type(s) is ArrayType and type(d) is ArrayType:
         return assignable(s.item, d.item, depth + 1)
-    if isinstance(s, ObjectType) and isinstance(d, ObjectType):
+    if type(s) is ObjectType and type(d) is ObjectType:
         for name, dfield in d.fields:
             sfield = s.get(name)
             if sfield is None:
