@@ -17,6 +17,7 @@ otherwise unchanged (same waits, same timeout, same sends).
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -52,6 +53,13 @@ class IOPubLedger:
                 raise
 
         pub_thread.schedule = schedule
+        # A child forked while another thread held the lock would block on it for good; in
+        # the child the IOPub thread does not run, and what it is handed runs at once.
+        os.register_at_fork(after_in_child=self._forked)
+
+    def _forked(self) -> None:
+        self._lock = threading.Lock()
+        self._unfinished = 0
 
     def started(self) -> None:
         with self._lock:

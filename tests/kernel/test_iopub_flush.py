@@ -4,7 +4,10 @@ thread before it, no thread round trip when nothing was."""
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -102,3 +105,26 @@ def test_a_flush_waits_for_a_timed_flush_running_on_the_thread(pub: Any) -> None
     flushed.join(30)
     stream.flush()
     assert not flushed.is_alive() and len(sent) == 1
+
+
+def test_a_child_forked_while_the_ledger_is_locked_can_still_write(pub: Any) -> None:
+    thread, _sent, _scheduled = pub
+    stream = _stream(thread)
+    with stream._ledger._lock:  # another thread of the kernel, mid-count, at the fork
+        pid = os.fork()
+        if pid == 0:  # the child: its IOPub thread is not running; a write and flush run inline
+            try:
+                stream.write("child\n")
+                stream.flush()
+            finally:
+                os._exit(0)
+    for _ in range(300):  # the old lock, copied held, would block the child for good
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        time.sleep(0.1)
+    else:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        pytest.fail("the forked child blocked on the ledger's lock")
+    assert os.waitstatus_to_exitcode(status) == 0
