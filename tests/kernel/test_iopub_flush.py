@@ -72,13 +72,8 @@ def test_a_flush_waits_for_what_was_handed_to_the_thread_before_it(pub: Any) -> 
     release = threading.Event()
     thread.schedule(lambda: release.wait(30))  # the thread is busy ...
     thread.send_multipart([b"execute_result"])  # ... with this queued behind
-    flushed = threading.Thread(target=stream.flush)
-    flushed.start()
-    flushed.join(0.3)
-    assert flushed.is_alive(), "the flush returned while a message handed to the thread was unsent"
-    release.set()
-    flushed.join(30)
-    assert not flushed.is_alive() and sent == [[b"execute_result"]]
+    _flush_waits_for(stream, release, "the flush returned while a message handed to the thread was unsent")
+    assert sent == [[b"execute_result"]]
 
 
 def test_a_flush_waits_for_a_timed_flush_running_on_the_thread(pub: Any) -> None:
@@ -97,14 +92,21 @@ def test_a_flush_waits_for_a_timed_flush_running_on_the_thread(pub: Any) -> None
     stream = FlowOutStream(Holding(), thread, "stdout", watchfd=False)
     stream.write("late\n")  # `_flush` runs on the thread's timer, flush_interval later
     assert inside.wait(30)
+    _flush_waits_for(stream, release, "the flush returned while the stream's own flush was running")
+    stream.flush()
+    assert len(sent) == 1
+
+
+def _flush_waits_for(stream: Any, release: threading.Event, why: str) -> None:
+    """`stream.flush()` from another thread is still waiting 0.3 s later, and returns once
+    `release` lets the thread go on."""
     flushed = threading.Thread(target=stream.flush)
     flushed.start()
     flushed.join(0.3)
-    assert flushed.is_alive(), "the flush returned while the stream's own flush was running"
+    assert flushed.is_alive(), why
     release.set()
     flushed.join(30)
-    stream.flush()
-    assert not flushed.is_alive() and len(sent) == 1
+    assert not flushed.is_alive(), "the flush did not return after the thread went on"
 
 
 def test_a_child_forked_while_the_ledger_is_locked_can_still_write(pub: Any) -> None:
