@@ -124,6 +124,13 @@ class ItemRunner:
             sinks=list(self.sinks), journal_dir=self.journal_dir, record=recorder,
             replay=s.player, config=s.config, tools=s.tools, debug=s.debug, providers=s.providers,
             ceilings=s.ceilings, cassette_scope=self._scope(workflow, case, epoch))
+        # A run turns its cancellation into a `cancelled` outcome (its journal says so) and
+        # returns; the item must stop here — not run its scorers, not be recorded as ended,
+        # not let its executor take the next item (locally or on a Ray lane). `--resume`
+        # runs it again.
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            raise asyncio.CancelledError
         if self.keep_events:
             runs[outcome.run_id] = list(outcome.events)
         return outcome

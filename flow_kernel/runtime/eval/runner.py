@@ -186,18 +186,12 @@ class LocalItems:
         queue = list(reversed(tasks))
 
         async def worker() -> None:
-            this = asyncio.current_task()
             while queue:
                 case, epoch = queue.pop()
                 try:
                     item = await self.runner.run(case, epoch)
                 except Exception as exc:  # the eval goes on; the item is a failure with a code
                     item = crashed(case, epoch, exc)
-                # A run turns its cancellation into a `cancelled` outcome (its journal says so)
-                # and returns: the eval must stop here, not record that as the item's end and
-                # take the next one. `--resume` runs the item again.
-                if this is not None and this.cancelling():
-                    raise asyncio.CancelledError
                 done(item)
 
         await asyncio.gather(*(worker() for _ in range(min(self.concurrency, len(tasks)))))
