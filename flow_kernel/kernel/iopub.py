@@ -37,8 +37,7 @@ class IOPubLedger:
         original: Callable[[Callable[[], Any]], None] = pub_thread.schedule
 
         def schedule(f: Callable[[], Any]) -> None:
-            with self._lock:
-                self._unfinished += 1
+            self.started()
 
             def counted() -> None:
                 try:
@@ -62,6 +61,7 @@ class IOPubLedger:
         self._unfinished = 0
 
     def started(self) -> None:
+        """A callable handed to the thread, or a stream's `_flush` begun on it."""
         with self._lock:
             self._unfinished += 1
 
