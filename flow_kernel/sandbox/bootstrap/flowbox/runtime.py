@@ -163,15 +163,14 @@ class Runtime:
         JSON Schema validator); the entry workflow's input is validated before the run."""
         self.step()
         params = self.workflow_params.get(name)
-        if params is None or params:
-            params = params or []
-            await self._host("validate", {"workflow": name, "input": dict(zip(params, values, strict=True))})
-        else:
+        if params == []:
             # No parameters: the input is `{}`, which a workflow's input schema always accepts,
             # so the host is not asked (a round trip at every call of it, ~1 ms of a run's
             # start). The order index the request would have taken stays taken: the ids and
             # order keys of what follows do not move.
             self._here().next()
+        else:
+            await self._host("validate", {"workflow": name, "input": dict(zip(params or [], values, strict=True))})
         result = await self._frame(name, fn, values, limits)
         await self._host("validate", {"workflow": name, "output": result})
         return result
