@@ -321,7 +321,7 @@ def test_the_runner_io_object_cannot_be_changed(sandbox: Sandbox) -> None:
         import flowbox.bridge as b
         io = b._bridge.io
         out = []
-        for name in ("write", "arm", "memory"):
+        for name in ("write", "flush", "wake", "arm", "memory"):
             try:
                 setattr(io, name, io.disarm)
                 out.append("replaced")
