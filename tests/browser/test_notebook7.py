@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -49,12 +50,22 @@ class Notebook7(Lab):
         page.goto(f"{self.url}/notebooks/{notebook}", timeout=60_000)
         page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
         # Notebook 7's toolbar shows the kernel's state only as an icon: ask the server.
+        # While a kernel is starting, jupyter_server has it registered before it sets its
+        # execution_state/last_activity, and listing it then answers 500 (an AttributeError in
+        # kernel_model): a passing state of the server, so ask again.
         deadline = time.time() + 90
+        kernels: Any = None
         while True:
-            with urllib.request.urlopen(f"{self.url}/api/kernels", timeout=5) as r:
-                kernels = json.load(r)
-            if kernels and all(k["execution_state"] == "idle" for k in kernels):
-                return
+            try:
+                with urllib.request.urlopen(f"{self.url}/api/kernels", timeout=5) as r:
+                    kernels = json.load(r)
+            except urllib.error.HTTPError as e:
+                if e.code < 500:
+                    raise
+                kernels = f"HTTP {e.code}"
+            else:
+                if kernels and all(k["execution_state"] == "idle" for k in kernels):
+                    return
             if time.time() > deadline:
                 raise AssertionError(f"the kernel never became idle: {kernels!r}")
             time.sleep(0.25)
