@@ -14,7 +14,11 @@ def main(argv: list[str]) -> int:
     from flow_kernel.sandbox.lifetime import make_undumpable
 
     make_undumpable()  # before any child starts (FlowKernel.start does it again: idempotent)
-    _start_first_sandbox()
+    # The kernel's first sandbox restores its snapshot while the kernel imports (sandbox/early.py):
+    # the command its pool will ask for (SandboxPool's default memory cap).
+    from flow_kernel.sandbox.process import start_early
+
+    start_early()
     from ipykernel.kernelapp import IPKernelApp
 
     from flow_kernel.kernel.kernel import FlowKernel
@@ -24,24 +28,6 @@ def main(argv: list[str]) -> int:
     IPKernelApp.launch_instance(argv=argv, kernel_class=FlowKernel,
                                 outstream_class="flow_kernel.kernel.iopub.FlowOutStream")
     return 0
-
-
-def _start_first_sandbox(memory_mb: int = 512) -> None:
-    """The kernel's first sandbox restores its snapshot while the kernel imports
-    (sandbox/early.py): the command its pool will ask for (SandboxPool's default memory
-    cap), if the snapshot is built and matches its record; else nothing happens here."""
-    try:
-        from flow_kernel.sandbox import early
-        from flow_kernel.sandbox.install import SandboxInstallError, snapshot_path, usable_snapshot
-        from flow_kernel.sandbox.node import NodeNotFound, find_node
-        from flow_kernel.sandbox.process import SANDBOX_ENV, sandbox_command
-
-        node = find_node()
-        snapshot = snapshot_path(node)
-        if snapshot.exists() and usable_snapshot(snapshot):
-            early.launch(sandbox_command(node, snapshot=snapshot, memory_mb=memory_mb), SANDBOX_ENV)
-    except (NodeNotFound, SandboxInstallError, OSError):  # the pool's own start says what is wrong
-        return
 
 
 if __name__ == "__main__":

@@ -4,6 +4,11 @@ with its `add_command(commands)` and handler; `flow bench` lives in `bench/suite
 What they share (exit codes, `UsageError`, the error printer, the file loader) is in
 `common.py`. A new command: a module here with `add_command`, and one line in
 `build_parser`.
+
+`flow run` and `flow resume` run one sandbox with the pool's default command: `main` starts
+it before the commands' imports (sandbox/process.py `start_early`), and the run's pool takes
+it over; a command that ends without taking it kills it (`early.cancel`). The command
+modules are imported in `build_parser`, after that start.
 """
 
 from __future__ import annotations
@@ -13,15 +18,17 @@ import os
 import sys
 from collections.abc import Sequence
 
-from flow_kernel.cli import check, doctor, durable, explain, schema, trust
-from flow_kernel.cli import eval as eval_command
-from flow_kernel.cli import run as run_command
-from flow_kernel.cli import serve as serve_command
-from flow_kernel.cli.common import EXIT_FAILED, EXIT_USAGE
-from flow_kernel.version import VERSION
+# The commands that run exactly one sandbox, the one `start_early()` starts.
+EARLY_SANDBOX = frozenset({"run", "resume"})
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from flow_kernel.cli import check, doctor, durable, explain, schema, trust
+    from flow_kernel.cli import eval as eval_command
+    from flow_kernel.cli import run as run_command
+    from flow_kernel.cli import serve as serve_command
+    from flow_kernel.version import VERSION
+
     parser = argparse.ArgumentParser(
         prog="flow",
         description="Flow: a small typed language for orchestrating LLM agents.",
@@ -52,9 +59,23 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from flow_kernel.sandbox import early
     from flow_kernel.sandbox.lifetime import make_undumpable
+    from flow_kernel.sandbox.process import start_early
 
-    make_undumpable()  # `run` children cannot read this process's environ (API keys)
+    make_undumpable()  # `run` children cannot read this process's environ (API keys); before any child starts
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] and argv[0] in EARLY_SANDBOX and not {"-h", "--help"} & set(argv):
+        start_early()  # restores its snapshot while the command imports and checks the file
+    try:
+        return _main(argv)
+    finally:
+        early.cancel()  # not taken (a refused or failed run, a usage error): it ends with the command
+
+
+def _main(argv: list[str]) -> int:
+    from flow_kernel.cli.common import EXIT_USAGE
+
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
@@ -77,6 +98,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _reader_went_away() -> int:
+    from flow_kernel.cli.common import EXIT_FAILED
+
     # Point stdout at devnull so that the interpreter's own flush at exit stays quiet.
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())

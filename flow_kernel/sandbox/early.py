@@ -1,14 +1,17 @@
-"""The kernel's first sandbox, started before the kernel's own imports.
+"""The first sandbox of a kernel, `flow run` or `flow resume`, started before their imports.
 
 A Flow kernel spends ~0.3–0.4 s importing ipykernel and the runtime before its event loop
 runs, and a sandbox takes about as long to restore its snapshot: started only when the
-loop runs, the sandbox was still starting when the first cell came. `launch()` (called by
-`python -m flow_kernel` before those imports) starts the process at once, with exactly the
+loop runs, the sandbox was still starting when the first cell came (and `flow run` spends
+~0.3 s importing and checking its file). `launch()` (called before those imports) starts the process at once, with exactly the
 command, environment and limits `SandboxProcess.start` would use; `SandboxProcess.start`
 takes it over (`take`) when it would run the same command, and kills it otherwise.
-(`flow_kernel.__main__` decides the command: only with a snapshot already built and
-matching its record — building one takes seconds; without it the kernel starts its
-sandbox the ordinary way.)
+`process.start_early()` decides the command, for the kernel (`flow_kernel.__main__`) and for
+`flow run`/`flow resume` (`flow_kernel.cli.main`, before the command's imports): only with a
+snapshot already built and matching its record — building one takes seconds; without it
+the sandbox starts the ordinary way. A CLI command that ends without taking it (a refused
+run, a compile error, a usage error) kills it (`cancel`); it would die with the CLI anyway
+(`lifetime.preexec`).
 """
 
 from __future__ import annotations
@@ -51,6 +54,15 @@ def take(command: list[str]) -> subprocess.Popen[bytes] | None:
         return proc
     discard(proc)
     return None
+
+
+def cancel() -> None:
+    """Kill the early process if nothing took it (the command ended without a sandbox)."""
+    global _early
+    if _early is not None:
+        proc = _early[1]
+        _early = None
+        discard(proc)
 
 
 def discard(proc: subprocess.Popen[bytes]) -> None:

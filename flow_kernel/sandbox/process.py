@@ -27,6 +27,7 @@ from flow_kernel.sandbox.install import (
     SandboxInstallError,
     ensure_pyodide,
     runtime_paths,
+    snapshot_path,
     usable_snapshot,
 )
 from flow_kernel.sandbox.node import NodeInfo, NodeNotFound, find_node, network_namespace
@@ -96,6 +97,21 @@ def sandbox_command(node: NodeInfo, *, snapshot: Path | None, memory_mb: int, is
         command += ["--snapshot", str(snapshot)]
     prefix = network_namespace() if isolate_network else None
     return [*prefix, *command] if prefix else command
+
+
+def start_early(memory_mb: int = 512) -> bool:
+    """Launch now (sandbox/early.py) the sandbox a pool with this memory cap (SandboxPool's
+    default) asks for first — the command and environment `start` uses — if the snapshot is
+    built and matches its record; True if one was started. Never raises: the pool's own
+    start says what is wrong. The one place the kernel and `flow run`/`resume` decide it."""
+    try:
+        node = find_node()
+        snapshot = snapshot_path(node)
+        if snapshot.exists() and usable_snapshot(snapshot):
+            return early.launch(sandbox_command(node, snapshot=snapshot, memory_mb=memory_mb), SANDBOX_ENV)
+    except (NodeNotFound, SandboxInstallError, OSError):
+        return False
+    return False
 
 
 class SandboxProcess:

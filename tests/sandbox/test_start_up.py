@@ -16,7 +16,7 @@ from flow_kernel.sandbox import early, pool
 from flow_kernel.sandbox.install import ensure_snapshot
 from flow_kernel.sandbox.node import find_node
 from flow_kernel.sandbox.pool import SandboxPool
-from flow_kernel.sandbox.process import SandboxProcess
+from flow_kernel.sandbox.process import SandboxProcess, start_early
 
 RESULT = "async def main(rt, args):\n    return 7\n"
 
@@ -87,9 +87,7 @@ def test_a_warm_up_that_never_ends_fails_the_start(monkeypatch: pytest.MonkeyPat
 def test_the_kernels_early_sandbox_is_taken_over_by_the_first_start() -> None:
     snapshot = ensure_snapshot(find_node())
     assert snapshot is not None
-    from flow_kernel.__main__ import _start_first_sandbox
-
-    _start_first_sandbox()  # what `python -m flow_kernel -f …` does before its imports
+    start_early()  # what `python -m flow_kernel -f …` does before its imports
     assert early._early is not None
     pid = early._early[1].pid
 
