@@ -18,9 +18,7 @@ import json
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
-
-import jsonschema
+from typing import TYPE_CHECKING, Any
 
 from flow_kernel.errors import (
     AgentInvocationError,
@@ -65,6 +63,9 @@ from flow_kernel.runtime.streaming import INTERVAL as DELTA_INTERVAL
 from flow_kernel.runtime.streaming import Delta, DeltaMerger, DeltaSink
 from flow_kernel.runtime.tools import ToolRegistry, call_tool, narrow
 from flow_kernel.runtime.validation import schema_errors, schema_validator
+
+if TYPE_CHECKING:
+    import jsonschema
 
 Trace = dict[str, Any]
 TraceSink = Callable[[Trace], None]
@@ -388,6 +389,14 @@ class AgentPipeline:
         for budget in chain:
             budget.used += 1
 
+    def _validator(self, call: _Call) -> jsonschema.protocols.Validator:
+        """The call's schema validator, built once per schema when first needed (a plain-text
+        call never needs one: no jsonschema import for it)."""
+        validator = self._validators.get(call.schema_key)
+        if validator is None:
+            validator = self._validators[call.schema_key] = schema_validator(call.schema)
+        return validator
+
     async def _contract(self, call: _Call, options: dict[str, Any]) -> Any:
         """The attempt loop: invoke, validate (schema, then `expect`), repair, retry."""
         spec = call.spec
@@ -399,9 +408,6 @@ class AgentPipeline:
         retry_on = set(retry.get("on", []))
         backoff = float(retry.get("backoff", 0)) / 1000
         timeout_ms = options.get("timeout", spec.fields.get("timeout"))
-        validator = self._validators.get(call.schema_key)
-        if validator is None:
-            validator = self._validators[call.schema_key] = schema_validator(call.schema)
         plain = is_plain_text(call.schema)
         log = call.log
         last_error: FlowError | None = None
@@ -426,7 +432,7 @@ class AgentPipeline:
                     break
                 # A bare `string` contract (`is_plain_text`: nothing but `type`, `description`,
                 # `$schema`) has no error for a string; jsonschema's walk is left for the rest.
-                errors = [] if plain and type(output) is str else schema_errors(call.schema, output, validator)
+                errors = [] if plain and type(output) is str else schema_errors(call.schema, output, self._validator(call))
                 if not errors and call.payload.get("expect") and self.sandbox_call is not None:
                     errors = _expect_messages(await self.sandbox_call(
                         "expect", {"run": call.payload.get("run"), "call": call.payload.get("call"), "output": output}))

@@ -5,35 +5,54 @@ repair prompts."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
-from typing import Any
-
-import jsonschema
-import referencing
-import referencing.exceptions
-from jsonschema.exceptions import ValidationError
+from typing import TYPE_CHECKING, Any
 
 from flow_kernel.errors import FlowError
-from flow_kernel.runtime.re2_keywords import KEYWORDS
 from flow_kernel.short_text import shorten
 
-# Draft 2020-12 with the regex keywords on RE2 (linear time, re2_keywords.py).
-_Validator = jsonschema.validators.extend(jsonschema.Draft202012Validator, KEYWORDS)  # type: ignore[no-untyped-call]
-# A registry that retrieves nothing: its default `retrieve` raises, so only references
-# inside the schema itself resolve (and the draft's own meta-schemas, which jsonschema
-# holds in memory). Without `registry=`, jsonschema falls back to its deprecated remote
-# retrieval: any `http://` or `file://` reference was fetched on the host (issue 15).
-_NOTHING_REMOTE: referencing.Registry[Any] = referencing.Registry()
+if TYPE_CHECKING:
+    import jsonschema
+    from jsonschema.exceptions import ValidationError
+
+# jsonschema and referencing are imported when the first validator is built, not with this
+# module: a run that validates nothing (most `flow run`s of a small program) does not pay
+# their ~0.1 s of imports (jsonschema's format checkers import isoduration, arrow, …).
+
+
+@functools.cache
+def _validator_class() -> Any:
+    """Draft 2020-12 with the regex keywords on RE2 (linear time, re2_keywords.py)."""
+    import jsonschema
+
+    from flow_kernel.runtime.re2_keywords import KEYWORDS
+
+    return jsonschema.validators.extend(jsonschema.Draft202012Validator, KEYWORDS)  # type: ignore[no-untyped-call]
+
+
+@functools.cache
+def _nothing_remote() -> Any:
+    """A registry that retrieves nothing: its default `retrieve` raises, so only references
+    inside the schema itself resolve (and the draft's own meta-schemas, which jsonschema
+    holds in memory). Without `registry=`, jsonschema falls back to its deprecated remote
+    retrieval: any `http://` or `file://` reference was fetched on the host (issue 15)."""
+    import referencing
+
+    registry: referencing.Registry[Any] = referencing.Registry()
+    return registry
 
 
 def schema_validator(schema: Any) -> jsonschema.protocols.Validator:
     """The one way the host builds a validator for a schema: fetches nothing, backtracks never."""
-    validator: jsonschema.protocols.Validator = _Validator(schema, registry=_NOTHING_REMOTE)
+    validator: jsonschema.protocols.Validator = _validator_class()(schema, registry=_nothing_remote())
     return validator
 
 
 def schema_errors(schema: Any, value: Any, validator: jsonschema.protocols.Validator | None = None) -> list[str]:
     """`"path/to/field: message"` for every way `value` fails `schema`, in path order."""
+    import referencing.exceptions
+
     checker = validator or schema_validator(schema)
     try:
         errors = sorted(checker.iter_errors(value), key=lambda e: [str(p) for p in e.absolute_path])
