@@ -19,10 +19,12 @@ module: the kernel, the CLI and the rest import the modules that define what the
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
-from flow_kernel.diagnostics import REGISTRY, Diagnostic, Severity
-from flow_kernel.lang import CheckResult, SessionScope, check
-from flow_kernel.source import SourceFile, Span
+if TYPE_CHECKING:
+    from flow_kernel.diagnostics import REGISTRY, Diagnostic, Severity
+    from flow_kernel.lang import CheckResult, SessionScope, check
+    from flow_kernel.source import SourceFile, Span
 
 # jsonschema, when `rfc3987_syntax` is installed (jupyterlab brings it), imports it at import
 # time to check the `iri` format, and that builds a Lark parser: about 1.3 s of CPU on every
@@ -34,7 +36,12 @@ sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
 
 # Imported on first use: the runtime and the kernel are not needed to check a program, and
 # the version's metadata lookup pulls in email and socket, which `flow_kernel.lang` must not.
-_LAZY = {"Session": "flow_kernel.runtime.session", "CompileError": "flow_kernel.runtime.session",
+# The language too: `flow run` starts its sandbox (flow_kernel.cli.main) before it imports
+# the checker (~0.1 s), and `python -m flow_kernel` before the kernel's imports.
+_LAZY = {"REGISTRY": "flow_kernel.diagnostics", "Diagnostic": "flow_kernel.diagnostics",
+         "Severity": "flow_kernel.diagnostics", "CheckResult": "flow_kernel.lang",
+         "SessionScope": "flow_kernel.lang", "check": "flow_kernel.lang", "SourceFile": "flow_kernel.source",
+         "Span": "flow_kernel.source", "Session": "flow_kernel.runtime.session", "CompileError": "flow_kernel.runtime.session",
          "RunOutcome": "flow_kernel.runtime.run", "FlowError": "flow_kernel.errors",
          "FlowConfig": "flow_kernel.runtime.config", "Operator": "flow_kernel.runtime.operator",
          "flow_tool": "flow_kernel.runtime.tools", "__version__": "flow_kernel.version"}
