@@ -77,6 +77,32 @@ def test_flow_run_takes_over_the_sandbox_started_before_its_imports(tmp_path: Pa
     assert early._early is None and gone(launched[0])  # handed over, and stopped with the run
 
 
+def test_flow_resume_takes_over_its_early_sandbox_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "w.flow").write_text('let ok = approve "Go?"\nok ? "went" : "stayed"\n', encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "w.flow", "--operator", "defer", "--format", "json"]) == 3
+    waiting = json.loads(capsys.readouterr().out)
+    assert main(["answer", waiting["run"], waiting["pending"][0]["id"], "true"]) == 0
+    capsys.readouterr()
+    launched, answered = spy(monkeypatch)
+    assert main(["resume", waiting["run"]]) == 0
+    assert capsys.readouterr().out == "went\n"
+    assert len(launched) == 1 and answered == launched
+    assert early._early is None and gone(launched[0])
+
+
+def test_commands_that_run_no_single_sandbox_start_none_early(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "a.flow").write_text(AGENT, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    launched, _ = spy(monkeypatch)
+    assert main(["check", "a.flow"]) == 0
+    assert main(["runs"]) == 0
+    assert main(["run", "--help"]) == 0
+    assert launched == []
+
+
 def test_an_early_sandbox_with_another_command_is_killed_and_the_run_starts_its_own(
         tmp_path: Path, snapshot: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     """A real sandbox with another memory cap than the run's pool asks for (512 MB)."""

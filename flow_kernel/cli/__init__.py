@@ -58,7 +58,7 @@ class _Version(argparse.Action):
 
     def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
         super().__init__(option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, nargs=0,
-                         help="show the program's version number and exit")
+                         help="show program's version number and exit")  # argparse's own words
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
                  option_string: str | None = None) -> None:
