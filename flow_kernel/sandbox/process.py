@@ -34,6 +34,7 @@ from flow_kernel.sandbox.node import NodeInfo, NodeNotFound, find_node, network_
 
 MAX_LINE = 16 * 1024 * 1024
 START_TIMEOUT = 60.0
+EXIT_WAIT = 2.0  # seconds a dead sandbox's exit and pipes are awaited before they are closed anyway
 # The sandbox's whole environment. MALLOC_TRIM_THRESHOLD_ fixed at glibc's initial 128 KiB:
 # left dynamic, freeing the 30 MiB snapshot buffer raises it to 60 MiB, and from then on the
 # malloc arenas of V8's threads (compilers, GC) keep what they freed; ~10 MB of resident
@@ -323,15 +324,33 @@ class SandboxProcess:
             self.dead = reason
         if self.proc is not None:
             _ENDED_PIDS.add(self.proc.pid)
-        if self.proc is not None and self.proc.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                self.proc.kill()
+        try:
+            if self.proc is not None and self.proc.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    self.proc.kill()
+                # Its exit and the end of its pipes, before anyone hears of the death: a caller
+                # that closes its loop at once (asyncio.run) must not leave the transport open.
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.proc.wait(), EXIT_WAIT)
+        finally:
+            self._close_pipes()
+            self._fail_pending()
+
+    def _close_pipes(self) -> None:
+        """Close the process's transport (its three pipes) while the loop still runs. Left to
+        the garbage collector, it closes them after the loop may be gone: 'Event loop is closed'.
+        (A process adopted from `early` has pipe transports of its own, no subprocess transport.)"""
+        transport = getattr(self.proc, "_transport", None)
+        if transport is not None:
+            transport.close()
+
+    def _fail_pending(self) -> None:
         for future in list(self.pending.values()):
             if not future.done():
                 future.set_exception(FlowWorkerCrashedError(f"the sandbox process died: {self.dead}"))
         self.pending.clear()
         if not self._ready.done():
-            self._ready.set_exception(FlowWorkerCrashedError(self.dead))
+            self._ready.set_exception(FlowWorkerCrashedError(self.dead or "the sandbox process died"))
             self._ready.exception()  # retrieved: start() reports it
 
     async def kill(self) -> None:
@@ -344,7 +363,10 @@ class SandboxProcess:
                 os.killpg(self.proc.pid, 9)
             with contextlib.suppress(ProcessLookupError):
                 self.proc.kill()
-            await self.proc.wait()
+            try:
+                await self.proc.wait()
+            finally:  # cancelled while waiting: the pipes are closed all the same
+                self._close_pipes()
         for task in [self._reader, self._stderr_reader, *self._tasks]:
             if task is not None and not task.done():
                 task.cancel()
