@@ -118,6 +118,16 @@ def test_an_early_sandbox_with_another_command_is_killed_and_the_run_starts_its_
     assert len(answered) == 1 and answered[0] != other.pid  # ...not used:
     assert other.poll() is not None  # killed
     assert early._early is None
+    assert all(pipe is not None and pipe.closed for pipe in (other.stdin, other.stdout, other.stderr))
+
+
+def test_an_early_sandbox_nothing_took_is_killed_and_its_pipes_closed(snapshot: Path) -> None:
+    assert early.launch(sandbox_command(find_node(), snapshot=snapshot, memory_mb=512), SANDBOX_ENV)
+    assert early._early is not None
+    proc = early._early[1]
+    early.cancel()
+    assert early._early is None and proc.poll() is not None
+    assert all(pipe is not None and pipe.closed for pipe in (proc.stdin, proc.stdout, proc.stderr))
 
 
 REFUSED = {

@@ -70,6 +70,10 @@ def discard(proc: subprocess.Popen[bytes]) -> None:
         proc.kill()
     with contextlib.suppress(OSError, subprocess.SubprocessError):
         proc.wait(timeout=5)
+    for pipe in (proc.stdin, proc.stdout, proc.stderr):  # ours: left open, each is an fd until collected
+        if pipe is not None:
+            with contextlib.suppress(OSError):
+                pipe.close()
 
 
 class AdoptedProcess:
