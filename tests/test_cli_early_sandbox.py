@@ -66,15 +66,21 @@ def gone(pid: int) -> bool:
         return True
 
 
+def runs_on_the_early_sandbox(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+                              argv: list[str], out: str) -> None:
+    """`flow ARGV` prints `out`, and the one sandbox that ran it is the one launched early."""
+    launched, answered = spy(monkeypatch)
+    assert main(argv) == 0
+    assert capsys.readouterr().out == out
+    assert len(launched) == 1 and answered == launched  # one sandbox: the early one ran the program
+    assert early._early is None and gone(launched[0])  # handed over, and stopped with the run
+
+
 def test_flow_run_takes_over_the_sandbox_started_before_its_imports(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                       capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "a.flow").write_text(AGENT, encoding="utf-8")
     monkeypatch.chdir(tmp_path)
-    launched, answered = spy(monkeypatch)
-    assert main(["run", "a.flow"]) == 0
-    assert capsys.readouterr().out == "x\n"
-    assert len(launched) == 1 and answered == launched  # one sandbox: the early one ran the program
-    assert early._early is None and gone(launched[0])  # handed over, and stopped with the run
+    runs_on_the_early_sandbox(monkeypatch, capsys, ["run", "a.flow"], "x\n")
 
 
 def test_flow_resume_takes_over_its_early_sandbox_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
@@ -85,11 +91,7 @@ def test_flow_resume_takes_over_its_early_sandbox_too(tmp_path: Path, monkeypatc
     waiting = json.loads(capsys.readouterr().out)
     assert main(["answer", waiting["run"], waiting["pending"][0]["id"], "true"]) == 0
     capsys.readouterr()
-    launched, answered = spy(monkeypatch)
-    assert main(["resume", waiting["run"]]) == 0
-    assert capsys.readouterr().out == "went\n"
-    assert len(launched) == 1 and answered == launched
-    assert early._early is None and gone(launched[0])
+    runs_on_the_early_sandbox(monkeypatch, capsys, ["resume", waiting["run"]], "went\n")
 
 
 def test_commands_that_run_no_single_sandbox_start_none_early(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
