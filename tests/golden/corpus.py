@@ -19,6 +19,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from tests.flow_sources import flow_files
+
 Input = dict[str, Any]
 
 # Test helpers whose first argument (SourceFile: second) is a whole Flow program.
@@ -62,7 +64,7 @@ def notebook_cells(path: Path) -> list[str]:
 
 def _gallery_files(root: Path) -> dict[str, str]:
     gallery = root / "notebooks"
-    files = {p.name: p.read_text(encoding="utf-8") for p in sorted(gallery.glob("*.flow"))}
+    files = {p.name: p.read_text(encoding="utf-8") for p in flow_files(gallery)}
     files |= {f"prompts/{p.name}": p.read_text(encoding="utf-8") for p in sorted((gallery / "prompts").glob("*"))
               if p.is_file()}
     return files
@@ -130,7 +132,7 @@ def diagnostics_inputs(root: Path, fuzz: list[str], bench_program: str) -> dict[
             code, failing, fixed = entry[0], entry[4], entry[5]
             out[f"catalogue/{code}/failing"] = example_input(failing)
             out[f"catalogue/{code}/fixed"] = example_input(fixed)
-    for path in sorted((root / "examples").glob("*.flow")):
+    for path in flow_files(root / "examples"):
         out[f"examples/{path.name}"] = {"cells": [[f"examples/{path.name}", path.read_text(encoding="utf-8")]], "files": {}}
     files = _gallery_files(root)
     for path in sorted((root / "notebooks").glob("[0-9][0-9]-*.ipynb")):
@@ -164,7 +166,7 @@ def run_inputs(root: Path) -> dict[str, Input]:
     out: dict[str, Input] = {}
     for name, source in run_programs(root):
         out[f"run_corpus/{name}"] = {"cells": [["case.flow", source]]}
-    for path in sorted((root / "examples").glob("*.flow")):
+    for path in flow_files(root / "examples"):
         out[f"examples/{path.name}"] = {"cells": [[f"examples/{path.name}", path.read_text(encoding="utf-8")]]}
     for stem in RUNNABLE_NOTEBOOKS:
         cells = notebook_cells(root / "notebooks" / f"{stem}.ipynb")

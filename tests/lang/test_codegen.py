@@ -12,6 +12,7 @@ from flow_kernel import SourceFile
 from flow_kernel.lang.compiler import compile_source
 from flow_kernel.lang.verify import ABI_NAMES, VerificationError, verify
 from flow_kernel.sandbox.inprocess import load_flowbox
+from tests.flow_sources import flow_files
 from tests.runtime.programs import ALL
 
 ROOT = Path(__file__).parents[2]
@@ -23,7 +24,7 @@ def compiled(source: str):  # type: ignore[no-untyped-def]
     return result
 
 
-@pytest.mark.parametrize("path", sorted((ROOT / "examples").glob("*.flow")), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", flow_files(ROOT / "examples"), ids=lambda p: p.name)
 def test_examples_compile_and_verify(path: Path) -> None:
     result = compile_source(SourceFile(path.name, path.read_text()))
     assert result.python is not None

@@ -20,6 +20,7 @@ from flow_kernel.lang import lexer
 from flow_kernel.lang.check import RECURSION_LIMIT
 from flow_kernel.lang.tokens import Interpolation, Kind, Token
 from flow_kernel.source import SourceFile
+from tests.flow_sources import flow_files
 from tests.lang import lexer_reference
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -27,8 +28,8 @@ HERE = Path(__file__).parent
 
 
 def _corpus() -> list[tuple[str, str]]:
-    files = sorted((HERE / "cases").rglob("*.flow")) + sorted((HERE / "fuzz_corpus").rglob("*.flow"))
-    files += sorted((ROOT / "notebooks").rglob("*.flow"))
+    files = flow_files(HERE / "cases", recursive=True) + flow_files(HERE / "fuzz_corpus", recursive=True)
+    files += flow_files(ROOT / "notebooks", recursive=True)
     out = [(str(p.relative_to(ROOT)), p.read_text(encoding="utf-8")) for p in files]
     for nb in sorted((ROOT / "notebooks").glob("[0-9][0-9]-*.ipynb")):
         cells = json.loads(nb.read_text(encoding="utf-8"))["cells"]

@@ -14,6 +14,7 @@ from flow_kernel.bench.frontend import flow_program
 from flow_kernel.lang.check import check
 from flow_kernel.lang.codegen import generate
 from flow_kernel.lang.pywriter import unparse
+from tests.flow_sources import flow_files
 from tests.runtime.programs import ALL
 
 ROOT = Path(__file__).parents[2]
@@ -26,7 +27,7 @@ def same_tree(tree: py.Module) -> None:
 
 
 def programs() -> list[str]:
-    return [source for _, source, _ in ALL] + [p.read_text() for p in sorted((ROOT / "examples").glob("*.flow"))] \
+    return [source for _, source, _ in ALL] + [p.read_text() for p in flow_files(ROOT / "examples")] \
         + [flow_program(400)]
 
 

@@ -21,6 +21,7 @@ from flow_kernel.lang.session_scope import SessionScope
 from flow_kernel.lang.sourcemap import CompiledPython, write, write_and_parse
 from flow_kernel.lang.verify import VerificationError, verify
 from flow_kernel.source import SourceFile, Span
+from tests.flow_sources import flow_files
 from tests.golden.corpus import notebook_cells
 from tests.lang.flowcases import split_example
 from tests.runtime.programs import ALL
@@ -70,7 +71,7 @@ def test_golden_cases(path: Path) -> None:
 
 
 def test_run_corpus_and_examples() -> None:
-    sources = [source for _, source, _ in ALL] + [p.read_text() for p in sorted((ROOT / "examples").glob("*.flow"))]
+    sources = [source for _, source, _ in ALL] + [p.read_text() for p in flow_files(ROOT / "examples")]
     mapped = [same_map(source) for source in sources]
     assert sum(m is not None for m in mapped) >= len(ALL)  # the run corpus checks, all of it
 
