@@ -39,6 +39,12 @@ def print_error(message: str, *, command: str | None = None) -> None:
     print(terminal_safe(f"{prog}: error: {message}"), file=sys.stderr)
 
 
+def print_warning(message: str, *, command: str | None = None) -> None:
+    """`flow COMMAND: warning: MESSAGE` on stderr: the command goes on."""
+    prog = f"flow {command}" if command else "flow"
+    print(terminal_safe(f"{prog}: warning: {message}"), file=sys.stderr)
+
+
 def wants_color(stream: TextIO) -> bool:
     if "NO_COLOR" in os.environ:
         return False

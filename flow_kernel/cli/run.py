@@ -31,6 +31,7 @@ from flow_kernel.cli.common import (
     display_name,
     load_file,
     print_error,
+    print_warning,
     wants_color,
 )
 from flow_kernel.terminal_text import json_for_terminal, terminal_safe
@@ -105,7 +106,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                            mcp_servers=config.mcp)
         data = _parse_input(args.input)
         if config.ignored is not None:
-            print_error(f"warning: {config.ignored_warning()}", command="run")
+            print_warning(config.ignored_warning(), command="run")
         policy = args.operator or config.operator
         operator = Operator.parse(policy) if policy else Operator.default()
         if args.replay and args.record:

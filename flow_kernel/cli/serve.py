@@ -2,10 +2,12 @@
 workflows served to other agents (docs/protocols.md) — as MCP tools (stdio by default, or
 streamable HTTP) or as an A2A agent whose skills they are.
 
-The flags are the person's grants, as for `flow run`. Serving listens on loopback unless the
-person names another host, and then clients must send the bearer token held in the variable
-`--token-env` names (docs/security.md, "Serving workflows"). Exit 2 on a usage error or a
-file with compile errors; the server runs until interrupted.
+The flags are the person's grants, as for `flow run`. Over HTTP clients send a bearer token:
+one generated and printed at start (or the value of `--token-env VAR`), or one of those
+`--issue-token NAME` prints, each caller seeing only its own A2A tasks; `--no-auth` (loopback
+only) opts out with a warning. Browsers' requests from other origins are refused unless
+`--allow-origin` names them (docs/security.md, "Serving workflows"). Exit 2 on a usage
+error or a file with compile errors; the server runs until interrupted.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from flow_kernel.cli.common import (
     display_name,
     load_file,
     print_error,
+    print_warning,
     wants_color,
 )
 
@@ -32,14 +35,29 @@ def add_command(commands: Any) -> None:
     serve = commands.add_parser(
         "serve", help="serve a file's workflows as MCP tools or as an A2A agent",
         description="Serve FILE's workflows to other agents: --mcp (stdio, or streamable HTTP with --http) or "
-        "--a2a HOST:PORT. Loopback only unless a host is named, which then needs --token-env.")
+        "--a2a HOST:PORT. Over HTTP clients send `Authorization: Bearer TOKEN`: the token printed at start "
+        "(or --token-env's), or one --issue-token prints.")
     serve.add_argument("file", metavar="FILE")
     mode = serve.add_mutually_exclusive_group(required=True)
     mode.add_argument("--mcp", action="store_true", help="an MCP server whose tools are the workflows")
     mode.add_argument("--a2a", metavar="HOST:PORT", help="an A2A agent whose skills are the workflows")
     serve.add_argument("--http", metavar="HOST:PORT", help="with --mcp: streamable HTTP instead of stdio")
     serve.add_argument("--token-env", metavar="VAR",
-                       help="clients must send `Authorization: Bearer $VAR` (required off loopback)")
+                       help="the main token is $VAR (at least 16 characters) instead of a generated one")
+    serve.add_argument("--issue-token", metavar="NAME", action="append", default=[],
+                       help="one more client with a token of its own, printed at start; it sees only its own A2A "
+                       "tasks (repeatable)")
+    serve.add_argument("--no-auth", action="store_true",
+                       help="no token at all (loopback only; any local program may then call, and all callers "
+                       "share their tasks)")
+    serve.add_argument("--allow-origin", metavar="ORIGIN", action="append", default=[],
+                       help="let web pages of ORIGIN (e.g. http://localhost:3000) call the server (repeatable)")
+    serve.add_argument("--keep-tasks", metavar="N", type=int, default=DEFAULT_KEPT_TASKS,
+                       help=f"A2A: finished tasks kept per caller, least recently used dropped first "
+                       f"(default {DEFAULT_KEPT_TASKS})")
+    serve.add_argument("--keep-finished", metavar="SECONDS", type=float, default=DEFAULT_KEPT_SECONDS,
+                       help=f"A2A: how long a finished task stays readable (default {DEFAULT_KEPT_SECONDS:.0f}); "
+                       "its journal in .flow/runs stays")
     serve.add_argument("--operator", metavar="POLICY",
                        help="who answers approve/ask when the client cannot: auto-approve, auto-deny, answers:PATH "
                        "(default: fail closed with operator-unavailable)")
@@ -51,14 +69,19 @@ def add_command(commands: Any) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from flow_kernel.cli.serve_common import ExposureError, parse_address, required_token
+    from flow_kernel.cli.serve_door import NO_AUTH_WARNING, ExposureError, open_door, parse_address
 
     try:
         if args.http and not args.mcp:
             raise UsageError("--http goes with --mcp (an A2A agent is always served over HTTP: --a2a HOST:PORT)")
+        if args.keep_tasks < 1 or args.keep_finished <= 0:
+            raise UsageError("--keep-tasks and --keep-finished must be positive")
         address = args.http or args.a2a
         host, port = parse_address(address, "--http" if args.http else "--a2a") if address else ("", 0)
-        token = required_token(host, args.token_env) if address else None
+        door = open_door(host, port, token_env=args.token_env, no_auth=args.no_auth, issue=args.issue_token,
+                         allow_origins=args.allow_origin) if address else None
+        if door is not None and not door.auth:
+            print_error(f"warning: {NO_AUTH_WARNING}", command="serve")
         workflow_host = _workflow_host(args)
     except (UsageError, ExposureError, ValueError) as exc:
         print_error(str(exc), command="serve")
@@ -67,15 +90,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     name = Path(args.file).stem
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(_serve(args, workflow_host, name, host, port, token))
+        asyncio.run(_serve(args, workflow_host, name, door))
     return EXIT_OK
 
 
-async def _serve(args: argparse.Namespace, workflow_host: Any, name: str, host: str, port: int,
-                 token: str | None) -> None:
+async def _serve(args: argparse.Namespace, workflow_host: Any, name: str, door: Any) -> None:
     def ready(server: Any) -> None:
-        url = f"http://{host}:{port}" + ("/mcp" if args.mcp else "")
-        sys.stderr.write(f"flow serve: {', '.join(workflow_host.workflows) or 'no workflows'} on {url}\n")
+        url = f"http://{door.host}:{door.port}" + ("/mcp" if args.mcp else "/")
+        lines = [f"{', '.join(workflow_host.workflows) or 'no workflows'} on {url}", *door.banner()]
+        sys.stderr.write("".join(f"flow serve: {line}\n" for line in lines))
         sys.stderr.flush()
 
     try:
@@ -86,11 +109,11 @@ async def _serve(args: argparse.Namespace, workflow_host: Any, name: str, host: 
         elif args.mcp:
             from flow_kernel.cli.serve_mcp import serve_streamable_http
 
-            await serve_streamable_http(workflow_host, name, host, port, token, ready)
+            await serve_streamable_http(workflow_host, name, door, ready)
         else:
-            from flow_kernel.cli.serve_a2a import serve_a2a
+            from flow_kernel.cli.serve_a2a import KeptLimits, serve_a2a
 
-            await serve_a2a(workflow_host, name, host, port, token, ready)
+            await serve_a2a(workflow_host, name, door, ready, kept=KeptLimits(args.keep_tasks, args.keep_finished))
     finally:
         await workflow_host.aclose()
 
@@ -127,7 +150,7 @@ def _workflow_host(args: argparse.Namespace) -> Any:
         sys.stderr.write(render_text(result.diagnostics, color=wants_color(sys.stderr), display_name=display_name) + "\n")
         return None
     if config.ignored is not None:
-        print_error(f"warning: {config.ignored_warning()}", command="serve")
+        print_warning(config.ignored_warning(), command="serve")
     policy = args.operator or config.operator
     fallback = Operator.parse(policy) if policy and policy not in ("interactive", "none") else None
     session = Session(directory=file_folder(args.file), config=config, allow_run=args.allow_run, trust=trust)

@@ -91,6 +91,7 @@ def test_an_untrusted_flow_toml_changes_nothing_until_flow_trust(stranger: Path,
     marker = tmp_path / "pwned"
     runs = {name: flow("run", f"{name}.flow", cwd=stranger) for name in ("agent", "approve", "shell")}
     for out in runs.values():
+        assert "flow run: warning: " in out.stderr and "error: warning" not in out.stderr
         assert "flow.toml is not trusted, so none of it applies" in out.stderr
         assert f"run `flow trust {stranger}`" in out.stderr
     assert runs["agent"].returncode == 1 and not theirs.settle() and not secret_sent(own)
