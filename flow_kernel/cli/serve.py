@@ -30,6 +30,10 @@ from flow_kernel.cli.common import (
     wants_color,
 )
 
+# Tasks an A2A server keeps in memory for each caller (the journals in .flow/runs keep every run).
+DEFAULT_KEPT_TASKS = 100
+DEFAULT_KEPT_SECONDS = 3600.0
+
 
 def add_command(commands: Any) -> None:
     serve = commands.add_parser(
@@ -81,7 +85,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         door = open_door(host, port, token_env=args.token_env, no_auth=args.no_auth, issue=args.issue_token,
                          allow_origins=args.allow_origin) if address else None
         if door is not None and not door.auth:
-            print_error(f"warning: {NO_AUTH_WARNING}", command="serve")
+            print_warning(NO_AUTH_WARNING, command="serve")
         workflow_host = _workflow_host(args)
     except (UsageError, ExposureError, ValueError) as exc:
         print_error(str(exc), command="serve")
@@ -111,9 +115,10 @@ async def _serve(args: argparse.Namespace, workflow_host: Any, name: str, door: 
 
             await serve_streamable_http(workflow_host, name, door, ready)
         else:
-            from flow_kernel.cli.serve_a2a import KeptLimits, serve_a2a
+            from flow_kernel.cli.a2a_tasks import KeptLimits
+            from flow_kernel.cli.serve_a2a import serve_a2a
 
-            await serve_a2a(workflow_host, name, door, ready, kept=KeptLimits(args.keep_tasks, args.keep_finished))
+            await serve_a2a(workflow_host, name, door, KeptLimits(args.keep_tasks, args.keep_finished), ready)
     finally:
         await workflow_host.aclose()
 

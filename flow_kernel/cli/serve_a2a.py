@@ -13,8 +13,12 @@ streaming model's text as it comes, metadata `flow_event: agent.delta`), each
 `input-required` with the question (metadata: kind, question, choice); the client's next
 message on the task answers it (text `yes`/`no`, or data `{"approve": bool}`; text, or data
 `{"answer": "…"}`) and the run goes on. `tasks/cancel` stops the run. The JSON-RPC endpoint
-speaks A2A 1.0 (`SendMessage`, `SendStreamingMessage`, `GetTask`, `CancelTask`) and the 0.3
-names (`message/send`, `message/stream`, `tasks/get`, `tasks/cancel`).
+speaks A2A 1.0 (`SendMessage`, `SendStreamingMessage`, `GetTask`, `ListTasks`, `CancelTask`,
+`SubscribeToTask`) and the 0.3 names (`message/send`, `message/stream`, `tasks/get`,
+`tasks/cancel`, `tasks/resubscribe`).
+
+The door (serve_door.py) stands in front: the agent card is public, everything else needs a
+principal's token, and each task is its principal's alone (a2a_tasks.py).
 """
 
 from __future__ import annotations
@@ -23,20 +27,22 @@ import asyncio
 import contextlib
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flow_kernel.cli.serve_common import (
     ServedWorkflow,
     WorkflowHost,
-    bearer_guard,
-    loopback_host_guard,
     outcome_error,
     progress_message,
     serve_http,
 )
+from flow_kernel.cli.serve_door import Door, authority, guarded_app
 from flow_kernel.runtime.events import Event
 from flow_kernel.runtime.provider_a2a import whole_numbers
 from flow_kernel.runtime.run import RunOutcome
+
+if TYPE_CHECKING:
+    from flow_kernel.cli.a2a_tasks import KeptLimits
 
 _YES = ("y", "yes", "approve", "approved", "true", "ok")
 
@@ -263,28 +269,33 @@ def agent_card(host: WorkflowHost, name: str, url: str, token: bool) -> Any:
                      skills=skills)
     if token:
         card.security_schemes["bearer"].CopyFrom(SecurityScheme(http_auth_security_scheme=HTTPAuthSecurityScheme(
-            scheme="bearer", description="the token `flow serve --token-env` names")))
+            scheme="bearer", description="a token `flow serve` printed when it started, or its --token-env's")))
         card.security_requirements.append(SecurityRequirement(schemes={"bearer": StringList()}))
     return card
 
 
-def build_app(host: WorkflowHost, name: str, url: str, token: str | None, address: str = "", port: int = 0) -> Any:
+def build_app(host: WorkflowHost, name: str, door: Door, kept: KeptLimits) -> Any:
+    """The A2A server's ASGI app behind the door: the public agent card, the JSON-RPC endpoint."""
     from a2a.server.agent_execution import AgentExecutor
     from a2a.server.request_handlers import DefaultRequestHandler
     from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
-    from a2a.server.tasks import InMemoryTaskStore
+    from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
     from starlette.applications import Starlette
+    from starlette.routing import Route
+
+    from flow_kernel.cli.a2a_tasks import KeptTasks, checked_list_params
 
     class Executor(FlowAgentExecutor, AgentExecutor):
         pass
 
-    card = agent_card(host, name, url, token is not None)
-    handler = DefaultRequestHandler(agent_executor=Executor(host), task_store=InMemoryTaskStore(), agent_card=card)
-    routes = create_agent_card_routes(card) + create_jsonrpc_routes(handler, "/", enable_v0_3_compat=True)
-    app = bearer_guard(Starlette(routes=routes), token)
-    return loopback_host_guard(app, address, port) if address else app
+    url = f"http://{authority(door.host, door.port)}/"
+    card = agent_card(host, name, url, door.auth)
+    store = KeptTasks(kept)
+    handler = DefaultRequestHandler(agent_executor=Executor(host), task_store=store, agent_card=card)
+    (rpc,) = create_jsonrpc_routes(handler, "/", enable_v0_3_compat=True)
+    routes = [*create_agent_card_routes(card), Route("/", checked_list_params(rpc.endpoint), methods=["POST"])]
+    return guarded_app(Starlette(routes=routes), door, public=[AGENT_CARD_WELL_KNOWN_PATH], json_only=True)
 
 
-async def serve_a2a(host: WorkflowHost, name: str, address: str, port: int, token: str | None, ready: Any = None) -> None:
-    url = f"http://{address}:{port}/"
-    await serve_http(build_app(host, name, url, token, address, port), address, port, ready)
+async def serve_a2a(host: WorkflowHost, name: str, door: Door, kept: KeptLimits, ready: Any = None) -> None:
+    await serve_http(build_app(host, name, door, kept), door.host, door.port, ready, host.bounds)

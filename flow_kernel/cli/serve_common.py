@@ -1,7 +1,7 @@
 """What `flow serve --mcp` and `flow serve --a2a` share (docs/protocols.md): the served file's
 workflows, one Session that runs them in the sandbox (each call a run with its journal in
 `.flow/runs`), the operator that routes `approve`/`ask` to the caller of the run, and the
-door rules — loopback unless the person names a host, and then a bearer token.
+HTTP server (the door in front of it is serve_door.py).
 
 `approve`/`ask` inside a served run go to the request that started it (`Channel`): an MCP
 client's elicitation, an A2A task's `input-required`. When the caller cannot answer, a
@@ -12,14 +12,12 @@ without one the run fails closed with `operator-unavailable`.
 from __future__ import annotations
 
 import asyncio
-import hmac
-import ipaddress
-import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from flow_kernel.cli.serve_door import ASGIApp
 from flow_kernel.errors import OperatorUnavailableError
 from flow_kernel.lang import ast
 from flow_kernel.lang.check_result import CheckResult
@@ -132,84 +130,6 @@ def progress_message(event: Event) -> str | None:
 def outcome_error(outcome: RunOutcome) -> dict[str, Any]:
     assert outcome.error is not None
     return {"code": outcome.error.code, "message": outcome.error.message}
-
-
-# -- the door ----------------------------------------------------------------------------------------
-class ExposureError(ValueError):
-    """Serving on a host that is not loopback without a token, or a token variable that is unset."""
-
-
-def parse_address(text: str, what: str) -> tuple[str, int]:
-    host, colon, port = text.rpartition(":")
-    if not colon or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise ExposureError(f"{what}: {text!r} is not HOST:PORT (e.g. 127.0.0.1:8765)")
-    return host.strip("[]"), int(port)
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def required_token(host: str, token_env: str | None) -> str | None:
-    """The bearer token clients must send: required off loopback, optional on it."""
-    if token_env is None:
-        if not is_loopback(host):
-            raise ExposureError(f"serving on {host} reaches beyond this machine: pass --token-env VAR with a bearer "
-                                "token in VAR (clients send `Authorization: Bearer <token>`)")
-        return None
-    token = os.environ.get(token_env, "")
-    if len(token) < 16:
-        raise ExposureError(f"--token-env {token_env}: the variable must hold a token of at least 16 characters")
-    return token
-
-
-ASGIApp = Callable[[dict[str, Any], Callable[[], Awaitable[Any]], Callable[[Any], Awaitable[None]]], Awaitable[None]]
-
-
-def bearer_guard(app: ASGIApp, token: str | None) -> ASGIApp:
-    """Every HTTP request needs `Authorization: Bearer <token>` (compared in constant time)."""
-    if token is None:
-        return app
-    expected = f"Bearer {token}".encode()
-
-    async def guarded(scope: dict[str, Any], receive: Callable[[], Awaitable[Any]],
-                      send: Callable[[Any], Awaitable[None]]) -> None:
-        if scope.get("type") == "http":
-            given = dict(scope.get("headers") or []).get(b"authorization", b"")
-            if not hmac.compare_digest(given, expected):
-                await send({"type": "http.response.start", "status": 401,
-                            "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")]})
-                await send({"type": "http.response.body", "body": b'{"error": "unauthorized"}'})
-                return
-        await app(scope, receive, send)
-
-    return guarded
-
-
-def loopback_host_guard(app: ASGIApp, host: str, port: int) -> ASGIApp:
-    """On loopback, only requests addressed to loopback: a web page the person opens cannot
-    reach the server by DNS rebinding (a name of its own that resolves to 127.0.0.1 is the
-    page's origin, so the browser lets it read the answers). The MCP SDK checks the same for
-    its own app; this is the A2A server's."""
-    if not is_loopback(host):
-        return app
-    allowed = {f"127.0.0.1:{port}".encode(), f"localhost:{port}".encode(), f"[::1]:{port}".encode()}
-
-    async def guarded(scope: dict[str, Any], receive: Callable[[], Awaitable[Any]],
-                      send: Callable[[Any], Awaitable[None]]) -> None:
-        if scope.get("type") == "http" and dict(scope.get("headers") or []).get(b"host", b"") not in allowed:
-            await send({"type": "http.response.start", "status": 421,
-                        "headers": [(b"content-type", b"application/json")]})
-            await send({"type": "http.response.body", "body": b'{"error": "this server answers loopback names only"}'})
-            return
-        await app(scope, receive, send)
-
-    return guarded
 
 
 async def serve_http(app: ASGIApp, host: str, port: int, ready: Callable[[Any], None] | None = None) -> None:

@@ -20,11 +20,11 @@ from typing import Any
 from flow_kernel.cli.serve_common import (
     ServedWorkflow,
     WorkflowHost,
-    bearer_guard,
     outcome_error,
     progress_message,
     serve_http,
 )
+from flow_kernel.cli.serve_door import Door, guarded_app, is_loopback
 from flow_kernel.runtime.events import Event
 
 
@@ -157,8 +157,20 @@ async def serve_stdio(host: WorkflowHost, name: str) -> None:
         await server.run(read, write, server.create_initialization_options())
 
 
-async def serve_streamable_http(host: WorkflowHost, name: str, address: str, port: int, token: str | None,
-                                ready: Any = None) -> None:
+def transport_security(door: Door) -> Any:
+    """The SDK's own Host/Origin check, for the address actually bound (the SDK turns it on by
+    itself for 127.0.0.1, localhost and ::1 only, and then lets in every port of theirs): on
+    loopback the door's hosts and origins exactly; elsewhere Host is not checked (the token is
+    the door) and the door's Origin guard stands alone."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    if not is_loopback(door.host):
+        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=sorted(door.own_hosts()),
+                                     allowed_origins=sorted(door.origins()))
+
+
+async def serve_streamable_http(host: WorkflowHost, name: str, door: Door, ready: Any = None) -> None:
     server = build_server(host, name)
-    app = server.streamable_http_app(host=address)
-    await serve_http(bearer_guard(app, token), address, port, ready)
+    app = server.streamable_http_app(host=door.host, transport_security=transport_security(door))
+    await serve_http(guarded_app(app, door), door.host, door.port, ready, host.bounds)
