@@ -5,8 +5,8 @@ the sandbox stops waiting at the deadline and the host drops the call's task whe
 ends) → `agent_runs` budget (the first attempt is charged here, before any wait: a call
 over budget never takes a concurrency slot) → concurrency gate → target resolution → tools
 narrowing → write policy → output contract → attempt loop (each later attempt, repair and
-retry charged before it starts; timed invocation, validation, `expect`, repair, retry) →
-events and a trace.
+retry charged before it starts; its worst case reserved on the `cost` limits, budgets.py;
+timed invocation, validation, `expect`, repair, retry) → events and a trace.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from flow_kernel.lang.prices import DEFAULT_MAX_OUTPUT_TOKENS, Price, price_of
 from flow_kernel.lang.prompt_files import PromptFile
 from flow_kernel.lang.purposes import purpose_of, unset_message
 from flow_kernel.lang.schema import type_schema
+from flow_kernel.runtime.budgets import CostReservations, FrameBudget, Reservation
 from flow_kernel.runtime.cassette import CassettePlayer, CassetteRecorder
 from flow_kernel.runtime.checkpoint import RunCheckpoint, position
 from flow_kernel.runtime.config import FlowConfig
@@ -82,19 +83,6 @@ _sorted_json = json.JSONEncoder(sort_keys=True).encode
 
 
 @dataclass
-class FrameBudget:
-    """One workflow frame's `agent_runs` and concurrency gate; calls charge the whole chain."""
-
-    parent: str | None
-    agent_runs: int
-    used: int = 0
-    name: str = ""
-    gate: asyncio.Semaphore | None = None
-    cost: float | None = None  # `limits { cost: … }`, in the currency of the price table
-    spent: float = 0.0  # what the calls charged to this frame have cost so far
-
-
-@dataclass
 class AgentSpec:
     name: str
     model: str
@@ -128,6 +116,7 @@ class _Call:
     partial: str | None = None  # what a failed attempt's stream had written, for the trace
     price: Price | None = None  # the model's price (lang/prices.py); None: unknown
     cost: float = 0.0  # what its replies cost so far
+    sent: bool = False  # whether the current attempt's request went to a provider
 
 
 class AgentPipeline:
@@ -173,6 +162,7 @@ class AgentPipeline:
         # the session's, shared by its runs; a run of its own otherwise.
         self.resilience = resilience or Resilience(lambda name: self.config.provider(name).options)
         self._run_token = object()  # this run, for the recorder: its first answer replaces the scope's old ones
+        self.reservations = CostReservations()  # the attempts' worst cases on `cost` limits (budgets.py)
         # An agent's calls repeat the same contract: build its validator and system prompt once.
         self._validators: dict[str, jsonschema.protocols.Validator] = {}
         self._systems: dict[tuple[str, str, tuple[str, ...]], str] = {}
@@ -423,9 +413,10 @@ class AgentPipeline:
                 fresh = False
                 kind = "repair" if is_repair else "attempt"
                 repair_of = {"previousOutput": log[-1]["output"], "errors": log[-1]["errors"]} if is_repair else None
-                self._check_cost(call, repair_of)
+                reservation = await self._reserve_cost(call, repair_of)
                 try:
-                    output = await self._attempt(call, timeout_ms, len(log) + 1, repair_of)
+                    attempted = self._attempt(call, timeout_ms, len(log) + 1, repair_of)
+                    output = await (attempted if reservation is None else self._settled(call, reservation, attempted))
                 except FlowError as exc:
                     log.append({"kind": kind, "attempt": attempt, "error": exc.code, "message": exc.message})
                     last_error = exc
@@ -514,11 +505,9 @@ class AgentPipeline:
         for k, v in reply.usage.items():
             call.usage[k] = call.usage.get(k, 0) + int(v)
         call.raw.append(reply.raw)
-        if call.price is not None:  # what this reply cost, on the call and every enclosing frame
-            cost = call.price.cost(int(reply.usage.get("input_tokens", 0)), int(reply.usage.get("output_tokens", 0)))
-            call.cost += cost
-            for budget in self._chain(call.payload.get("frame")):
-                budget.spent += cost
+        if call.price is not None:  # what this reply cost (its frames' budgets: when the attempt settles)
+            call.cost += call.price.cost(int(reply.usage.get("input_tokens", 0)),
+                                         int(reply.usage.get("output_tokens", 0)))
 
     def _chain(self, frame: Any) -> list[FrameBudget]:
         """The frame a call was made in and every frame enclosing it."""
@@ -528,14 +517,16 @@ class AgentPipeline:
             frame = self.frames[frame].parent
         return chain
 
-    def _check_cost(self, call: _Call, repair_of: dict[str, Any] | None) -> None:
-        """`limits { cost: … }`, before each attempt: what was spent plus this attempt's worst
-        case (its prompt, and `max_tokens` of output) must stay within every enclosing
-        limit. Without a price for the model no limit can be checked, so the call does not
-        go (the price table: lang/prices.py, `[prices]` in flow.toml)."""
+    async def _reserve_cost(self, call: _Call, repair_of: dict[str, Any] | None) -> Reservation | None:
+        """`limits { cost: … }`, before each attempt: its worst case (its prompt, and
+        `max_tokens` of output) is reserved on every enclosing limit, beside what ended and
+        what is in flight, waiting for attempts in flight when it does not fit yet
+        (budgets.py); `limit-exceeded` when it cannot fit. Without a price for the model no
+        limit can be checked, so the call does not go (the price table: lang/prices.py,
+        `[prices]` in flow.toml). None: no enclosing frame has a cost limit."""
         limited = [b for b in self._chain(call.payload.get("frame")) if b.cost is not None]
         if not limited:
-            return
+            return None
         if call.price is None:
             raise LimitExceededError(
                 f"`{call.spec.name}` uses {call.provider}/{call.model}, which has no price, so the `cost` limit of "
@@ -545,14 +536,32 @@ class AgentPipeline:
         output = settings.max_tokens or DEFAULT_MAX_OUTPUT_TOKENS
         sent = call.system + call.prompt + (json.dumps(repair_of, ensure_ascii=False, default=str) if repair_of else "")
         worst = call.price.cost(estimate_tokens(sent), output)
-        for budget in limited:
-            assert budget.cost is not None
-            if budget.spent + worst > budget.cost:
-                raise LimitExceededError(
-                    f"the `cost` limit of {budget.cost:g} of `{budget.name}` would be exceeded by the next attempt of "
-                    f"`{call.spec.name}`: {budget.spent:.4f} spent, and it may cost up to {worst:.4f}",
-                    details={"limit": "cost", "value": budget.cost, "workflow": budget.name,
-                             "spent": round(budget.spent, 6), "worst_case": round(worst, 6)})
+        agent = call.spec.name
+
+        def refuse(budget: FrameBudget, worst: float) -> LimitExceededError:
+            return LimitExceededError(
+                f"the `cost` limit of {budget.cost:g} of `{budget.name}` would be exceeded by the next attempt of "
+                f"`{agent}`: {budget.spent:.4f} spent, and it may cost up to {worst:.4f}",
+                details={"limit": "cost", "value": budget.cost, "workflow": budget.name,
+                         "spent": round(budget.spent, 6), "worst_case": round(worst, 6)})
+
+        return await self.reservations.reserve(limited, worst, refuse)
+
+    async def _settled(self, call: _Call, reservation: Reservation, attempt: Awaitable[Any]) -> Any:
+        """The attempt, its cost reservation settled when it ends: at what its reply cost;
+        without a reply, at nothing when nothing was sent or the provider answered with an
+        error status (not billed), else at its worst case (budgets.py)."""
+        before = call.cost
+        call.sent = False
+        try:
+            output = await attempt
+        except BaseException as exc:
+            answered = isinstance(exc, FlowError) and isinstance(exc.details, dict) and "status" in exc.details
+            unbilled = call.cost > before or not call.sent or answered
+            self.reservations.settle(reservation, call.cost - before if unbilled else reservation.worst)
+            raise
+        self.reservations.settle(reservation, call.cost - before)
+        return output
 
     async def _invoke(self, call: _Call, timeout_ms: Any, repair_of: dict[str, Any] | None) -> ProviderReply:
         provider = self.providers.get(call.provider)
@@ -569,9 +578,10 @@ class AgentPipeline:
         request.ask_operator = self._asker(call)
         try:
             if call.provider in PROVIDERS or (isinstance(timeout_ms, int) and timeout_ms > 0):
-                reply = await self._guarded(call, lambda: self._timed(provider.attempt(request), timeout_ms, agent),
-                                            request)
+                reply = await self._guarded(call, lambda: self._timed(self._send(call, provider, request), timeout_ms,
+                                                                      agent), request)
             else:  # what `_guarded` and `_timed` come to for a local provider without a timeout
+                call.sent = True
                 reply = await provider.attempt(request)
         except FlowError:
             if call.merger is not None and call.merger.text:  # a stream cut (or timed out) mid-way: what it wrote goes in the trace
@@ -582,6 +592,12 @@ class AgentPipeline:
                 call.merger.flush()
         self._account(call, reply)
         return reply
+
+    @staticmethod
+    def _send(call: _Call, provider: Provider, request: ProviderRequest) -> Awaitable[ProviderReply]:
+        """The provider's attempt, the call marked as sent (what it may have cost: `_settled`)."""
+        call.sent = True
+        return provider.attempt(request)
 
     def _streams(self, provider: str) -> bool:
         """Whether the provider's replies are asked for as a stream (its `stream` option, the

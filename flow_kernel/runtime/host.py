@@ -27,7 +27,8 @@ from flow_kernel.errors import (
 from flow_kernel.lang.check_result import CheckResult
 from flow_kernel.lang.env import DEFAULT_LIMITS
 from flow_kernel.runtime import processes
-from flow_kernel.runtime.agents import AgentPipeline, FrameBudget, SandboxCall, TraceSink
+from flow_kernel.runtime.agents import AgentPipeline, SandboxCall, TraceSink
+from flow_kernel.runtime.budgets import FrameBudget
 from flow_kernel.runtime.cassette import CassettePlayer, CassetteRecorder
 from flow_kernel.runtime.ceilings import Ceilings
 from flow_kernel.runtime.checkpoint import RunCheckpoint, position

@@ -40,6 +40,9 @@ class SSEServer:
         self.stamps: list[float] = []
         self.in_flight = 0
         self.peak = 0  # most requests being answered at once
+        self.answered = 0  # requests answered to the end
+        self.open: set[int] = set()  # requests being answered (by index in `requests`)
+        self.arrivals: list[tuple[int, frozenset[int]]] = []  # at each request: `answered`, and `open` with it
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -54,11 +57,18 @@ class SSEServer:
                     reply = server.replies.pop(0) if server.replies else Reply(status=500, error="no reply queued")
                     server.in_flight += 1
                     server.peak = max(server.peak, server.in_flight)
+                    index = len(server.requests) - 1
+                    server.open.add(index)
+                    server.arrivals.append((server.answered, frozenset(server.open)))
+                ended = False
                 try:
                     self._answer(reply)
+                    ended = True
                 finally:
                     with server.lock:
                         server.in_flight -= 1
+                        server.open.discard(index)
+                        server.answered += ended
 
             def _answer(self, reply: Reply) -> None:
                 if reply.status != 200:

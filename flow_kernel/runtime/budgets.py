@@ -1,0 +1,134 @@
+"""The budgets of a run's workflow frames (runtime.md §4): `agent_runs` and the concurrency
+gate, and `cost`, which every attempt reserves before it is sent and settles when it ends.
+
+A limit nests: an attempt charges the frame it was made in and every frame enclosing it.
+`agent_runs` is a count, known before the attempt (its worst case is its value), so it is
+charged at once (agents.py `_charge`). A cost is known only from the reply, so an attempt
+first reserves its worst case — its prompt, and `max_tokens` of output, at the model's price
+— on every enclosing `cost` limit, and its reply's cost replaces the reservation when it
+ends. On every limit, what finished attempts cost plus the worst cases of those in flight
+never exceeds the limit.
+
+Deterministic decisions. Reservations are decided one at a time, in the order they are
+asked (for a fan-out, the order its calls reach the host: program order). One that fits
+beside what is in flight goes at once. One that does not fit waits — and every reservation
+asked after it waits behind it — until the attempts in flight on the limits it does not fit
+have ended; it is then decided on what they actually cost. Amounts in flight only ever
+shrink as attempts end (a reply costs at most its worst case), so going at once means it
+would also have fitted once everything before it had ended: each decision is the one the
+settled costs of the attempts before it give, whatever the timing of the replies. The same
+run with the same answers refuses the same call. A refusal is `limit-exceeded`.
+
+An attempt that ends without a reply settles at nothing when nothing reached the provider or
+the provider answered with an error status (nothing is billed), and at its worst case
+otherwise (timed out, cut off, cancelled: the provider may have done, and billed, the work).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from flow_kernel.errors import LimitExceededError
+
+
+@dataclass
+class FrameBudget:
+    """One workflow frame's `agent_runs`, concurrency gate and `cost` limit; calls charge the whole chain."""
+
+    parent: str | None
+    agent_runs: int
+    used: int = 0
+    name: str = ""
+    gate: asyncio.Semaphore | None = None
+    cost: float | None = None  # `limits { cost: … }`, in the currency of the price table
+    spent: float = 0.0  # what the attempts that ended have cost (settled reservations)
+    reserved: float = 0.0  # the worst cases of the attempts in flight
+    in_flight: int = 0  # attempts holding a reservation on this frame
+
+    def fits(self, worst: float) -> bool:
+        """Whether an attempt of worst case `worst` fits beside what is spent and in flight."""
+        return self.cost is None or self.spent + self.reserved + worst <= self.cost
+
+
+@dataclass
+class Reservation:
+    """One attempt's worst case, held on the budgets of its limited frames until `settle`."""
+
+    budgets: list[FrameBudget]
+    worst: float
+    settled: bool = False
+
+
+# Builds the refusal for the budget a reservation does not fit (its details: agents.py).
+Refusal = Callable[[FrameBudget, float], LimitExceededError]
+_Waiting = tuple[list[FrameBudget], float, Refusal, "asyncio.Future[Reservation]"]
+
+
+class CostReservations:
+    """A run's cost reservations, decided in the order they are asked (module docstring)."""
+
+    def __init__(self) -> None:
+        self._waiting: deque[_Waiting] = deque()
+
+    async def reserve(self, budgets: list[FrameBudget], worst: float, refuse: Refusal) -> Reservation:
+        """Hold `worst` on every budget, once it fits on all of them; `refuse(budget, worst)`
+        is raised when it cannot fit on one with nothing left in flight there."""
+        if not self._waiting:
+            decided = self._decide(budgets, worst)
+            if isinstance(decided, Reservation):
+                return decided
+            if decided is not None:
+                raise refuse(decided, worst)
+        waiting: asyncio.Future[Reservation] = asyncio.get_running_loop().create_future()
+        entry: _Waiting = (budgets, worst, refuse, waiting)
+        self._waiting.append(entry)
+        try:
+            return await waiting
+        except asyncio.CancelledError:
+            if entry in self._waiting:
+                self._waiting.remove(entry)
+                self._decide_waiting()
+            elif waiting.done() and not waiting.cancelled() and waiting.exception() is None:
+                self.settle(waiting.result(), 0.0)  # granted, then cancelled before it was sent
+            raise
+
+    def settle(self, reservation: Reservation, cost: float) -> None:
+        """The attempt ended and cost `cost`: it replaces the reservation (once)."""
+        if reservation.settled:
+            return
+        reservation.settled = True
+        for budget in reservation.budgets:
+            budget.in_flight -= 1
+            budget.reserved = budget.reserved - reservation.worst if budget.in_flight else 0.0
+            budget.spent += cost
+        if self._waiting:
+            self._decide_waiting()
+
+    @staticmethod
+    def _decide(budgets: list[FrameBudget], worst: float) -> Reservation | FrameBudget | None:
+        """The reservation, made; or the budget it can never fit (nothing in flight there to
+        wait for); or None: wait for attempts in flight."""
+        short = [budget for budget in budgets if not budget.fits(worst)]
+        if not short:
+            for budget in budgets:
+                budget.reserved += worst
+                budget.in_flight += 1
+            return Reservation(budgets, worst)
+        settled = [budget for budget in short if budget.in_flight == 0]
+        return settled[0] if len(settled) == len(short) else None
+
+    def _decide_waiting(self) -> None:
+        """Decide the waiting reservations from the first, up to one that must wait on."""
+        while self._waiting:
+            budgets, worst, refuse, waiting = self._waiting[0]
+            decided = self._decide(budgets, worst)
+            if decided is None:
+                return
+            self._waiting.popleft()
+            if isinstance(decided, Reservation):
+                waiting.set_result(decided)
+            else:
+                waiting.set_exception(refuse(decided, worst))
