@@ -15,7 +15,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
+import signal
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +32,7 @@ from flow_kernel.cli.common import (
     print_warning,
     wants_color,
 )
+from flow_kernel.cli.serve_limits import DEFAULT_QUESTION_TIMEOUT, MIB
 
 # Tasks an A2A server keeps in memory for each caller (the journals in .flow/runs keep every run).
 DEFAULT_KEPT_TASKS = 100
@@ -62,6 +66,12 @@ def add_command(commands: Any) -> None:
     serve.add_argument("--keep-finished", metavar="SECONDS", type=float, default=DEFAULT_KEPT_SECONDS,
                        help=f"A2A: how long a finished task stays readable (default {DEFAULT_KEPT_SECONDS:.0f}); "
                        "its journal in .flow/runs stays")
+    serve.add_argument("--max-body", metavar="BYTES", type=int, default=MIB,
+                       help=f"HTTP: the largest request body, and the largest run input as JSON (default {MIB})")
+    serve.add_argument("--question-timeout", metavar="SECONDS", type=float, default=DEFAULT_QUESTION_TIMEOUT,
+                       help="how long approve/ask wait for the caller; then --operator answers, else the "
+                       "question's own default, else the run fails operator-unavailable "
+                       f"(default {DEFAULT_QUESTION_TIMEOUT:.0f})")
     serve.add_argument("--operator", metavar="POLICY",
                        help="who answers approve/ask when the client cannot: auto-approve, auto-deny, answers:PATH "
                        "(default: fail closed with operator-unavailable)")
@@ -99,6 +109,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 async def _serve(args: argparse.Namespace, workflow_host: Any, name: str, door: Any) -> None:
+    _stop_on_signals(workflow_host)
+
     def ready(server: Any) -> None:
         url = f"http://{door.host}:{door.port}" + ("/mcp" if args.mcp else "/")
         lines = [f"{', '.join(workflow_host.workflows) or 'no workflows'} on {url}", *door.banner()]
@@ -123,9 +135,35 @@ async def _serve(args: argparse.Namespace, workflow_host: Any, name: str, door: 
         await workflow_host.aclose()
 
 
+def _stop_on_signals(workflow_host: Any) -> None:
+    """SIGTERM and SIGINT stop the server at once (`_stop_now`)."""
+    if threading.current_thread() is threading.main_thread():
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, _stop_now, workflow_host, sig)
+
+
+def _stop_now(workflow_host: Any, sig: int) -> None:
+    """Stop serving the way a kill stops a run, on purpose: the sandboxes are killed and the
+    process exits before any run sees it, so the journal of every run still going (one waiting
+    on a question among them) has no end and reads `interrupted`, and `flow resume RUN` goes
+    on from it (docs/durability.md). Letting the runs end instead would journal them failed."""
+    from flow_kernel.runtime.journal import wait_for_syncs
+
+    runs = workflow_host.stop_now()
+    said = f"flow serve: stopped by {signal.Signals(sig).name}"
+    if runs:
+        said += f"; interrupted {len(runs)} run(s), each resumable with `flow resume RUN`: {', '.join(runs)}"
+    sys.stderr.write(said + "\n")
+    sys.stderr.flush()
+    wait_for_syncs()  # the journals of runs that had ended, on the disk
+    os._exit(EXIT_OK)
+
+
 def _workflow_host(args: argparse.Namespace) -> Any:
     """The checked file and a Session to run its workflows, or None (compile errors printed)."""
     from flow_kernel.cli.serve_common import WorkflowHost, file_folder
+    from flow_kernel.cli.serve_limits import Bounds
     from flow_kernel.diagnostics.render import render_text
     from flow_kernel.files import FileSystemLoader
     from flow_kernel.lang.compiler import compile_checked
@@ -134,6 +172,8 @@ def _workflow_host(args: argparse.Namespace) -> Any:
     from flow_kernel.runtime.session import Session
     from flow_kernel.runtime.trust import Capability, Trust, operator_capability
 
+    if args.max_body < 1 or not args.question_timeout > 0:
+        raise UsageError("--max-body and --question-timeout must be positive")
     try:
         import mcp  # noqa: F401
         if args.a2a:
@@ -159,7 +199,8 @@ def _workflow_host(args: argparse.Namespace) -> Any:
     policy = args.operator or config.operator
     fallback = Operator.parse(policy) if policy and policy not in ("interactive", "none") else None
     session = Session(directory=file_folder(args.file), config=config, allow_run=args.allow_run, trust=trust)
-    return WorkflowHost(session, compile_checked(result), fallback)
+    return WorkflowHost(session, compile_checked(result), fallback,
+                        Bounds(max_body=args.max_body, question_timeout=args.question_timeout))
 
 
 __all__ = ["add_command", "cmd_serve"]

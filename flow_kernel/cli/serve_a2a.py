@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -63,6 +64,9 @@ class _LiveRun:
     task: asyncio.Task[None] | None = None
     pending: _Question | None = None
     cancelled: bool = False  # by `tasks/cancel`: the cancel answers for the task, not the run's end
+    # A question withdrawn (its deadline passed): the task's updates go on without a request.
+    go_on: Callable[[], None] | None = None
+    going_on: asyncio.Task[None] | None = None
 
 
 class _A2AChannel:
@@ -74,8 +78,15 @@ class _A2AChannel:
 
     async def _question(self, kind: str, question: str, choice: list[str] | None) -> Any:
         answer: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self.live.queue.put_nowait(("question", _Question(kind, question, choice, answer)))
-        return await answer
+        asked = _Question(kind, question, choice, answer)
+        self.live.queue.put_nowait(("question", asked))
+        try:
+            return await answer
+        finally:  # answered, or withdrawn when its deadline passed (serve_common.WorkflowHost)
+            if self.live.pending is asked:
+                self.live.pending = None
+                if not self.live.cancelled and self.live.go_on is not None:
+                    self.live.go_on()
 
     async def approve(self, question: str, details: Any) -> bool | None:
         return bool(await self._question("approve", question, None))
@@ -165,6 +176,9 @@ class FlowAgentExecutor:
             question, live.pending = live.pending, None
             question.answer.set_result(_answer(question, context.message))
             await updater.start_work()
+        elif live.going_on is not None and not live.going_on.done():  # no question waits: the message answers nothing
+            await live.going_on
+            return
         try:
             await self._pump(live, task_id, context_id, updater)
         except BaseException:  # the request went (or the SDK refused an event): the run must not hang on
@@ -206,7 +220,10 @@ class FlowAgentExecutor:
                                                 metadata={"flow_event": event.get("type")})
             elif kind == "question":
                 question: _Question = item
+                if question.answer.done():  # withdrawn before it was shown
+                    continue
                 live.pending = question
+                live.go_on = lambda: self._go_on(live, task_id, context_id, updater)
                 await updater.update_status(TaskState.TASK_STATE_INPUT_REQUIRED, text(question.question), metadata={
                     "kind": question.kind, "question": question.question, "choice": question.choice})
                 return
@@ -228,10 +245,26 @@ class FlowAgentExecutor:
                 await updater.complete(text(json.dumps(outcome.result, ensure_ascii=False)))
                 return
 
+    def _go_on(self, live: _LiveRun, task_id: str, context_id: str, updater: Any) -> None:
+        """The question went unanswered past its deadline and the run took its default: the task
+        is `working` again and its updates go on with no request open (the task's event queue
+        outlives each request)."""
+        from a2a.helpers.proto_helpers import new_text_message
+
+        async def pump() -> None:
+            with contextlib.suppress(Exception):  # the task's queue closed (the server stops): nothing to tell
+                await updater.start_work(new_text_message("no answer in time: the run goes on", context_id=context_id,
+                                                          task_id=task_id))
+                await self._pump(live, task_id, context_id, updater)
+
+        live.going_on = asyncio.create_task(pump())
+
     async def _stop(self, task_id: str) -> None:
         live = self.live.pop(task_id, None)
         if live is not None and live.task is not None:
             live.cancelled = True
+            if live.going_on is not None:
+                live.going_on.cancel()
             if live.pending is not None and not live.pending.answer.done():
                 live.pending.answer.cancel()
             live.task.cancel()

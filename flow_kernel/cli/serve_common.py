@@ -12,19 +12,26 @@ without one the run fails closed with `operator-unavailable`.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import contextlib
+import json
+import os
+import signal
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from flow_kernel.cli.serve_door import ASGIApp
-from flow_kernel.errors import OperatorUnavailableError
+from flow_kernel.cli.serve_limits import Bounds
+from flow_kernel.errors import OperatorUnavailableError, WorkflowInputValidationError
 from flow_kernel.lang import ast
 from flow_kernel.lang.check_result import CheckResult
 from flow_kernel.runtime.events import Event
 from flow_kernel.runtime.operator import Operator
-from flow_kernel.runtime.run import RunOutcome
+from flow_kernel.runtime.prompt_deadline import duration_text
+from flow_kernel.runtime.run import RunOutcome, new_run_id
 from flow_kernel.runtime.session import Session
+from flow_kernel.runtime.validation import require_valid
 
 
 class Channel(Protocol):
@@ -60,45 +67,89 @@ def served_workflows(check: CheckResult) -> list[ServedWorkflow]:
 
 
 class WorkflowHost:
-    """Runs the served file's workflows, one at a time (one sandbox), each with its caller's channel."""
+    """Runs the served file's workflows, each with its caller's channel: several at once, at
+    most the session's sandboxes ceiling (FLOW_MAX_SANDBOXES, default 4), more waiting their
+    turn. A run waiting on a question holds only its own turn, for at most
+    `bounds.question_timeout` (serve_limits.py)."""
 
-    def __init__(self, session: Session, compiled: Any, fallback: Operator | None) -> None:
+    def __init__(self, session: Session, compiled: Any, fallback: Operator | None,
+                 bounds: Bounds | None = None) -> None:
         self.session = session
         self.compiled = compiled
         self.workflows = {w.name: w for w in served_workflows(compiled.check)}
         self.fallback = fallback  # the person's configured policy, when the caller cannot answer
-        self._lock = asyncio.Lock()
-        self._channel: Channel | None = None
+        self.bounds = bounds or Bounds()
+        self._turns = asyncio.Semaphore(session.ceilings.sandboxes)
+        # run id -> the caller of that run: the operator's request names its run (not a context
+        # variable: the session's sandbox reader task, which asks the operator, outlives one run)
+        self._channels: dict[str, Channel] = {}
         session.operator = Operator("interactive", callback=self._answer)
         session.interactive_callback = self._answer
 
     async def run(self, name: str, arguments: dict[str, Any], channel: Channel) -> RunOutcome:
-        async with self._lock:
-            # Runs take turns, so the run now going is this channel's. (Not a context variable:
-            # the session's sandbox reader task, which asks the operator, outlives one run.)
-            self._channel = channel
+        """Run workflow `name` for `channel`'s caller. An input too large or not matching the
+        workflow's schema fails `workflow-input-validation` before a journal is opened."""
+        run_id = new_run_id()
+        refused = self._refused_input(name, arguments)
+        if refused is not None:
+            return RunOutcome(run_id, error=refused)
+        async with self._turns:
+            self._channels[run_id] = channel
             try:
                 return await self.session.run_async(self.compiled, workflow=name, input=arguments,
-                                                    sinks=[channel.event])
+                                                    sinks=[channel.event], run_id=run_id)
             finally:
-                self._channel = None
+                del self._channels[run_id]
+
+    def _refused_input(self, name: str, arguments: dict[str, Any]) -> WorkflowInputValidationError | None:
+        size = len(json.dumps(arguments, ensure_ascii=False, default=str).encode())
+        if size > self.bounds.max_body:
+            return WorkflowInputValidationError(f"the input of `{name}` is {size} bytes of JSON, more than this server "
+                                                f"takes ({self.bounds.max_body}, flow serve --max-body)")
+        schemas = self.compiled.check.schema_for(name) or {}
+        try:
+            require_valid(schemas.get("input", {}), arguments, WorkflowInputValidationError, f"the input of `{name}`")
+        except WorkflowInputValidationError as exc:
+            return exc
+        return None
 
     async def _answer(self, request: dict[str, Any]) -> Any:
-        """The operator of served runs: the caller first, then the configured policy, else fail closed."""
-        channel = self._channel
+        """The operator of served runs: the caller of the run that asks, for at most the
+        question deadline; then the configured policy; then, past the deadline, the
+        question's own default (`timeout T else V`); else fail closed."""
+        channel = self._channels.get(str(request.get("run")))
         question = str(request.get("question"))
         choice = request.get("choice") if isinstance(request.get("choice"), list) else None
+        overdue = False
         if channel is not None:
-            answer: Any = (await channel.approve(question, request.get("details")) if request.get("kind") == "approve"
-                           else await channel.ask(question, choice))
+            asking = (channel.approve(question, request.get("details")) if request.get("kind") == "approve"
+                      else channel.ask(question, choice))
+            try:
+                answer: Any = await asyncio.wait_for(asking, self.bounds.question_timeout)
+            except TimeoutError:
+                answer, overdue = None, True
             if answer is not None:
                 return answer
         if self.fallback is not None:
             if request.get("kind") == "approve":
                 return (await self.fallback.approve(question, request.get("details"), request))[0]
             return (await self.fallback.ask(question, choice, request))[0]
+        if overdue and "default" in request:
+            return request["default"]
+        if overdue:
+            waited = duration_text(max(1, round(self.bounds.question_timeout * 1000)))
+            raise OperatorUnavailableError(f"no answer to {question!r} within {waited} (flow serve --question-timeout), "
+                                           "and no operator policy (--operator) or default (`timeout T else V`) to take")
         raise OperatorUnavailableError(f"no operator to answer {question!r}: the client cannot answer and no operator "
                                        "policy is configured for `flow serve` (--operator)")
+
+    def stop_now(self) -> list[str]:
+        """Kill every sandbox of the session at once (SIGKILL, no await: the runs in them must
+        not go on to journal an end), and say which runs were going."""
+        for pid in self.session.sandbox_pids():
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        return list(self._channels)
 
     async def aclose(self) -> None:
         await self.session.aclose()
@@ -132,12 +183,23 @@ def outcome_error(outcome: RunOutcome) -> dict[str, Any]:
     return {"code": outcome.error.code, "message": outcome.error.message}
 
 
-async def serve_http(app: ASGIApp, host: str, port: int, ready: Callable[[Any], None] | None = None) -> None:
-    """Serve `app` with uvicorn until interrupted; `ready(server)` once it listens (the
-    caller may stop it with `server.should_exit = True`)."""
+async def serve_http(app: ASGIApp, host: str, port: int, ready: Callable[[Any], None] | None = None,
+                     bounds: Bounds | None = None) -> None:
+    """Serve `app` with uvicorn, within `bounds` (serve_limits.py), until stopped; `ready(server)`
+    once it listens (the caller may stop it with `server.should_exit = True`). Signals are
+    `flow serve`'s (serve.py), not uvicorn's."""
     import uvicorn
 
-    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on"))
+    from flow_kernel.cli.serve_limits import body_cap, bounded_protocol
+
+    class Server(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            yield
+
+    bounds = bounds or Bounds()
+    server = Server(uvicorn.Config(body_cap(app, bounds), host=host, port=port, log_level="warning", lifespan="on",
+                                   http=bounded_protocol(bounds)))
 
     async def announce() -> None:
         while not server.started:
