@@ -1,6 +1,6 @@
 """`flow serve FILE --mcp` driven by the official SDK's client (issue 20, item 2): the real
-command as a child, over stdio and over streamable HTTP on loopback, running the workflows of
-tests/protocols/served.flow in the sandbox."""
+command as a child, over stdio and over streamable HTTP on loopback (the client sending the
+token the command printed), running the workflows of tests/protocols/served.flow in the sandbox."""
 
 from __future__ import annotations
 
@@ -15,9 +15,7 @@ import mcp.types as types
 import pytest
 from mcp import Client, StdioServerParameters
 
-from tests.protocols.helpers import HERE, free_port, server_process
-
-FLOW = str(Path(__file__).resolve().parents[2] / ".venv" / "bin" / "flow")
+from tests.protocols.helpers import FLOW, HERE, Served, flow_serve, free_port, mcp_client
 
 
 @pytest.fixture(scope="module")
@@ -29,10 +27,10 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def http_url(served: Path) -> Iterator[str]:
+def http_served(served: Path) -> Iterator[Served]:
     port = free_port()
-    with server_process([FLOW, "serve", str(served), "--mcp", "--http", f"127.0.0.1:{port}"], port):
-        yield f"http://127.0.0.1:{port}/mcp"
+    with flow_serve(["serve", str(served), "--mcp", "--http", f"127.0.0.1:{port}"], port, path="/mcp") as server:
+        yield server
 
 
 def test_stdio_lists_workflows_calls_one_with_progress_and_reports_errors(served: Path) -> None:
@@ -82,7 +80,7 @@ def test_stdio_lists_workflows_calls_one_with_progress_and_reports_errors(served
     assert any(p.stem == run for p in journals)  # each call a run with its journal
 
 
-def test_http_elicitation_answers_approve_and_ask(http_url: str) -> None:
+def test_http_elicitation_answers_approve_and_ask(http_served: Served) -> None:
     answers = {"Delete a?": {"approve": True}, "Delete b?": None, "Which colour?": {"answer": "blue"}}
     asked: list[str] = []
 
@@ -94,7 +92,7 @@ def test_http_elicitation_answers_approve_and_ask(http_url: str) -> None:
 
     async def go() -> list[Any]:
         # elicitation is a server-to-client request: the handshake era of the protocol has it
-        async with Client(http_url, elicitation_callback=elicit, mode="legacy") as client:
+        async with mcp_client(http_served.url, http_served.auth(), elicitation_callback=elicit, mode="legacy") as client:
             return [(await client.call_tool("remove", {"item": "a"})).structured_content,
                     (await client.call_tool("remove", {"item": "b"})).structured_content,
                     (await client.call_tool("paint", {})).structured_content]
@@ -103,31 +101,31 @@ def test_http_elicitation_answers_approve_and_ask(http_url: str) -> None:
     assert asked == ["Delete a?", "Delete b?", "Which colour?"]
 
 
-def test_http_without_elicitation_or_operator_fails_closed(http_url: str) -> None:
+def test_http_without_elicitation_or_operator_fails_closed(http_served: Served) -> None:
     async def go() -> Any:
-        async with Client(http_url) as client:
+        async with mcp_client(http_served.url, http_served.auth()) as client:
             return await client.call_tool("remove", {"item": "c"})
 
     result = asyncio.run(go())
     assert result.is_error and result.structured_content["error"]["code"] == "operator-unavailable"
 
 
-def test_an_unknown_tool_is_an_error(http_url: str) -> None:
+def test_an_unknown_tool_is_an_error(http_served: Served) -> None:
     async def go() -> Any:
-        async with Client(http_url) as client:
+        async with mcp_client(http_served.url, http_served.auth()) as client:
             return await client.call_tool("nope", {})
 
     result = asyncio.run(go())
     assert result.is_error and "no workflow `nope`" in result.content[0].text
 
 
-def test_a_call_the_client_gives_up_on_stops_its_run(http_url: str) -> None:
+def test_a_call_the_client_gives_up_on_stops_its_run(http_served: Served) -> None:
     """The SDK client cancels a request it stops waiting for; the run stops with it and the
     server takes the next call (runs take turns: a run left going would hold it back 30 s)."""
     import time
 
     async def go() -> tuple[Any, float]:
-        async with Client(http_url) as client:
+        async with mcp_client(http_served.url, http_served.auth()) as client:
             with pytest.raises(Exception, match=r"(?i)timed out|timeout"):
                 await client.call_tool("wait_long", {}, read_timeout_seconds=2)
             started = time.monotonic()
