@@ -37,8 +37,10 @@ from collections.abc import Callable
 from typing import Any
 
 from flow_kernel.lang.compiler import Compiled
+from flow_kernel.runtime.config import FlowConfig
 from flow_kernel.runtime.eval.data import Case
 from flow_kernel.runtime.eval.items import ItemDone, ItemRunner, RunSettings, warm
+from flow_kernel.runtime.eval.ray_cluster import actor_options, keep_private, key_names, start_private
 from flow_kernel.runtime.eval.scorers import Scorer
 
 RETRIES = 3  # times an item is sent again after its worker died under it
@@ -68,21 +70,25 @@ def _ray() -> Any:
 STARTS = 3  # tries at starting a local cluster (below)
 
 
-def start_ray(address: str | None = None, **options: Any) -> Any:
-    """`ray.init` here (a local cluster) or at `address`. A local start is tried again when
-    it times out: on a loaded machine the raylet gives its dashboard agent a fixed 15 s to
-    write its port file and then exits (ray-project/ray#65983), which a second start,
-    a few seconds on, does not meet."""
+def start_ray(address: str | None = None, config: FlowConfig | None = None, **options: Any) -> Any:
+    """`ray.init` at `address`, or a private local cluster (ray_cluster.py: loopback only,
+    its own 0700 folder and token, no credentials of `config` or the environment in its
+    processes). A local start is tried again when it times out: on a loaded machine the
+    raylet gives its dashboard agent a fixed 15 s to write its port file and then exits
+    (ray-project/ray#65983), which a second start, a few seconds on, does not meet."""
     ray = _ray()
     if ray.is_initialized():
         return ray
-    options = {"logging_level": "ERROR", "log_to_driver": False, "include_dashboard": False, **options}
+    options = {"logging_level": "ERROR", "log_to_driver": False, **options}
+    if address is not None:
+        ray.init(address=address, include_dashboard=False, **options)
+        return ray
     for attempt in range(1, STARTS + 1):
         try:
-            ray.init(address=address, **options)
+            start_private(ray, config, **options)
             return ray
         except Exception as exc:  # Ray raises a bare Exception for this
-            if address is not None or attempt == STARTS or "timed out during startup" not in str(exc):
+            if attempt == STARTS or "timed out during startup" not in str(exc):
                 raise
             ray.shutdown()
     return ray
@@ -201,6 +207,7 @@ class RayItems:
         """`keep_events`: the driver writes the runs' journals (their events come back);
         `collect`: it records a cassette (the answers come back)."""
         self.args = (compiled, workflow, scorers, settings)
+        self.keys = key_names(compiled, settings.config)  # the variables its models read their keys from
         self.concurrency = concurrency
         self.workers = workers
         self.address = address
@@ -217,7 +224,7 @@ class RayItems:
         from flow_kernel.runtime.eval.runner import EvalUsageError
 
         try:
-            return start_ray(self.address)
+            return start_ray(self.address, self.args[3].config)
         except ImportError:
             raise
         except Exception as exc:  # an address nobody answers at, a cluster that did not start: said plainly
@@ -229,8 +236,9 @@ class RayItems:
         self._started += 1
         worker = ray.remote(num_cpus=1, max_restarts=0)(EvalWorker)
         # one exchange at a time from the driver, plus `ready` and `close`
-        return worker.options(max_concurrency=4).remote(*self.args, pool, self.sandbox, f"ray-{self._started}",
-                                                        self.keep_events, self.collect, max(1, self.batch))
+        options = {"max_concurrency": 4, **actor_options(self.keys)}
+        return worker.options(**options).remote(*self.args, pool, self.sandbox, f"ray-{self._started}",
+                                                self.keep_events, self.collect, max(1, self.batch))
 
     async def map(self, tasks: list[tuple[Case, int]], done: Callable[[ItemDone], None]) -> None:
         if not tasks:
@@ -246,6 +254,7 @@ class RayItems:
         hold = pool + self.batch
         self.actors = [self._new_actor(ray, pool) for _ in range(count)]
         self.pids = list(await asyncio.gather(*(a.ready.remote() for a in self.actors)))
+        keep_private()  # what the actors' Ray workers made as they started
         waiting: deque[int] = deque(range(len(tasks)))  # indexes into `tasks`, in order
         held: list[set[int]] = [set() for _ in range(count)]  # actor index -> items sent, not reported
         attempts = [0] * len(tasks)
