@@ -4,17 +4,20 @@ official SDK's server (docs/protocols.md).
 Each workflow is a tool: its input schema is the workflow's, its description the `##` doc
 comment, its result the structured content (a result that is not an object is wrapped as
 `{"result": …}`, the output schema saying so). A call is a Flow run in the sandbox with its
-journal; its events become progress notifications when the client asked for progress; a
-failed run is an `isError` result naming the error's code. `approve`/`ask` go to the client
-as elicitation when it declared that capability (approve: a yes/no form; ask: one text
-field, or a choice); else the configured operator policy answers, else the run fails with
-`operator-unavailable`.
+journal; its events become progress notifications when the client asked for progress
+(`ProgressClock`); a failed run is an `isError` result whose text says `code: message (run
+ID)`, with no structured content (the output schema describes results, not errors).
+`approve`/`ask` go to the client as elicitation when it declared that capability (approve: a
+yes/no form; ask: one text field, or a choice); else the configured operator policy answers,
+else the run fails with `operator-unavailable`. A call the client cancels stops its run.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import math
+from collections.abc import Awaitable
 from typing import Any
 
 from flow_kernel.cli.serve_common import (
@@ -26,6 +29,10 @@ from flow_kernel.cli.serve_common import (
 )
 from flow_kernel.cli.serve_door import Door, guarded_app, is_loopback
 from flow_kernel.runtime.events import Event
+from flow_kernel.runtime.run import RunOutcome
+
+# How long a cancelled call waits for its run to stop (the sandbox is asked, then killed).
+STOP_WAIT = 10.0
 
 
 def output_schema(workflow: ServedWorkflow) -> tuple[dict[str, Any], bool]:
@@ -44,26 +51,59 @@ def output_schema(workflow: ServedWorkflow) -> tuple[dict[str, Any], bool]:
     return wrapped, True
 
 
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+class ProgressClock:
+    """The `progress` and `total` of one call's notifications, which MCP requires to increase
+    with every notification.
+
+    `emit progress {done, total}` arrives as it is (progress = done, total = total) whenever
+    `done` is above the value already sent. Every other event (a stage, an agent call, a
+    question, a publish, or a report whose `done` does not go forward) is a tick: the value
+    moves half way to the next whole number, so ticks never pass a whole `done` still to come
+    and a workflow counting items gets its numbers exactly. A tick keeps the last total while
+    it stays below it."""
+
+    def __init__(self) -> None:
+        self.value: float | None = None
+        self.total: float | None = None
+
+    def read(self, event: Event) -> tuple[float, float | None]:
+        data = event.get("data") or {}
+        done, total = data.get("done"), data.get("total")
+        if event.get("type") == "progress":
+            if _number(total):
+                self.total = float(total)
+            if _number(done) and (self.value is None or done > self.value):
+                self.value = float(done)
+                return self.value, self.total
+        base = self.value if self.value is not None else 0.0
+        tick = base + (math.floor(base) + 1 - base) / 2
+        self.value = tick if tick > base else math.nextafter(base, math.inf)
+        return self.value, (self.total if self.total is not None and self.value < self.total else None)
+
+
 class _McpChannel:
     """One tool call: its progress notifications (in order, by one sender task) and its
     elicitations."""
 
     def __init__(self, ctx: Any) -> None:
         self.ctx = ctx
-        self.count = 0
-        self.queue: asyncio.Queue[str | None] = asyncio.Queue()
+        self.clock = ProgressClock()
+        self.queue: asyncio.Queue[tuple[float, float | None, str] | None] = asyncio.Queue()
         self.sender = asyncio.create_task(self._send())
 
     def event(self, event: Event) -> None:
         message = progress_message(event)
         if message is not None:
-            self.queue.put_nowait(message)
+            self.queue.put_nowait((*self.clock.read(event), message))
 
     async def _send(self) -> None:
-        while (message := await self.queue.get()) is not None:
-            self.count += 1
+        while (notification := await self.queue.get()) is not None:
             try:
-                await self.ctx.session.report_progress(self.count, None, message)
+                await self.ctx.session.report_progress(*notification)
             except Exception:  # a client gone mid-call: the run's result still matters to the journal
                 return
 
@@ -113,8 +153,10 @@ def build_server(host: WorkflowHost, name: str) -> Any:
     async def list_tools(ctx: Any, params: Any) -> Any:
         return types.ListToolsResult(tools=[tool(w) for w in host.workflows.values()])
 
-    def error(text: str, structured: dict[str, Any] | None = None) -> Any:
-        return types.CallToolResult(content=[types.TextContent(text=text)], structured_content=structured, is_error=True)
+    def error(text: str, meta: dict[str, Any] | None = None) -> Any:
+        """A failed call: the words in `content`, no structured content (a client checks that
+        against the output schema, which describes results); the code and run in `_meta`."""
+        return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True, meta=meta)
 
     async def call_tool(ctx: Any, params: Any) -> Any:
         workflow = host.workflows.get(params.name)
@@ -122,12 +164,13 @@ def build_server(host: WorkflowHost, name: str) -> Any:
             return error(f"no workflow `{params.name}` in this server (it has: {', '.join(host.workflows)})")
         channel = _McpChannel(ctx)
         try:
-            outcome = await host.run(workflow.name, dict(params.arguments or {}), channel)
+            outcome = await run_to_its_end(host.run(workflow.name, dict(params.arguments or {}), channel))
         finally:
             await channel.finish()
         if outcome.error is not None:
             problem = outcome_error(outcome)
-            return error(f"{problem['code']}: {problem['message']}", {"error": problem, "run": outcome.run_id})
+            return error(f"{problem['code']}: {problem['message']} (run {outcome.run_id})",
+                         {"flow/error": problem, "flow/run": outcome.run_id})
         _, wrapped = output_schema(dict_copy(workflow))
         structured = {"result": outcome.result} if wrapped else outcome.result
         return types.CallToolResult(content=[types.TextContent(text=json.dumps(outcome.result, ensure_ascii=False))],
@@ -135,6 +178,33 @@ def build_server(host: WorkflowHost, name: str) -> Any:
 
     return Server(name, version=_version(), instructions="Each tool runs a Flow workflow in a sandbox.",
                   on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+async def run_to_its_end(run: Awaitable[RunOutcome]) -> RunOutcome:
+    """Await a run in a task of its own; when the call is cancelled (the client's
+    `notifications/cancelled`, or its stream closed), cancel the run once and wait, shielded,
+    until it has stopped.
+
+    The SDK cancels a call through an anyio cancel scope, which cancels the handler again at
+    every await: awaited there, the run's own stopping (asking the sandbox to stop, killing it,
+    collecting its reply) would be cut short and leave tasks whose errors nobody retrieves."""
+    import anyio
+
+    task = asyncio.ensure_future(run)
+    task.add_done_callback(_retrieve)
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        task.cancel()
+        with anyio.CancelScope(shield=True):
+            await asyncio.wait({task}, timeout=STOP_WAIT)
+        raise
+
+
+def _retrieve(task: asyncio.Future[Any]) -> None:
+    """Mark a finished task's error as seen (its caller may have been cancelled meanwhile)."""
+    if not task.cancelled():
+        task.exception()
 
 
 def dict_copy(workflow: ServedWorkflow) -> ServedWorkflow:

@@ -69,14 +69,15 @@ def test_stdio_lists_workflows_calls_one_with_progress_and_reports_errors(served
                         "published greeting.txt"]
     assert [d for d, _ in got["progress"]] == sorted(d for d, _ in got["progress"])
     failed = got["failed"]
-    assert failed.is_error and failed.structured_content["error"]["code"] == "assertion"
-    assert "the text is empty" in failed.content[0].text
+    assert failed.is_error and failed.structured_content is None  # errors are not results of the output schema
+    assert failed.meta["flow/error"]["code"] == "assertion"
+    assert failed.content[0].text == f"assertion: the text is empty (run {failed.meta['flow/run']})"
     assert got["bad_input"].is_error
-    assert got["bad_input"].structured_content["error"]["code"] == "workflow-input-validation"
+    assert got["bad_input"].meta["flow/error"]["code"] == "workflow-input-validation"
     assert got["counted"].structured_content == {"result": 3}
     assert got["removed"].structured_content == {"result": "kept x"}
     journals = list((served.parent / ".flow" / "runs").glob("*.jsonl"))
-    run = failed.structured_content["run"]
+    run = failed.meta["flow/run"]
     assert any(p.stem == run for p in journals)  # each call a run with its journal
 
 
@@ -107,7 +108,8 @@ def test_http_without_elicitation_or_operator_fails_closed(http_served: Served) 
             return await client.call_tool("remove", {"item": "c"})
 
     result = asyncio.run(go())
-    assert result.is_error and result.structured_content["error"]["code"] == "operator-unavailable"
+    assert result.is_error and result.meta["flow/error"]["code"] == "operator-unavailable"
+    assert result.content[0].text.startswith("operator-unavailable: ")
 
 
 def test_an_unknown_tool_is_an_error(http_served: Served) -> None:
