@@ -40,8 +40,8 @@ class SSEServer:
         self.stamps: list[float] = []
         self.in_flight = 0
         self.peak = 0  # most requests being answered at once
-        self.answered = 0  # requests answered to the end
-        self.open: set[int] = set()  # requests being answered (by index in `requests`)
+        self.answered = 0  # replies that reached their last event (whatever they say they used is spent)
+        self.open: set[int] = set()  # requests not answered yet (by index in `requests`)
         self.arrivals: list[tuple[int, frozenset[int]]] = []  # at each request: `answered`, and `open` with it
         server = self
 
@@ -60,17 +60,14 @@ class SSEServer:
                     index = len(server.requests) - 1
                     server.open.add(index)
                     server.arrivals.append((server.answered, frozenset(server.open)))
-                ended = False
                 try:
-                    self._answer(reply)
-                    ended = True
+                    self._answer(reply, index)
                 finally:
                     with server.lock:
                         server.in_flight -= 1
                         server.open.discard(index)
-                        server.answered += ended
 
-            def _answer(self, reply: Reply) -> None:
+            def _answer(self, reply: Reply, index: int) -> None:
                 if reply.status != 200:
                     data = json.dumps({"type": "error", "error": {"type": "rate_limit_error" if reply.status == 429
                                                                   else "api_error", "message": reply.error}}).encode()
@@ -92,6 +89,10 @@ class SSEServer:
                         self.wfile.flush()
                         self.connection.shutdown(2)  # a dropped connection: no terminating chunk
                         return
+                    if n == len(reply.events) - 1:  # all but its last event sent: the client cannot have ended it
+                        with server.lock:
+                            server.open.discard(index)
+                            server.answered += 1
                     text = (f"event: {name}\n" if name else "") + f"data: {data if isinstance(data, str) else json.dumps(data)}\n\n"
                     payload = text.encode()
                     self.wfile.write(f"{len(payload):x}\r\n".encode() + payload + b"\r\n")
