@@ -6,11 +6,14 @@ against a loopback server that speaks OpenAI's Chat Completions, slowly, through
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
+from flow_kernel.errors import LimitExceededError
+from flow_kernel.runtime.budgets import CostReservations, FrameBudget
 from flow_kernel.runtime.events import comparable
 from tests.runtime.fan_out import REPLY_COST, Provider, Sandbox, committed_peak, spent, worst_case
 
@@ -132,3 +135,83 @@ def test_panels_in_a_fan_out_reserve_their_experts_calls(sandbox: Sandbox, provi
         assert outcome.error.details["limit"] == "cost"
         assert 1 < len(server.requests) < 64 and spent(server) <= 1 and committed_peak(server) <= 1
         assert any(e["type"] == "panel.verdict" for e in outcome.events)
+
+
+# -- the reservations alone (budgets.py), driven directly ------------------------------------
+def refuse(budget: FrameBudget, worst: float) -> LimitExceededError:
+    return LimitExceededError(f"refused on {budget.name}", details={"workflow": budget.name, "worst_case": worst})
+
+
+def test_a_reservation_that_waits_holds_back_every_later_one() -> None:
+    """The second does not fit beside the first and waits; the third would fit beside the
+    first, but is asked after the second and waits behind it. The first ends cheaply: the
+    second goes; the third does not fit beside it and waits again, until the second ends and
+    leaves too little: refused."""
+    async def main() -> None:
+        budget = FrameBudget(None, 100, name="w", cost=1.0)
+        book = CostReservations()
+        first = await book.reserve([budget], 0.6, refuse)
+        second = asyncio.ensure_future(book.reserve([budget], 0.6, refuse))
+        third = asyncio.ensure_future(book.reserve([budget], 0.35, refuse))
+        await asyncio.sleep(0)
+        assert not second.done() and not third.done() and budget.reserved == pytest.approx(0.6)
+        book.settle(first, 0.1)
+        granted = await second
+        await asyncio.sleep(0)
+        assert not third.done()  # 0.1 spent + 0.6 in flight + 0.35 > 1: waits for the second
+        assert (budget.spent, budget.reserved, budget.in_flight) == (pytest.approx(0.1), pytest.approx(0.6), 1)
+        book.settle(granted, 0.6)
+        with pytest.raises(LimitExceededError, match="refused on w"):
+            await third
+        assert (budget.spent, budget.reserved, budget.in_flight) == (pytest.approx(0.7), 0.0, 0)
+
+    asyncio.run(main())
+
+
+def test_a_nested_limit_refuses_on_the_budget_it_does_not_fit() -> None:
+    """An attempt charges its frame and every enclosing one: it waits while the one it does
+    not fit has attempts in flight, and is refused naming that one."""
+    async def main() -> None:
+        outer = FrameBudget(None, 100, name="outer", cost=1.0)
+        inner = FrameBudget("outer", 100, name="inner", cost=0.5)
+        book = CostReservations()
+        sibling = await book.reserve([outer], 0.4, refuse)  # a call of the outer workflow itself
+        mine = await book.reserve([inner, outer], 0.4, refuse)
+        nested = asyncio.ensure_future(book.reserve([inner, outer], 0.2, refuse))
+        await asyncio.sleep(0)
+        assert not nested.done()  # fits the outer (0.8 + 0.2) but not the inner beside `mine`
+        book.settle(sibling, 0.4)
+        await asyncio.sleep(0)
+        assert not nested.done()  # the outer's release changes nothing for the inner
+        book.settle(mine, 0.35)
+        with pytest.raises(LimitExceededError, match="refused on inner"):
+            await nested
+        assert outer.spent == pytest.approx(0.75) and inner.spent == pytest.approx(0.35)
+
+    asyncio.run(main())
+
+
+def test_a_cancelled_reservation_leaves_the_line() -> None:
+    """A waiting reservation whose call is cancelled (the run ended) is dropped and the one
+    behind it decided; a granted one cancelled before its attempt went is released."""
+    async def main() -> None:
+        budget = FrameBudget(None, 100, name="w", cost=1.0)
+        book = CostReservations()
+        first = await book.reserve([budget], 0.7, refuse)
+        waiting = asyncio.ensure_future(book.reserve([budget], 0.5, refuse))
+        behind = asyncio.ensure_future(book.reserve([budget], 0.2, refuse))
+        await asyncio.sleep(0)
+        waiting.cancel()
+        assert (await behind).worst == 0.2  # 0.7 + 0.2 fits once the 0.5 has left the line
+        assert budget.reserved == pytest.approx(0.9) and budget.in_flight == 2
+        book.settle(first, 0.0)
+        late = asyncio.ensure_future(book.reserve([budget], 0.9, refuse))
+        await asyncio.sleep(0)
+        assert not late.done()
+        book.settle(await asyncio.wait_for(behind, 1), 0.0)  # `late` is granted now …
+        late.cancel()  # … and cancelled before its task resumed: released
+        with pytest.raises(asyncio.CancelledError):
+            await late
+        assert (budget.spent, budget.reserved, budget.in_flight) == (0.0, 0.0, 0)
+
+    asyncio.run(main())
