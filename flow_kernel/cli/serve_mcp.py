@@ -153,15 +153,10 @@ def build_server(host: WorkflowHost, name: str) -> Any:
     async def list_tools(ctx: Any, params: Any) -> Any:
         return types.ListToolsResult(tools=[tool(w) for w in host.workflows.values()])
 
-    def error(text: str, meta: dict[str, Any] | None = None) -> Any:
-        """A failed call: the words in `content`, no structured content (a client checks that
-        against the output schema, which describes results); the code and run in `_meta`."""
-        return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True, meta=meta)
-
     async def call_tool(ctx: Any, params: Any) -> Any:
         workflow = host.workflows.get(params.name)
         if workflow is None:
-            return error(f"no workflow `{params.name}` in this server (it has: {', '.join(host.workflows)})")
+            return error_result(f"no workflow `{params.name}` in this server (it has: {', '.join(host.workflows)})")
         channel = _McpChannel(ctx)
         try:
             outcome = await run_to_its_end(host.run(workflow.name, dict(params.arguments or {}), channel))
@@ -169,8 +164,8 @@ def build_server(host: WorkflowHost, name: str) -> Any:
             await channel.finish()
         if outcome.error is not None:
             problem = outcome_error(outcome)
-            return error(f"{problem['code']}: {problem['message']} (run {outcome.run_id})",
-                         {"flow/error": problem, "flow/run": outcome.run_id})
+            return error_result(f"{problem['code']}: {problem['message']} (run {outcome.run_id})",
+                                {"flow/error": problem, "flow/run": outcome.run_id})
         _, wrapped = output_schema(dict_copy(workflow))
         structured = {"result": outcome.result} if wrapped else outcome.result
         return types.CallToolResult(content=[types.TextContent(text=json.dumps(outcome.result, ensure_ascii=False))],
@@ -178,6 +173,14 @@ def build_server(host: WorkflowHost, name: str) -> Any:
 
     return Server(name, version=_version(), instructions="Each tool runs a Flow workflow in a sandbox.",
                   on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+def error_result(text: str, meta: dict[str, Any] | None = None) -> Any:
+    """A failed call: the words in `content`, no structured content (a client checks that
+    against the tool's output schema, which describes results); the code and run in `_meta`."""
+    import mcp.types as types
+
+    return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True, meta=meta)
 
 
 async def run_to_its_end(run: Awaitable[RunOutcome]) -> RunOutcome:
