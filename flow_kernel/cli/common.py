@@ -45,6 +45,14 @@ def print_warning(message: str, *, command: str | None = None) -> None:
     print(terminal_safe(f"{prog}: warning: {message}"), file=sys.stderr)
 
 
+def warn_unpinned(allow_run: Iterable[str], *, command: str) -> None:
+    """A warning for each executable the run may start with any arguments (processes.py)."""
+    from flow_kernel.runtime.processes import unpinned, unpinned_warning
+
+    for name in unpinned(allow_run):
+        print_warning(unpinned_warning(name), command=command)
+
+
 def wants_color(stream: TextIO) -> bool:
     if "NO_COLOR" in os.environ:
         return False
@@ -121,4 +129,4 @@ def guarded_loader(path: str, allow_paths: Sequence[str] = ()) -> FileSystemLoad
 
 
 __all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "UsageError", "display_name", "guarded_loader", "load_file",
-           "print_error", "wants_color"]
+           "print_error", "wants_color", "warn_unpinned"]

@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from flow_kernel.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError, print_error
+from flow_kernel.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError, print_error, warn_unpinned
 from flow_kernel.terminal_text import json_for_terminal, terminal_safe
 
 JOURNALS = Path(".flow") / "runs"
@@ -104,6 +104,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     session = Session(directory=here, config=config, operator=operator, allow_run=args.allow_run,
                       sinks=[_PrintSink(json_mode)], trust=trust, spare_sandbox=False)
+    warn_unpinned(session.allow_run, command="resume")
 
     async def go() -> Any:
         async with session:

@@ -31,6 +31,7 @@ from flow_kernel.cli.common import (
     display_name,
     load_file,
     print_error,
+    warn_unpinned,
 )
 from flow_kernel.terminal_text import json_for_terminal, terminal_safe
 
@@ -122,6 +123,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     try:
         session = Session(directory=Path.cwd(), config=config, operator=operator, allow_run=args.allow_run,
                           record=args.record, replay=args.replay, trust=trust, ceilings=ceilings, spare_sandbox=False)
+        warn_unpinned(session.allow_run, command=command)
         report = asyncio.run(session.eval_async(
             args.workflow, args.data, scorers=scorers, program=compile_checked(result),
             epochs=getattr(args, "epochs", 1), concurrency=args.concurrency, executor=args.executor,

@@ -33,6 +33,7 @@ from flow_kernel.cli.common import (
     print_error,
     print_warning,
     wants_color,
+    warn_unpinned,
 )
 from flow_kernel.terminal_text import json_for_terminal, terminal_safe
 
@@ -149,6 +150,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     except (ValueError, CapabilityDenied) as exc:  # not expected: the checks above ran, the flags granted
         print_error(str(exc), command="run")
         return EXIT_USAGE
+    warn_unpinned(session.allow_run, command="run")
     outcome = asyncio.run(_run(session, compile_checked(result), args.workflow, data))
     return report(outcome, json_mode)
 

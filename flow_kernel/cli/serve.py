@@ -31,6 +31,7 @@ from flow_kernel.cli.common import (
     print_error,
     print_warning,
     wants_color,
+    warn_unpinned,
 )
 from flow_kernel.cli.serve_limits import DEFAULT_QUESTION_TIMEOUT, MIB
 
@@ -199,6 +200,7 @@ def _workflow_host(args: argparse.Namespace) -> Any:
     policy = args.operator or config.operator
     fallback = Operator.parse(policy) if policy and policy not in ("interactive", "none") else None
     session = Session(directory=file_folder(args.file), config=config, allow_run=args.allow_run, trust=trust)
+    warn_unpinned(session.allow_run, command="serve")
     return WorkflowHost(session, compile_checked(result), fallback,
                         Bounds(max_body=args.max_body, question_timeout=args.question_timeout))
 

@@ -46,6 +46,7 @@ from flow_kernel.runtime.config import FlowConfig
 from flow_kernel.runtime.failure_report import describe_error
 from flow_kernel.runtime.gc_policy import older_objects_frozen
 from flow_kernel.runtime.operator import Operator
+from flow_kernel.runtime.processes import unpinned, unpinned_warning
 from flow_kernel.runtime.run import RunOutcome, new_run_id
 from flow_kernel.runtime.session import Session
 from flow_kernel.runtime.trust import Capability, CapabilityDenied, Trust
@@ -106,6 +107,7 @@ class FlowKernel(Kernel):
         self.background: dict[str, asyncio.Task[Any]] = {}  # run id -> the task of a %background run
         self._cell_loop: asyncio.AbstractEventLoop | None = None
         self._config_warned = False  # an untrusted flow.toml is named once, above the first cell's output
+        self._unpinned_warned: set[str] = set()  # executables `run` may start with any arguments, named once
         self._resuming: Any = None  # the run a `%resume RUN` cell goes on with (kernel/durable.py)
         self._wire_comms()
 
@@ -190,6 +192,7 @@ class FlowKernel(Kernel):
             return self._error("cancelled", "the cell was interrupted", ["error[cancelled]: the cell was interrupted"], silent)
         for bundle in plan.outputs:
             self._display(bundle, silent)
+        self._warn_unpinned(silent)
         resuming, self._resuming = self._resuming, None
         if not plan.code.strip() and resuming is None:
             return self._ok()
@@ -252,6 +255,16 @@ class FlowKernel(Kernel):
         if warning:
             self._config_warned = True
             self._stream("stderr", f"warning: {warning}\n", silent)
+
+    def _warn_unpinned(self, silent: bool) -> None:
+        """An executable `run` may start with any arguments (`%allow run sort`, FLOW_ALLOW,
+        flow.toml) is named once, above the output of the first cell that has it."""
+        if silent:
+            return
+        for name in unpinned(self.flow.allow_run):
+            if name not in self._unpinned_warned:
+                self._unpinned_warned.add(name)
+                self._stream("stderr", f"warning: {unpinned_warning(name)}\n", silent)
 
     def _person_can_answer(self, silent: bool) -> bool:
         """A person is at the frontend: it allows input (JupyterLab, Notebook, VS Code do;

@@ -13,7 +13,9 @@ The allow-list (`RunPolicy`) is made of entries, one string each, the same every
 
 An allowed interpreter grants everything it can do: `sh`, `python`, `node`, `git` with
 any arguments (aliases run commands), `sort` (`--compress-program=sh`), `find -exec`,
-`tar --to-command`, … Pin the arguments of anything that has such options.
+`tar --to-command`, … Pin the arguments of anything that has such options: a grant
+without pinned arguments is warned about once a run (`unpinned_warning`; docs/security.md
+lists the common programs that run others).
 
 A child (`run_child`) gets a minimal environment (PATH and the locale: none of the host's
 keys), its own process group, and where the OS allows it its own user, network, PID and
@@ -145,6 +147,24 @@ class RunPolicy:
                 details={"executable": executable, "arguments": arguments[:50]})
 
 
+def unpinned(entries: Iterable[str]) -> list[str]:
+    """The executables `entries` let `run` start with any arguments (an entry of a name
+    alone, or `NAME *`), sorted. A malformed entry grants nothing and is not named."""
+    names = set()
+    for entry in entries:
+        with contextlib.suppress(ValueError):
+            name, pattern = parse_entry(entry)
+            if pattern is None or pattern == ("*",):
+                names.add(name)
+    return sorted(names)
+
+
+def unpinned_warning(name: str) -> str:
+    """What the front ends say, once a run, of a grant of `name` with any arguments."""
+    return (f"`run` may start {name} with any arguments: pin them with '{name} ARGS' (through its flags a "
+            "program such as sort, find, git or tar runs any other; docs/security.md lists them)")
+
+
 def child_env() -> dict[str, str]:
     """What a child's environment holds: PATH and the locale, nothing else of the host's."""
     env = {k: os.environ[k] for k in KEPT_ENV if k in os.environ}
@@ -255,4 +275,5 @@ def which(executable: str) -> str | None:
     return shutil.which(executable, path=child_env()["PATH"])
 
 
-__all__ = ["AllowedExecutable", "Children", "RunPolicy", "child_env", "entries_from_config", "parse_entry"]
+__all__ = ["AllowedExecutable", "Children", "RunPolicy", "child_env", "entries_from_config", "parse_entry",
+           "unpinned", "unpinned_warning"]
