@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -72,6 +73,22 @@ class Sandbox:
     def close(self) -> None:
         self.loop.run_until_complete(self.executor.close())
         self.loop.close()
+
+
+@pytest.fixture(scope="module", name="sandbox")
+def sandbox_fixture() -> Iterator[Sandbox]:
+    """The module's sandbox (a fixture: import it into a test module)."""
+    box = Sandbox()
+    yield box
+    box.close()
+
+
+@pytest.fixture(name="provider")
+def provider_fixture(monkeypatch: pytest.MonkeyPatch) -> Iterator[Provider]:
+    """The test's loopback providers, the last one closed at the end (a fixture: import it)."""
+    made = Provider(monkeypatch)
+    yield made
+    made.close()
 
 
 def worst_case(body: dict[str, Any]) -> float:

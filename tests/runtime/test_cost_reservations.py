@@ -7,7 +7,6 @@ against a loopback server that speaks OpenAI's Chat Completions, slowly, through
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -15,7 +14,16 @@ import pytest
 from flow_kernel.errors import LimitExceededError
 from flow_kernel.runtime.budgets import CostReservations, FrameBudget
 from flow_kernel.runtime.events import comparable
-from tests.runtime.fan_out import REPLY_COST, Provider, Sandbox, committed_peak, spent, worst_case
+from tests.runtime.fan_out import (  # noqa: F401 - fixtures
+    REPLY_COST,
+    Provider,
+    Sandbox,
+    committed_peak,
+    provider_fixture,
+    sandbox_fixture,
+    spent,
+    worst_case,
+)
 
 LIMIT = 1.0
 FAN_OUT = '''agent a { model: "openai/m" }
@@ -27,20 +35,6 @@ workflow w() -> string[] {
 
 def fan_out(cost: float = LIMIT, runs: int = 100) -> str:
     return FAN_OUT.replace("LIMIT", f"{cost:g}").replace("RUNS", str(runs))
-
-
-@pytest.fixture(scope="module")
-def sandbox() -> Iterator[Sandbox]:
-    box = Sandbox()
-    yield box
-    box.close()
-
-
-@pytest.fixture()
-def provider(monkeypatch: pytest.MonkeyPatch) -> Iterator[Provider]:
-    made = Provider(monkeypatch)
-    yield made
-    made.close()
 
 
 def test_a_fan_out_of_64_never_spends_past_the_cost_limit(sandbox: Sandbox, provider: Provider) -> None:
@@ -159,11 +153,11 @@ def test_a_reservation_that_waits_holds_back_every_later_one() -> None:
         granted = await second
         await asyncio.sleep(0)
         assert not third.done()  # 0.1 spent + 0.6 in flight + 0.35 > 1: waits for the second
-        assert (budget.spent, budget.reserved, budget.in_flight) == (pytest.approx(0.1), pytest.approx(0.6), 1)
+        assert budget.spent == pytest.approx(0.1) and budget.reserved == pytest.approx(0.6) and budget.in_flight == 1
         book.settle(granted, 0.6)
         with pytest.raises(LimitExceededError, match="refused on w"):
             await third
-        assert (budget.spent, budget.reserved, budget.in_flight) == (pytest.approx(0.7), 0.0, 0)
+        assert budget.spent == pytest.approx(0.7) and budget.reserved == 0.0 and budget.in_flight == 0
 
     asyncio.run(main())
 

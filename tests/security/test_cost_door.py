@@ -9,12 +9,17 @@ the run succeeds."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from flow_kernel.runtime.budgets import FrameBudget
-from tests.runtime.fan_out import Provider, Sandbox, committed_peak, spent
+from tests.runtime.fan_out import (  # noqa: F401 - fixtures
+    Provider,
+    Sandbox,
+    committed_peak,
+    provider_fixture,
+    sandbox_fixture,
+    spent,
+)
 
 LIMIT = 0.3  # room for two worst cases (~0.13 each) at once; 16 replies of 0.03 would spend 0.48
 SIXTEEN = f'''agent a {{ model: "openai/m" }}
@@ -22,20 +27,6 @@ workflow w() -> string[] {{
   limits {{ cost: {LIMIT}, concurrency: 16 }}
   return parallelMap(range(16), i => a("call ${{i}}"), concurrency: 16)
 }}'''
-
-
-@pytest.fixture(scope="module")
-def sandbox() -> Iterator[Sandbox]:
-    box = Sandbox()
-    yield box
-    box.close()
-
-
-@pytest.fixture()
-def provider(monkeypatch: pytest.MonkeyPatch) -> Iterator[Provider]:
-    made = Provider(monkeypatch)
-    yield made
-    made.close()
 
 
 def test_a_fan_out_spends_no_more_than_the_cost_limit(sandbox: Sandbox, provider: Provider) -> None:
