@@ -160,17 +160,23 @@ CELLS = [
     listing.stdout
     """, RAISES),
     code("""
-    %allow run echo sort python3
+    %allow run 'echo hello *' 'sort -f' 'python3 -c *'
     let listing = run "echo" ["hello", "from", "the host"]
     listing
     """),
     md("""
+    Each program is allowed with the arguments it may take: `echo hello *` lets `echo`
+    start with `hello` and anything after it, `sort -f` only as `sort -f`. A program
+    allowed by its name alone may start with any arguments, and many run other programs
+    through their own flags (`sort --compress-program`, `find -exec`, `git -c alias…`):
+    the kernel warns when a cell grants one that way, so pin the arguments.
+
     `stdin` feeds the program's standard input and `timeout` bounds it (30 seconds by
     default). Here `sort` orders the titles an agent might have produced:
     """),
     code('''
     let titles = ["Refund policy", "Delivery times", "Broken items"]
-    let sorted = run "sort" [] stdin join(titles, "\\n") timeout 5s
+    let sorted = run "sort" ["-f"] stdin join(titles, "\\n") timeout 5s
     split(trim(sorted.stdout), "\\n")
     '''),
     md("""
