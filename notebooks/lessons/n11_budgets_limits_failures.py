@@ -192,7 +192,7 @@ CELLS = [
     ```toml
     default_model = "openai/gpt-4o-mini"   # what model: "default" means
     operator = "auto-deny"                 # for unattended runs
-    allow_run = ["git", "sort"]
+    allow_run = [{git = ["status", "log *"]}, {sort = ["-f"]}]   # pinned arguments
 
     [providers.openai]                     # any OpenAI-compatible endpoint
     base_url = "http://localhost:11434/v1"
