@@ -2,14 +2,16 @@
 
     python notebooks/cassettes/record_13.py
 
-It starts `flow serve greetings.flow --a2a` on a free loopback port, then runs the lesson's
-A2A cell (notebooks/lessons/n13_flow_and_other_agents.py, A2A_CELL) in a Flow session with
+It starts `flow serve greetings.flow --a2a` on a free loopback port with a token of its own
+(`--token-env`), then runs the lesson's A2A cell (notebooks/lessons/n13_flow_and_other_agents.py, A2A_CELL) in a Flow session with
 `record()` on and `[a2a.greeter]` pointing at that server: a real A2A conversation through
 the a2a-sdk on both sides, deterministic (the served workflow composes its greeting).
 """
 
 from __future__ import annotations
 
+import os
+import secrets
 import socket
 import subprocess
 import sys
@@ -35,8 +37,9 @@ def main() -> int:
     from flow_kernel.runtime.remote_config import A2AAgentSettings
 
     port = free_port()
+    os.environ["GREETER_TOKEN"] = secrets.token_urlsafe(32)  # the server's, and the client's to send
     server = subprocess.Popen([sys.executable, "-m", "flow_kernel.cli", "serve", str(HERE.parent / "greetings.flow"),
-                               "--a2a", f"127.0.0.1:{port}"], stdin=subprocess.DEVNULL)
+                               "--a2a", f"127.0.0.1:{port}", "--token-env", "GREETER_TOKEN"], stdin=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 60
         while socket.socket().connect_ex(("127.0.0.1", port)) != 0:
@@ -44,7 +47,8 @@ def main() -> int:
                 print("flow serve did not start", file=sys.stderr)
                 return 1
             time.sleep(0.1)
-        config = FlowConfig(a2a={"greeter": A2AAgentSettings("greeter", f"http://127.0.0.1:{port}", skill="greet")})
+        config = FlowConfig(a2a={"greeter": A2AAgentSettings("greeter", f"http://127.0.0.1:{port}",
+                                                                     token_env="GREETER_TOKEN", skill="greet")})
         CASSETTE.unlink(missing_ok=True)
         session = Session(directory=HERE.parent, config=config, sandbox=False, journal_dir=None, record=CASSETTE)
         outcome = session.run(A2A_CELL)

@@ -138,7 +138,9 @@ CELLS = [
     $ flow serve greetings.flow --a2a 127.0.0.1:9000          # an A2A agent
     ```
 
-    makes its workflows tools (or A2A skills) for other agents. Each tool takes the
+    makes its workflows tools (or A2A skills) for other agents. Over HTTP it prints a
+    token when it starts, as Jupyter's server does; clients send it as
+    `Authorization: Bearer …`. Each tool takes the
     workflow's input schema, its description is the workflow's `##` comment and its
     result is the workflow's; every call is a Flow run in the sandbox with its journal,
     its stages and agent calls reported as progress. An `approve` or `ask` inside goes
@@ -197,9 +199,12 @@ CELLS = [
     md("""
     ## Doors
 
-    `flow serve` listens on loopback unless you name another host, and then it needs
-    `--token-env VAR`: every request must carry that token. Serving a workflow that asks
-    for approval hands the answer to whoever can call it — serve such workflows only to
-    clients you would let approve. More in `docs/protocols.md` and `docs/security.md`.
+    Over HTTP `flow serve` wants a credential: the token it prints (or the one in
+    `--token-env VAR`), and one more for each `--issue-token NAME` — a client sees only
+    its own A2A tasks. `--no-auth` opts out, on loopback only, with a warning. A web page
+    you open cannot call it: requests from other origins are refused unless
+    `--allow-origin` names them. Serving a workflow that asks for approval hands the
+    answer to whoever holds a token — give one only to clients you would let approve.
+    More in `docs/protocols.md` and `docs/security.md`.
     """),
 ]
