@@ -13,9 +13,8 @@ streaming model's text as it comes, metadata `flow_event: agent.delta`), each
 `input-required` with the question (metadata: kind, question, choice); the client's next
 message on the task answers it (text `yes`/`no`, or data `{"approve": bool}`; text, or data
 `{"answer": "…"}`) and the run goes on. `tasks/cancel` stops the run. The JSON-RPC endpoint
-speaks A2A 1.0 (`SendMessage`, `SendStreamingMessage`, `GetTask`, `ListTasks`, `CancelTask`,
-`SubscribeToTask`) and the 0.3 names (`message/send`, `message/stream`, `tasks/get`,
-`tasks/cancel`, `tasks/resubscribe`).
+speaks A2A 1.0 (`SendMessage`, `SendStreamingMessage`, `GetTask`, `ListTasks`, `CancelTask`)
+and the 0.3 names (`message/send`, `message/stream`, `tasks/get`, `tasks/cancel`).
 
 The door (serve_door.py) stands in front: the agent card is public, everything else needs a
 principal's token, and each task is its principal's alone (a2a_tasks.py).
