@@ -153,5 +153,18 @@ async def mcp(url: str, **kw: Any) -> AsyncIterator[Any]:
         yield client
 
 
+class NeverAnswers:
+    """An MCP client's elicitation callback that shows the question and never answers;
+    `asked` is set once a question came."""
+
+    def __init__(self) -> None:
+        self.asked = asyncio.Event()
+
+    async def __call__(self, context: Any, params: Any) -> Any:
+        self.asked.set()
+        await asyncio.sleep(3600)
+        raise AssertionError("unreachable")
+
+
 def journals(folder: Path) -> list[Path]:
     return sorted((folder / ".flow" / "runs").glob("*.jsonl"))

@@ -11,12 +11,11 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-import mcp.types as types
 import pytest
 from a2a.types import TaskState
 
 from tests.protocols.helpers import HERE
-from tests.protocols.serving import a2a, a2a_send, a2a_until, flow_serve_child, mcp
+from tests.protocols.serving import NeverAnswers, a2a, a2a_send, a2a_until, flow_serve_child, mcp
 
 ENDED = {TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_FAILED}
 
@@ -27,14 +26,9 @@ def waiting(tmp_path: Path) -> Path:
     return tmp_path / "waiting.flow"
 
 
-async def _never(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
-    await asyncio.sleep(3600)  # a client that shows the question and nobody answers
-    raise AssertionError("unreachable")
-
-
 def _mcp_calls(url: str, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
     async def go() -> list[Any]:
-        async with mcp(url, elicitation_callback=_never, mode="legacy") as client:
+        async with mcp(url, elicitation_callback=NeverAnswers(), mode="legacy") as client:
             return [await client.call_tool(name, arguments) for name, arguments in calls]
 
     return asyncio.run(go())

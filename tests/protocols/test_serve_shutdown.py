@@ -15,13 +15,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-import mcp.types as types
 import psutil
 import pytest
 from a2a.types import TaskState
 
 from tests.protocols.helpers import HERE
-from tests.protocols.serving import FLOW, a2a, a2a_send, flow_serve_child, mcp
+from tests.protocols.serving import FLOW, NeverAnswers, a2a, a2a_send, flow_serve_child, mcp
 
 
 @pytest.fixture
@@ -83,17 +82,12 @@ def test_sigterm_journals_a_waiting_a2a_run_interrupted_and_resume_finishes_it(w
 
 
 def test_sigint_stops_an_mcp_server_whose_client_never_answers(waiting: Path) -> None:
-    asked = asyncio.Event()
-
-    async def never(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
-        asked.set()
-        await asyncio.sleep(3600)
-        raise AssertionError("unreachable")
+    never = NeverAnswers()
 
     async def park_then_stop(url: str, child: Any) -> str:
         async with mcp(url, elicitation_callback=never, mode="legacy") as client:
             call = asyncio.ensure_future(client.call_tool("ship", {}))
-            await asyncio.wait_for(asked.wait(), 60)
+            await asyncio.wait_for(never.asked.wait(), 60)
             run, _ = await asyncio.to_thread(_stop_and_check, child, waiting.parent, signal.SIGINT)
             call.cancel()
             return run

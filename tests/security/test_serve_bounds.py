@@ -287,21 +287,14 @@ def test_a_caller_parked_on_a_question_holds_up_no_other_caller(in_process: Any)
 
 
 def test_mcp_a_client_that_never_answers_holds_up_no_other_client(waiting: Path) -> None:
-    import mcp.types as types
+    from tests.protocols.serving import NeverAnswers, mcp
 
-    from tests.protocols.serving import mcp
-
-    asked = asyncio.Event()
-
-    async def never(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
-        asked.set()
-        await asyncio.sleep(3600)
-        raise AssertionError("unreachable")
+    never = NeverAnswers()
 
     async def go(url: str) -> Any:
         async with mcp(url, elicitation_callback=never, mode="legacy") as first, mcp(url) as second:
             parked = asyncio.ensure_future(first.call_tool("remove", {"item": "x"}))
-            await asyncio.wait_for(asked.wait(), 60)
+            await asyncio.wait_for(never.asked.wait(), 60)
             counted = await asyncio.wait_for(second.call_tool("words", {"text": "a b"}), 60)
             assert not parked.done()
             parked.cancel()
