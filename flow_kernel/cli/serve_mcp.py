@@ -61,14 +61,17 @@ class ProgressClock:
 
     `emit progress {done, total}` arrives as it is (progress = done, total = total) whenever
     `done` is above the value already sent. Every other event (a stage, an agent call, a
-    question, a publish, or a report whose `done` does not go forward) is a tick: the value
-    moves half way to the next whole number, so ticks never pass a whole `done` still to come
-    and a workflow counting items gets its numbers exactly. A tick keeps the last total while
-    it stays below it."""
+    question, a publish, or a report whose `done` does not go forward) is a tick: the k-th
+    tick since the last number sent moves the value k/(k+1) of the way from that number to the
+    next whole one (0.5, 0.667, 0.75, … after 0), so ticks never reach a whole `done` still to
+    come and a workflow counting items gets its numbers exactly. A tick keeps the last total
+    while it stays below it."""
 
     def __init__(self) -> None:
         self.value: float | None = None
         self.total: float | None = None
+        self.anchor = 0.0  # the last number sent as it was (0 before any)
+        self.ticks = 0  # ticks since then
 
     def read(self, event: Event) -> tuple[float, float | None]:
         data = event.get("data") or {}
@@ -77,11 +80,14 @@ class ProgressClock:
             if _number(total):
                 self.total = float(total)
             if _number(done) and (self.value is None or done > self.value):
-                self.value = float(done)
+                self.value = self.anchor = float(done)
+                self.ticks = 0
                 return self.value, self.total
-        base = self.value if self.value is not None else 0.0
-        tick = base + (math.floor(base) + 1 - base) / 2
-        self.value = tick if tick > base else math.nextafter(base, math.inf)
+        self.ticks += 1
+        gap = math.floor(self.anchor) + 1 - self.anchor
+        tick = self.anchor + gap * self.ticks / (self.ticks + 1)
+        before = self.value if self.value is not None else -math.inf
+        self.value = tick if tick > before else math.nextafter(before, math.inf)
         return self.value, (self.total if self.total is not None and self.value < self.total else None)
 
 

@@ -4,6 +4,7 @@ back to Flow spans, validate the output."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import secrets
 import time
@@ -13,6 +14,7 @@ from typing import Any, Protocol
 
 from flow_kernel.errors import (
     CapabilityViolationError,
+    FlowCancelledError,
     FlowError,
     FlowIsolateError,
     OutputValidationError,
@@ -205,6 +207,9 @@ async def run_compiled(compiled: Compiled, executor: Executor, *, workflow: str 
     try:
         with older_objects_frozen():
             return await _run(compiled, executor, host, outcome, workflow, input, session_values)
+    except asyncio.CancelledError:  # cancelled before the sandbox took it: the journal must not say `completed`
+        outcome.error = FlowCancelledError("the run was cancelled")
+        raise
     finally:
         outcome.output_bytes = host.output_bytes
         await host.agents.aclose()  # the run's MCP servers
