@@ -27,7 +27,7 @@ from flow_kernel.errors import OperatorUnavailableError, WorkflowInputValidation
 from flow_kernel.lang import ast
 from flow_kernel.lang.check_result import CheckResult
 from flow_kernel.runtime.events import Event
-from flow_kernel.runtime.operator import Operator
+from flow_kernel.runtime.operator import Decided, Operator
 from flow_kernel.runtime.prompt_deadline import duration_text
 from flow_kernel.runtime.run import RunOutcome, new_run_id
 from flow_kernel.runtime.session import Session
@@ -132,10 +132,10 @@ class WorkflowHost:
                 return answer
         if self.fallback is not None:
             if request.get("kind") == "approve":
-                return (await self.fallback.approve(question, request.get("details"), request))[0]
-            return (await self.fallback.ask(question, choice, request))[0]
+                return Decided(*await self.fallback.approve(question, request.get("details"), request))
+            return Decided(*await self.fallback.ask(question, choice, request))
         if overdue and "default" in request:
-            return request["default"]
+            return Decided(request["default"], "timeout")
         if overdue:
             waited = duration_text(max(1, round(self.bounds.question_timeout * 1000)))
             raise OperatorUnavailableError(f"no answer to {question!r} within {waited} (flow serve --question-timeout), "

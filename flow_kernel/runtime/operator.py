@@ -19,8 +19,23 @@ POLICIES = ("interactive", "auto-approve", "auto-deny", "none", "defer")
 # widget answers later and `flow resume` goes on (runtime/checkpoint.py, docs/durability.md).
 
 # What an interactive frontend is asked: {"kind": "approve" | "ask", "question", "details",
-# "choice", "run"}; it answers True/False for `approve`, a string for `ask`.
+# "choice", "run"}; it answers True/False for `approve`, a string for `ask` (or a `Decided`).
 OperatorCallback = Callable[[dict[str, Any]], Awaitable[Any]]
+
+
+@dataclass(frozen=True)
+class Decided:
+    """A callback's answer that someone other than the person at the frontend decided: `how`
+    is what `approval.resolved` and the journal say (`by`), e.g. a policy's name or `timeout`."""
+
+    answer: Any
+    how: str
+
+
+def _decided(reply: Any, cast: Callable[[Any], Any]) -> tuple[Any, str]:
+    if isinstance(reply, Decided):
+        return cast(reply.answer), reply.how
+    return cast(reply), "interactive"
 
 
 @dataclass
@@ -67,8 +82,8 @@ class Operator:
                 return answer, "answers"
             raise OperatorUnavailableError(f"the answers file has no yes/no answer for {question!r}")
         if self.policy == "interactive" and self.callback is not None:
-            return bool(await self.callback({**(context or {}), "kind": "approve", "question": question,
-                                             "details": details, "choice": None})), "interactive"
+            return _decided(await self.callback({**(context or {}), "kind": "approve", "question": question,
+                                                 "details": details, "choice": None}), bool)
         if self.policy == "interactive":
             text = await self._prompt(f"{question} [y/n]{_deadline_hint(context)} ")
             return text.strip().lower() in ("y", "yes"), "terminal"
@@ -87,8 +102,8 @@ class Operator:
                 return answer, "answers"
             raise OperatorUnavailableError(f"the answers file has no answer for {question!r}")
         if self.policy == "interactive" and self.callback is not None:
-            return str(await self.callback({**(context or {}), "kind": "ask", "question": question,
-                                            "details": None, "choice": choice})), "interactive"
+            return _decided(await self.callback({**(context or {}), "kind": "ask", "question": question,
+                                                 "details": None, "choice": choice}), str)
         if self.policy == "interactive":
             hint = f" ({'/'.join(choice)})" if choice else ""
             return (await self._prompt(f"{question}{hint}{_deadline_hint(context)} ")).strip(), "terminal"

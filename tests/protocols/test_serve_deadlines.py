@@ -15,7 +15,15 @@ import pytest
 from a2a.types import TaskState
 
 from tests.protocols.helpers import HERE
-from tests.protocols.serving import NeverAnswers, a2a, a2a_send, a2a_until, flow_serve_child, mcp
+from tests.protocols.serving import (
+    NeverAnswers,
+    a2a,
+    a2a_send,
+    a2a_until,
+    flow_serve_child,
+    journals,
+    mcp,
+)
 
 ENDED = {TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_FAILED}
 
@@ -24,6 +32,14 @@ ENDED = {TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_FAILED}
 def waiting(tmp_path: Path) -> Path:
     shutil.copy(HERE / "waiting.flow", tmp_path / "waiting.flow")
     return tmp_path / "waiting.flow"
+
+
+def _decided_by(folder: Path) -> dict[str, str]:
+    """Each question of the folder's journaled runs, and who decided it (`by`)."""
+    from flow_kernel.runtime.journal import read_journal
+
+    return {e["data"]["question"]: e["data"].get("by", e["data"].get("error"))
+            for path in journals(folder) for e in read_journal(path) if e.get("type") == "approval.resolved"}
 
 
 def _mcp_calls(url: str, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
@@ -42,6 +58,8 @@ def test_mcp_an_unanswered_elicitation_takes_the_questions_default(waiting: Path
     assert removed.is_error  # no default, no --operator: fails closed, saying why
     text = removed.content[0].text
     assert text.startswith("operator-unavailable") and "within 1s" in text and "--question-timeout" in text
+    assert _decided_by(waiting.parent) == {"Ship?": "timeout", "Which colour?": "timeout",
+                                           "Delete x?": "operator-unavailable"}
 
 
 def test_mcp_past_the_deadline_the_operator_policy_answers_first(waiting: Path) -> None:
@@ -49,6 +67,7 @@ def test_mcp_past_the_deadline_the_operator_policy_answers_first(waiting: Path) 
         shipped, removed = _mcp_calls(child.url, [("ship", {}), ("remove", {"item": "x"})])
     assert shipped.structured_content == {"result": "kept"}
     assert removed.structured_content == {"result": "kept x"}
+    assert _decided_by(waiting.parent) == {"Ship?": "auto-deny", "Delete x?": "auto-deny"}
 
 
 def test_a2a_a_task_left_input_required_goes_on_with_the_default(waiting: Path) -> None:
