@@ -16,14 +16,18 @@ import contextlib
 import json
 import os
 import signal
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from flow_kernel.cli.serve_door import ASGIApp
 from flow_kernel.cli.serve_limits import Bounds
-from flow_kernel.errors import OperatorUnavailableError, WorkflowInputValidationError
+from flow_kernel.errors import (
+    LimitExceededError,
+    OperatorUnavailableError,
+    WorkflowInputValidationError,
+)
 from flow_kernel.lang import ast
 from flow_kernel.lang.check_result import CheckResult
 from flow_kernel.runtime.events import Event
@@ -80,6 +84,7 @@ class WorkflowHost:
         self.fallback = fallback  # the person's configured policy, when the caller cannot answer
         self.bounds = bounds or Bounds()
         self._turns = asyncio.Semaphore(session.ceilings.sandboxes)
+        self._waiting = 0  # runs waiting for a turn
         # run id -> the caller of that run: the operator's request names its run (not a context
         # variable: the session's sandbox reader task, which asks the operator, outlives one run)
         self._channels: dict[str, Channel] = {}
@@ -88,18 +93,38 @@ class WorkflowHost:
 
     async def run(self, name: str, arguments: dict[str, Any], channel: Channel) -> RunOutcome:
         """Run workflow `name` for `channel`'s caller. An input too large or not matching the
-        workflow's schema fails `workflow-input-validation` before a journal is opened."""
+        workflow's schema fails `workflow-input-validation` before a journal is opened; a run
+        that finds `bounds.max_waiting` runs waiting for a turn already, `limit-exceeded`."""
         run_id = new_run_id()
-        refused = self._refused_input(name, arguments)
+        refused = self._refused_input(name, arguments) or self._refused_turn()
         if refused is not None:
             return RunOutcome(run_id, error=refused)
-        async with self._turns:
+        async with self._turn():
             self._channels[run_id] = channel
             try:
                 return await self.session.run_async(self.compiled, workflow=name, input=arguments,
                                                     sinks=[channel.event], run_id=run_id)
             finally:
                 del self._channels[run_id]
+
+    @contextlib.asynccontextmanager
+    async def _turn(self) -> AsyncIterator[None]:
+        """One of the turns, once free (counted among the waiting until then)."""
+        self._waiting += 1
+        try:
+            await self._turns.acquire()
+        finally:
+            self._waiting -= 1
+        try:
+            yield
+        finally:
+            self._turns.release()
+
+    def _refused_turn(self) -> LimitExceededError | None:
+        if self._turns.locked() and self._waiting >= self.bounds.max_waiting:
+            return LimitExceededError(f"this server has {self._waiting} runs waiting for a turn already: try again "
+                                      "later", details={"limit": "waiting runs", "value": self.bounds.max_waiting})
+        return None
 
     def _refused_input(self, name: str, arguments: dict[str, Any]) -> WorkflowInputValidationError | None:
         size = len(json.dumps(arguments, ensure_ascii=False, default=str).encode())

@@ -10,6 +10,8 @@ make the server hold.
   opened and left half-way never keep a real client out;
 - a served run's input is at most `max_body` bytes of JSON and matches its workflow's input
   schema before a journal is opened (serve_common.WorkflowHost);
+- runs go on side by side up to the sandboxes ceiling; at most `max_waiting` more wait for a
+  turn, and one past that is refused with `limit-exceeded` at once;
 - a question to the caller (`approve`/`ask`) waits at most `question_timeout` seconds
   (default 10 min, `--question-timeout`).
 """
@@ -33,6 +35,7 @@ class Bounds:
     max_body: int = MIB  # bytes of one request body, and of one run's input as JSON
     question_timeout: float = DEFAULT_QUESTION_TIMEOUT  # seconds a question waits for its caller
     max_connections: int = 256  # connections held at once
+    max_waiting: int = 64  # runs waiting for a turn (each holds its input)
     header_timeout: float = HEADER_TIMEOUT
     body_timeout: float = BODY_TIMEOUT
 

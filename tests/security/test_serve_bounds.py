@@ -319,3 +319,55 @@ def test_reopened_door_one_turn_for_all_lets_a_parked_caller_hold_up_the_next(in
     assert parked.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
     assert early is None  # B waited on A's question...
     assert late.status.state == TaskState.TASK_STATE_COMPLETED  # ...and ran once A answered
+
+
+# -- runs waiting for a turn -----------------------------------------------------------------------
+class _Holds(_Silent):
+    """A caller who answers its question only when told to."""
+
+    def __init__(self) -> None:
+        self.asked = asyncio.Event()
+        self.answer = asyncio.Event()
+
+    async def approve(self, question: str, details: Any) -> bool | None:
+        self.asked.set()
+        await self.answer.wait()
+        return True
+
+
+def _flood(waiting: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, Any, Any, bool]:
+    """One turn (FLOW_MAX_SANDBOXES=1) held by a parked run, one run waiting for it, and a third
+    run with room for one waiting: the third's outcome if it came at once, and the others'."""
+    monkeypatch.setenv("FLOW_MAX_SANDBOXES", "1")
+    host = _workflow_host(build_parser().parse_args(["serve", str(waiting), "--mcp"]))
+    host.bounds = dataclasses.replace(host.bounds, max_waiting=1)
+
+    async def go() -> tuple[Any, Any, Any, bool]:
+        try:
+            holder = _Holds()
+            parked = asyncio.ensure_future(host.run("remove", {"item": "x"}, holder))
+            await holder.asked.wait()
+            queued = asyncio.ensure_future(host.run("quick", {}, _Silent()))
+            third = asyncio.ensure_future(host.run("quick", {}, _Silent()))
+            done, _ = await asyncio.wait({third}, timeout=5)
+            holder.answer.set()
+            return await parked, await queued, await third, bool(done)
+        finally:
+            await host.aclose()
+
+    return asyncio.run(go())
+
+
+def test_past_the_runs_waiting_for_a_turn_one_more_is_refused_at_once(waiting: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    parked, queued, third, at_once = _flood(waiting, monkeypatch)
+    assert at_once and third.error.code == "limit-exceeded" and "waiting for a turn" in third.error.message
+    assert parked.result == "deleted x" and queued.result == "done"  # the others went on
+    assert third.run_id not in {p.stem for p in journals(waiting.parent)}
+
+
+def test_reopened_door_without_the_bound_every_run_waits_holding_its_input(waiting: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(serve_common.WorkflowHost, "_refused_turn", lambda self: None)
+    parked, queued, third, at_once = _flood(waiting, monkeypatch)
+    assert not at_once and third.result == "done"  # it waited behind the parked run, as every flooded run would
