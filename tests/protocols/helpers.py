@@ -51,14 +51,21 @@ def server_process(args: list[str], port: int, env: dict[str, str] | None = None
         wait_for_port(port, process)
         yield process
     finally:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        if process.stderr is not None:
-            process.stderr.close()
+        stop(process)
+
+
+def stop(process: subprocess.Popen[bytes], reader: threading.Thread | None = None) -> None:
+    """End a server child (politely, then not), and close its stderr once `reader` has read it."""
+    process.terminate()
+    try:
+        process.wait(10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+    if reader is not None:
+        reader.join(5)
+    if process.stderr is not None:
+        process.stderr.close()
 
 
 @dataclass
@@ -104,15 +111,7 @@ def flow_serve(args: list[str], port: int, issue: list[str] | tuple[str, ...] = 
         assert set(tokens) == set(issue), lines
         yield Served(process, f"http://127.0.0.1:{port}{path}", token, tokens, lines)
     finally:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        reader.join(5)
-        if process.stderr is not None:
-            process.stderr.close()
+        stop(process, reader)
 
 
 def _banner_complete(lines: list[str], issue: list[str] | tuple[str, ...]) -> bool:
