@@ -18,7 +18,7 @@ import asyncio
 import json
 import math
 from collections.abc import Awaitable
-from typing import Any
+from typing import Any, TypeGuard
 
 from flow_kernel.cli.serve_common import (
     ServedWorkflow,
@@ -51,7 +51,7 @@ def output_schema(workflow: ServedWorkflow) -> tuple[dict[str, Any], bool]:
     return wrapped, True
 
 
-def _number(value: Any) -> bool:
+def _number(value: Any) -> TypeGuard[int | float]:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
@@ -186,7 +186,7 @@ def error_result(text: str, meta: dict[str, Any] | None = None) -> Any:
     against the tool's output schema, which describes results); the code and run in `_meta`."""
     import mcp.types as types
 
-    return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True, meta=meta)
+    return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True, _meta=meta)
 
 
 async def run_to_its_end(run: Awaitable[RunOutcome]) -> RunOutcome:

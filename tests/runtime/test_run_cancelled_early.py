@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from flow_kernel import Session
+from flow_kernel.runtime.session import Session
 
 
 def test_a_run_cancelled_while_its_sandbox_starts_ends_cancelled_in_the_journal(tmp_path: Path) -> None:
