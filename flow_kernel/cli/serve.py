@@ -92,6 +92,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         if args.keep_tasks < 1 or args.keep_finished <= 0:
             raise UsageError("--keep-tasks and --keep-finished must be positive")
         address = args.http or args.a2a
+        if not address and (args.no_auth or args.issue_token or args.allow_origin):
+            raise UsageError("--issue-token, --no-auth and --allow-origin go with HTTP (--http or --a2a)")
         host, port = parse_address(address, "--http" if args.http else "--a2a") if address else ("", 0)
         door = open_door(host, port, token_env=args.token_env, no_auth=args.no_auth, issue=args.issue_token,
                          allow_origins=args.allow_origin) if address else None

@@ -105,7 +105,8 @@ def flow_serve(args: list[str], port: int, issue: list[str] | tuple[str, ...] = 
         deadline = time.monotonic() + 30
         while not _banner_complete(lines, issue) and process.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
-        token = next((line.split("token: ", 1)[1] for line in lines if line.startswith("flow serve: token: ")), None)
+        token = next((line.split("token: ", 1)[1] for line in lines if line.startswith("flow serve: token: ")
+                      and "$" not in line), None)  # not "the value of $VAR": --token-env's is not printed
         tokens = {line.split("token for ", 1)[1].split(": ", 1)[0]: line.rsplit(": ", 1)[1]
                   for line in lines if line.startswith("flow serve: token for ")}
         assert set(tokens) == set(issue), lines

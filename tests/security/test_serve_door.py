@@ -39,6 +39,8 @@ def test_the_door_refuses_what_it_cannot_guard(capsys: pytest.CaptureFixture[str
     assert "at least 16 characters" in capsys.readouterr().err
     assert main(["serve", served, "--a2a", "127.0.0.1:8765", "--allow-origin", "http://x.example/path"]) == 2
     assert "an origin is SCHEME://HOST[:PORT]" in capsys.readouterr().err
+    assert main(["serve", served, "--mcp", "--issue-token", "bob"]) == 2  # stdio has no door to open
+    assert "go with HTTP" in capsys.readouterr().err
     for bad in (["main"], ["bob", "bob"], ["no spaces"]):
         with pytest.raises(ExposureError):
             open_door("127.0.0.1", 1, issue=bad)
