@@ -14,8 +14,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from flow_kernel.cli import a2a_tasks
 from tests.protocols.helpers import Served, flow_serve, free_port
-from tests.security.serve_helpers import reply_message, rpc, start_message
+from tests.security.serve_helpers import InProcessServer, reply_message, rpc, start_message
 
 RELEASE = Path(__file__).resolve().parents[1] / "security" / "release.flow"
 INVALID_PARAMS = -32602
@@ -86,3 +89,17 @@ def test_finished_tasks_go_after_their_time(tmp_path: Path) -> None:
             time.sleep(0.2)
         assert rpc(agent.url, "GetTask", {"id": task}, agent.auth())["error"]["code"] == TASK_NOT_FOUND
         assert _list(agent)["result"]["totalSize"] == 0
+
+
+def test_without_the_status_check_an_unknown_status_lists_every_task(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The check taken away, the SDK reads the unknown name as "unspecified": no filter."""
+    monkeypatch.setattr(a2a_tasks, "checked_list_params", lambda endpoint: endpoint)
+    shutil.copy(RELEASE, tmp_path / "release.flow")
+    server = InProcessServer(tmp_path / "release.flow", free_port())
+    try:
+        rpc(server.url, "SendMessage", start_message("echo", {"text": "x"}), server.auth())
+        listed = rpc(server.url, "ListTasks", {"status": "TASK_STATE_BOGUS"}, server.auth())
+        assert listed["result"]["totalSize"] == 1
+    finally:
+        server.stop()
