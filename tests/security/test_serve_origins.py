@@ -143,3 +143,13 @@ def test_reopened_127_0_0_2_serves_the_rebound_page(start: Any, monkeypatch: pyt
     server = start(a2a=False, host="127.0.0.2")
     assert _mcp(server, {"Host": f"evil.example:{server.port}"}) == 200
     assert _mcp(server, {"Origin": "http://evil.example"}) == 200
+
+
+def test_off_loopback_the_origin_check_stands_as_well(start: Any) -> None:
+    """Bound to every interface (a token required): no Host check there, the Origin one holds."""
+    a2a, mcp = start(host="0.0.0.0"), start(a2a=False, host="0.0.0.0")
+    assert _a2a(a2a, {"Origin": "http://evil.example"}).status_code == 403
+    assert _mcp(mcp, {"Origin": "http://evil.example"}) == 403
+    assert _a2a(a2a, {"Content-Type": "text/plain"}).status_code == 415
+    assert _runs(a2a) == 0
+    assert _a2a(a2a, {}).status_code == 200
