@@ -7,14 +7,18 @@ against a loopback server that speaks OpenAI's Chat Completions, slowly, through
 from __future__ import annotations
 
 import asyncio
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from flow_kernel import Session
 from flow_kernel.errors import LimitExceededError
 from flow_kernel.runtime.budgets import CostReservations, FrameBudget
 from flow_kernel.runtime.events import comparable
 from tests.runtime.fan_out import (  # noqa: F401 - fixtures
+    CONFIG,
     REPLY_COST,
     Provider,
     Sandbox,
@@ -209,3 +213,26 @@ def test_a_cancelled_reservation_leaves_the_line() -> None:
         assert (budget.spent, budget.reserved, budget.in_flight) == (0.0, 0.0, 0)
 
     asyncio.run(main())
+
+
+ITEMS = '''agent a { model: "openai/m" }
+workflow w(tag: string) -> string[] {
+  limits { cost: 0.5, concurrency: 16 }
+  return parallelMap(range(16), i => a("${tag} call ${i}"), concurrency: 16)
+}'''
+
+
+def test_eval_items_at_once_each_hold_their_own_limit(tmp_path: Path, provider: Provider) -> None:
+    """`flow eval`'s local executor runs items at once, each a run of its own with its own
+    budgets, through the same pipeline: four items of a 16-way fan-out, each stopped within
+    its limit by its own reservations."""
+    (tmp_path / "cases.jsonl").write_text("".join(json.dumps({"id": f"i{n}", "input": {"tag": f"item{n}"}}) + "\n"
+                                                  for n in range(4)), encoding="utf-8")
+    server = provider.fresh(64)
+    session = Session(directory=tmp_path, journal_dir=None, config=CONFIG)
+    report = session.eval("w", "cases.jsonl", program=ITEMS, concurrency=4)
+    assert [r.error["code"] if r.error else None for r in report.results] == ["limit-exceeded"] * 4
+    for n, result in enumerate(report.results):
+        mine = [b for b in server.requests if str(b["messages"][-1]["content"]).startswith(f"item{n} ")]
+        assert 1 < len(mine) < 16 and len(mine) * REPLY_COST <= 0.5
+        assert result.cost == pytest.approx(len(mine) * REPLY_COST)
