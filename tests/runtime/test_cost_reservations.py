@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from flow_kernel import Session
 from flow_kernel.errors import LimitExceededError
 from flow_kernel.runtime.budgets import CostReservations, FrameBudget
 from flow_kernel.runtime.events import comparable
+from flow_kernel.runtime.session import Session
 from tests.runtime.fan_out import (  # noqa: F401 - fixtures
     CONFIG,
     REPLY_COST,
