@@ -1,4 +1,4 @@
-"""The bounds of `flow serve` (docs/protocols.md, "Bounds and shutdown"): what one client can
+"""The bounds of `flow serve` (docs/protocols.md, "Bounds, deadlines and shutdown"): what one client can
 make the server hold.
 
 - a request body is at most `max_body` bytes (default 1 MiB, `--max-body`): a larger one is
@@ -22,7 +22,10 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from flow_kernel.cli.serve_door import ASGIApp
 
 MIB = 1 << 20
 DEFAULT_QUESTION_TIMEOUT = 600.0  # seconds
@@ -38,9 +41,6 @@ class Bounds:
     max_waiting: int = 64  # runs waiting for a turn (each holds its input)
     header_timeout: float = HEADER_TIMEOUT
     body_timeout: float = BODY_TIMEOUT
-
-
-ASGIApp = Callable[[dict[str, Any], Callable[[], Awaitable[Any]], Callable[[Any], Awaitable[None]]], Awaitable[None]]
 
 
 async def _refuse(send: Callable[[Any], Awaitable[None]], status: int, message: str) -> None:
