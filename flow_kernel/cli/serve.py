@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import math
 import os
 import signal
 import sys
@@ -175,8 +176,8 @@ def _workflow_host(args: argparse.Namespace) -> Any:
     from flow_kernel.runtime.session import Session
     from flow_kernel.runtime.trust import Capability, Trust, operator_capability
 
-    if args.max_body < 1 or not args.question_timeout > 0:
-        raise UsageError("--max-body and --question-timeout must be positive")
+    if args.max_body < 1 or not 0 < args.question_timeout < math.inf:
+        raise UsageError("--max-body and --question-timeout must be positive (a number of bytes, of seconds)")
     try:
         import mcp  # noqa: F401
         if args.a2a:

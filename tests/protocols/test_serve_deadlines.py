@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from a2a.types import TaskState
 
+from flow_kernel.cli import main
 from tests.protocols.helpers import HERE
 from tests.protocols.serving import (
     NeverAnswers,
@@ -104,3 +105,10 @@ def test_a2a_an_answer_in_time_still_wins(waiting: Path) -> None:
         removed = asyncio.run(go(child.url))
     assert removed.status.state == TaskState.TASK_STATE_COMPLETED
     assert removed.status.message.parts[0].text == '"deleted y"'
+
+
+@pytest.mark.parametrize("flag", [["--question-timeout", "0"], ["--question-timeout", "inf"], ["--max-body", "0"]])
+def test_a_bound_that_is_not_positive_is_a_usage_error(waiting: Path, flag: list[str],
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["serve", str(waiting), "--mcp", *flag]) == 2
+    assert "must be positive" in capsys.readouterr().err
