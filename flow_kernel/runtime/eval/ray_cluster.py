@@ -27,10 +27,12 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import ipaddress
 import os
 import re
 import secrets
 import shutil
+import socket
 import stat
 import tempfile
 import threading
@@ -212,16 +214,46 @@ def _umask(mask: int) -> Iterator[None]:
 
 @contextlib.contextmanager
 def _loopback(ray: Any) -> Iterator[None]:
-    """The node's address is 127.0.0.1 while the cluster starts: Ray's single-node switch,
-    for this process (its constant) and the processes it starts (the variable)."""
+    """Ray's single-node mode while the cluster starts or is joined: a node at 127.0.0.1,
+    for this process (the constant it read) and the processes it starts (the variable)."""
     constants = ray._private.ray_constants
-    saved = constants.ENABLE_RAY_CLUSTER
+    saved, variable = constants.ENABLE_RAY_CLUSTER, os.environ.get(LOOPBACK_SWITCH)
     constants.ENABLE_RAY_CLUSTER = False
     os.environ[LOOPBACK_SWITCH] = "0"
     try:
         yield
     finally:
         constants.ENABLE_RAY_CLUSTER = saved
+        if variable is None:
+            os.environ.pop(LOOPBACK_SWITCH, None)
+        else:
+            os.environ[LOOPBACK_SWITCH] = variable
+
+
+def join(ray: Any, address: str, **options: Any) -> None:
+    """`ray.init` at `address`. Ray turns a loopback address into the machine's network
+    address before it connects, which a cluster on loopback only (the private one of
+    another Flow process) does not answer there: such a cluster is joined in Ray's
+    single-node mode, which keeps 127.0.0.1. Any other is joined as Ray joins it."""
+    host, _, port = address.rpartition(":")
+    if _is_loopback(host) and port.isdigit() and not _answers(ray.util.get_node_ip_address(), int(port)):
+        with _loopback(ray):
+            ray.init(address=address, **options)
+        return
+    ray.init(address=address, **options)
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return host == "localhost" or ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _answers(host: str, port: int) -> bool:
+    with contextlib.suppress(OSError), socket.create_connection((host, port), timeout=2):
+        return True
+    return False
 
 
 def keep_private() -> None:
@@ -238,5 +270,5 @@ def keep_private() -> None:
                     os.chmod(path, 0o700 if stat.S_ISDIR(mode) else mode & 0o700)
 
 
-__all__ = ["LOOPBACK_SWITCH", "SECRET_NAME", "PrivateCluster", "actor_options", "cluster_environ", "key_names",
+__all__ = ["LOOPBACK_SWITCH", "SECRET_NAME", "PrivateCluster", "actor_options", "cluster_environ", "join", "key_names",
            "keep_private", "private_cluster", "secret_names", "start_private"]

@@ -40,7 +40,7 @@ from flow_kernel.lang.compiler import Compiled
 from flow_kernel.runtime.config import FlowConfig
 from flow_kernel.runtime.eval.data import Case
 from flow_kernel.runtime.eval.items import ItemDone, ItemRunner, RunSettings, warm
-from flow_kernel.runtime.eval.ray_cluster import actor_options, keep_private, key_names, start_private
+from flow_kernel.runtime.eval.ray_cluster import actor_options, join, keep_private, key_names, start_private
 from flow_kernel.runtime.eval.scorers import Scorer
 
 RETRIES = 3  # times an item is sent again after its worker died under it
@@ -81,7 +81,7 @@ def start_ray(address: str | None = None, config: FlowConfig | None = None, **op
         return ray
     options = {"logging_level": "ERROR", "log_to_driver": False, **options}
     if address is not None:
-        ray.init(address=address, include_dashboard=False, **options)
+        join(ray, address, include_dashboard=False, **options)
         return ray
     for attempt in range(1, STARTS + 1):
         try:
