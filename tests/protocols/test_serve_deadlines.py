@@ -112,3 +112,24 @@ def test_a_bound_that_is_not_positive_is_a_usage_error(waiting: Path, flag: list
                                                        capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["serve", str(waiting), "--mcp", *flag]) == 2
     assert "must be positive" in capsys.readouterr().err
+
+
+def test_a2a_a_message_while_the_run_goes_on_past_its_deadline_answers_nothing(waiting: Path) -> None:
+    from a2a.helpers.proto_helpers import new_message, new_text_part
+    from a2a.types import Role, SendMessageRequest
+
+    async def go(url: str) -> tuple[Any, list[Any], Any]:
+        async with a2a(url) as client:
+            asked = await a2a_send(client, "ship_slowly", {})
+            going = await a2a_until(client, asked.id, {TaskState.TASK_STATE_WORKING})  # the deadline passed
+            late = SendMessageRequest(message=new_message([new_text_part("no")], role=Role.ROLE_USER,
+                                                          task_id=asked.id, context_id=asked.context_id))
+            replies = [r async for r in client.send_message(late)]
+            return going, replies, await a2a_until(client, asked.id, ENDED)
+
+    with flow_serve_child(waiting, "a2a", "--question-timeout", "1") as child:
+        going, replies, ended = asyncio.run(go(child.url))
+    assert going.status.state == TaskState.TASK_STATE_WORKING  # no longer input-required, with no request open
+    assert replies  # the late message's request saw the run to its end...
+    assert ended.status.state == TaskState.TASK_STATE_COMPLETED
+    assert ended.status.message.parts[0].text == '"late"'  # ...and did not answer the question: the default did
