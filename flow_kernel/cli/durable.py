@@ -23,7 +23,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from flow_kernel.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError, print_error, warn_unpinned
+from flow_kernel.cli.common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    UsageError,
+    print_error,
+    warn_unpinned,
+)
 from flow_kernel.terminal_text import json_for_terminal, terminal_safe
 
 JOURNALS = Path(".flow") / "runs"

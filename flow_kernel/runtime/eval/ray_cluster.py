@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import importlib
 import ipaddress
 import os
 import re
@@ -131,7 +132,8 @@ def secret_names(environ: Mapping[str, str], config: FlowConfig | None = None) -
     named = {entry.key_env for entry in PROVIDERS.values()}
     if config is not None:
         named |= {s.api_key_env for s in config.providers.values() if s.api_key_env}
-        named |= {t.token_env for t in (*config.a2a.values(), *config.mcp.values()) if t.token_env}
+        named |= {a.token_env for a in config.a2a.values() if a.token_env}
+        named |= {m.token_env for m in config.mcp.values() if m.token_env}
     return {name for name in environ if name in named or SECRET_NAME.search(name)}
 
 
@@ -159,10 +161,9 @@ def start_private(ray: Any, config: FlowConfig | None = None, **options: Any) ->
         cluster = _started if _started is not None else _new_cluster()
         overlay = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(cluster.token)}
         os.environ.update(overlay)  # the driver's own connection reads them as long as it lives
-        from ray._raylet import AuthenticationTokenLoader, Config
-
-        Config.initialize("")  # this process's Ray settings read RAY_AUTH_MODE again
-        AuthenticationTokenLoader.instance().reset_cache()
+        raylet: Any = importlib.import_module("ray._raylet")
+        raylet.Config.initialize("")  # this process's Ray settings read RAY_AUTH_MODE again
+        raylet.AuthenticationTokenLoader.instance().reset_cache()
         with _environment({**cluster_environ(os.environ, config), **overlay}), _umask(0o077), _loopback(ray):
             ray.init(_temp_dir=str(cluster.temp_dir), include_dashboard=False, **options)
         _started = cluster
@@ -270,5 +271,16 @@ def keep_private() -> None:
                     os.chmod(path, 0o700 if stat.S_ISDIR(mode) else mode & 0o700)
 
 
-__all__ = ["LOOPBACK_SWITCH", "SECRET_NAME", "PrivateCluster", "actor_options", "cluster_environ", "join", "key_names",
-           "keep_private", "private_cluster", "secret_names", "start_private"]
+__all__ = [
+    "LOOPBACK_SWITCH",
+    "SECRET_NAME",
+    "PrivateCluster",
+    "actor_options",
+    "cluster_environ",
+    "join",
+    "keep_private",
+    "key_names",
+    "private_cluster",
+    "secret_names",
+    "start_private",
+]

@@ -40,7 +40,13 @@ from flow_kernel.lang.compiler import Compiled
 from flow_kernel.runtime.config import FlowConfig
 from flow_kernel.runtime.eval.data import Case
 from flow_kernel.runtime.eval.items import ItemDone, ItemRunner, RunSettings, warm
-from flow_kernel.runtime.eval.ray_cluster import actor_options, join, keep_private, key_names, start_private
+from flow_kernel.runtime.eval.ray_cluster import (
+    actor_options,
+    join,
+    keep_private,
+    key_names,
+    start_private,
+)
 from flow_kernel.runtime.eval.scorers import Scorer
 
 RETRIES = 3  # times an item is sent again after its worker died under it
