@@ -369,5 +369,5 @@ def test_past_the_runs_waiting_for_a_turn_one_more_is_refused_at_once(waiting: P
 def test_reopened_door_without_the_bound_every_run_waits_holding_its_input(waiting: Path,
                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(serve_common.WorkflowHost, "_refused_turn", lambda self: None)
-    parked, queued, third, at_once = _flood(waiting, monkeypatch)
+    _, _, third, at_once = _flood(waiting, monkeypatch)
     assert not at_once and third.result == "done"  # it waited behind the parked run, as every flooded run would
