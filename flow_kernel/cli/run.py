@@ -106,8 +106,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         result = load_file(FileSystemLoader(guard=trust.use_guard()), args.file, models=config.models,
                            mcp_servers=config.mcp)
         data = _parse_input(args.input)
-        if config.ignored is not None:
-            print_warning(config.ignored_warning(), command="run")
+        if (ignored := config.ignored_warning()) is not None:
+            print_warning(ignored, command="run")
         policy = args.operator or config.operator
         operator = Operator.parse(policy) if policy else Operator.default()
         if args.replay and args.record:

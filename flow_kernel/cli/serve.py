@@ -198,8 +198,8 @@ def _workflow_host(args: argparse.Namespace) -> Any:
     if not result.ok:
         sys.stderr.write(render_text(result.diagnostics, color=wants_color(sys.stderr), display_name=display_name) + "\n")
         return None
-    if config.ignored is not None:
-        print_warning(config.ignored_warning(), command="serve")
+    if (ignored := config.ignored_warning()) is not None:
+        print_warning(ignored, command="serve")
     policy = args.operator or config.operator
     fallback = Operator.parse(policy) if policy and policy not in ("interactive", "none") else None
     session = Session(directory=file_folder(args.file), config=config, allow_run=args.allow_run, trust=trust)
