@@ -7,6 +7,8 @@ the warning off: the same run then starts a shell through `sort` without a word.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -75,3 +77,12 @@ def test_the_kernel_says_it_once_on_stderr(tmp_path: Path) -> None:
     assert first.status == "ok" and again.status == "ok" and again.result == "1\n2\n2\n1\n"
     said = [c["text"] for reply in (first, again) for c in reply.of("stream") if c["name"] == "stderr"]
     assert "".join(said).count(WARNING) == 1 and WARNING in "".join(c["text"] for c in first.of("stream"))
+
+
+def test_flow_serve_warns_once_as_it_starts() -> None:
+    """`flow serve` over stdio with no client (stdin closed): it says it before it serves."""
+    hello = Path(__file__).resolve().parents[2] / "examples" / "hello.flow"
+    done = subprocess.run([sys.executable, "-m", "flow_kernel.cli", "serve", str(hello), "--mcp",
+                           "--allow-run", "sort", "--allow-run", "git log *"],
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
+    assert done.stderr.count(WARNING) == 1 and done.stderr.count("any arguments") == 1, done.stderr
