@@ -40,7 +40,7 @@ KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GITHUB_TOKEN")
 def reopen() -> None:
     """The cluster as Ray starts it by itself: every interface, the whole environment,
     Ray's own folder modes."""
-    ray_cluster._loopback = lambda ray: contextlib.nullcontext()  # type: ignore[assignment]
+    ray_cluster._loopback = lambda ray: contextlib.nullcontext()  # type: ignore[assignment,return-value]
     ray_cluster.cluster_environ = lambda environ, config=None: dict(environ)
     ray_cluster.keep_private = lambda: None
     ray_executor.keep_private = lambda: None  # type: ignore[attr-defined]
@@ -86,7 +86,8 @@ async def main(reopened: bool) -> dict[str, Any]:
     actor_env = await items.actors[0].__ray_call__.remote(seen)
     task_env = await ray.remote(seen).remote()
     cluster = ray_cluster.private_cluster()
-    folder = cluster.folder if cluster is not None else Path(ray._private.worker._global_node.get_temp_dir_path())
+    assert cluster is not None
+    folder = cluster.folder
     token_path = Path(os.environ.get("RAY_AUTH_TOKEN_PATH") or Path.home() / ".ray" / "auth_token")
     report = {
         "output": [item.result.output for item in done],
