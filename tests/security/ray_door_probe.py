@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import json
 import os
+import socket
 import sys
 from pathlib import Path
 from typing import Any
@@ -47,12 +48,13 @@ def reopen() -> None:
 
 
 def listening() -> list[dict[str, Any]]:
+    """Every TCP socket listening and every UDP socket bound, of this process and all it started."""
     me = psutil.Process()
     found = []
     for process in [me, *me.children(recursive=True)]:
         with contextlib.suppress(psutil.Error):
             for c in process.net_connections("inet"):
-                if c.status == psutil.CONN_LISTEN:
+                if c.status == psutil.CONN_LISTEN or (c.type == socket.SOCK_DGRAM and c.laddr):
                     found.append({"process": process.name(), "ip": c.laddr.ip, "port": c.laddr.port})
     return found
 
