@@ -117,6 +117,9 @@ class _Call:
     price: Price | None = None  # the model's price (lang/prices.py); None: unknown
     cost: float = 0.0  # what its replies cost so far
     sent: bool = False  # whether the current attempt's request went to a provider
+    # The output tokens its cost reservations assume (`_reserve_cost`); its requests carry
+    # them as their cap. None: no `cost` limit encloses the call.
+    output_cap: int | None = None
 
 
 class AgentPipeline:
@@ -521,9 +524,11 @@ class AgentPipeline:
         """`limits { cost: … }`, before each attempt: its worst case (its prompt, and
         `max_tokens` of output) is reserved on every enclosing limit, beside what ended and
         what is in flight, waiting for attempts in flight when it does not fit yet
-        (budgets.py); `limit-exceeded` when it cannot fit. Without a price for the model no
-        limit can be checked, so the call does not go (the price table: lang/prices.py,
-        `[prices]` in flow.toml). None: no enclosing frame has a cost limit."""
+        (budgets.py); `limit-exceeded` when it cannot fit. The request then carries that
+        output as its cap (`call.output_cap`), so its reply cannot cost more output. Without
+        a price for the model no limit can be checked, so the call does not go (the price
+        table: lang/prices.py, `[prices]` in flow.toml). None: no enclosing frame has a cost
+        limit."""
         limited = [b for b in self._chain(call.payload.get("frame")) if b.cost is not None]
         if not limited:
             return None
@@ -532,8 +537,7 @@ class AgentPipeline:
                 f"`{call.spec.name}` uses {call.provider}/{call.model}, which has no price, so the `cost` limit of "
                 f"`{limited[0].name}` cannot be checked: add it under [prices] in flow.toml",
                 details={"limit": "cost", "value": limited[0].cost, "workflow": limited[0].name})
-        settings = self.config.provider(call.provider)
-        output = settings.max_tokens or DEFAULT_MAX_OUTPUT_TOKENS
+        output = call.output_cap = self.config.provider(call.provider).max_tokens or DEFAULT_MAX_OUTPUT_TOKENS
         sent = call.system + call.prompt + (json.dumps(repair_of, ensure_ascii=False, default=str) if repair_of else "")
         worst = call.price.cost(estimate_tokens(sent), output)
         agent = call.spec.name
@@ -574,7 +578,8 @@ class AgentPipeline:
                                   float(temperature) if isinstance(temperature, int | float) else None,
                                   tuple(call.tools), self._tool_user(call) if call.tools else None,
                                   call_prompt=str(call.payload.get("prompt")),
-                                  on_delta=self._delta_sink(call) if self._streams(call.provider) else None)
+                                  on_delta=self._delta_sink(call) if self._streams(call.provider) else None,
+                                  max_output_tokens=call.output_cap)
         request.ask_operator = self._asker(call)
         try:
             if call.provider in PROVIDERS or (isinstance(timeout_ms, int) and timeout_ms > 0):

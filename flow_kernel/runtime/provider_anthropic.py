@@ -36,12 +36,15 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from flow_kernel.errors import AgentInvocationError
+from flow_kernel.lang.prices import DEFAULT_MAX_OUTPUT_TOKENS
 from flow_kernel.runtime.provider_base import (
     MAX_TOOL_ROUNDS,
     ProviderReply,
     ProviderRequest,
+    cut_off,
     decode_output,
     is_plain_text,
+    output_cap,
     repair_message,
     status_error,
     stream_cut,
@@ -61,7 +64,9 @@ if TYPE_CHECKING:
         ToolResultBlockParam,
     )
 
-DEFAULT_MAX_TOKENS = 4096  # the API requires a cap; `[providers.anthropic] max_tokens` changes it
+# The API requires a cap; `[providers.anthropic] max_tokens` changes it. The same number a cost
+# reservation assumes when none is configured, so an attempt sends the output it reserved.
+DEFAULT_MAX_TOKENS = DEFAULT_MAX_OUTPUT_TOKENS
 
 
 class AnthropicProvider:
@@ -98,12 +103,14 @@ class AnthropicProvider:
         # `temperature` is no parameter of `messages.create` in this client (newer models refuse
         # it); an agent that sets one still sends it, and a model that refuses it answers 400.
         extra_body = {"temperature": request.temperature} if request.temperature is not None else None
+        # Never more output than a cost reservation assumed (`output_cap`).
+        max_tokens = output_cap(self.max_tokens, request.max_output_tokens) or self.max_tokens
         usage = {"input_tokens": 0, "output_tokens": 0}
         tool_log: list[dict[str, Any]] = []
         for round_ in range(1, MAX_TOOL_ROUNDS + 1):
             if round_ > 1 and request.before_request is not None:
                 await request.before_request()
-            arguments: dict[str, Any] = {"model": request.model, "max_tokens": self.max_tokens, "system": request.system,
+            arguments: dict[str, Any] = {"model": request.model, "max_tokens": max_tokens, "system": request.system,
                                          "messages": messages, "output_config": output_config, "tools": tools,
                                          "extra_body": extra_body}
             try:
@@ -140,9 +147,7 @@ class AnthropicProvider:
                 messages.append({"role": "user", "content": results})
                 continue
             if stop_reason == "max_tokens":
-                raise AgentInvocationError(f"`{request.agent}`'s answer was cut off at max_tokens ({self.max_tokens}); "
-                                           "raise `max_tokens` under [providers.anthropic]",
-                                           details={"stop_reason": "max_tokens"})
+                raise cut_off(request.agent, "anthropic", max_tokens, {"stop_reason": "max_tokens"})
             if not text:
                 raise AgentInvocationError(f"the provider's reply had no text (stop reason: {stop_reason})",
                                            details={"stop_reason": stop_reason})

@@ -57,6 +57,9 @@ class ProviderRequest:
     # Awaited before each request after the first within the attempt (a tool loop's later
     # rounds), so the provider's rate limits count them too (runtime/resilience.py).
     before_request: Callable[[], Awaitable[None]] | None = None
+    # The output tokens the attempt's cost reservation assumed (runtime/budgets.py): the request
+    # must not allow more (`output_cap`). None: the attempt is not cost-limited.
+    max_output_tokens: int | None = None
 
 
 @dataclass
@@ -74,6 +77,25 @@ class Provider(Protocol):
 def is_plain_text(schema: dict[str, Any]) -> bool:
     """A bare `string` output is asked for as text, not as a JSON document."""
     return schema.get("type") == "string" and not (set(schema) - {"type", "description", "$schema"})
+
+
+def output_cap(configured: int | None, reserved: int | None) -> int | None:
+    """The output cap a request carries: the smaller of the provider's configured `max_tokens`
+    and what the attempt's cost reservation assumed, so a reply never costs more output than
+    was reserved; None when neither is given (the request names no cap)."""
+    caps = [cap for cap in (configured, reserved) if cap is not None]
+    return min(caps) if caps else None
+
+
+def cut_off(agent: str, provider: str, cap: int | None, details: dict[str, Any]) -> AgentInvocationError:
+    """A reply the provider stopped at its output cap: the answer is incomplete, so it is
+    no answer (`details` says how the provider said so, and the cap)."""
+    if cap is None:
+        return AgentInvocationError(f"`{agent}`'s answer was cut off by the provider's own output limit; "
+                                    f"set `max_tokens` under [providers.{provider}] to ask for more",
+                                    details=details)
+    return AgentInvocationError(f"`{agent}`'s answer was cut off at max_tokens ({cap}); "
+                                f"raise `max_tokens` under [providers.{provider}]", details={**details, "max_tokens": cap})
 
 
 def repair_message(repair: dict[str, Any]) -> str:

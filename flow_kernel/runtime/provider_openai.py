@@ -9,6 +9,15 @@ arguments reported as they arrive (runtime/streaming.py), the reply assembled fr
 chunks. An endpoint that ignores `stream` and answers one JSON completion is read as one.
 A stream that breaks off is `agent-invocation`; what arrived stays in the call's trace.
 
+The output cap (`output_cap`: the configured `max_tokens`, and a cost reservation's) is sent
+only when there is one, so an uncapped request is the same as ever. OpenAI's API takes it as
+`max_completion_tokens` and refuses `max_tokens` for its reasoning models, so only the new
+name goes there; any other endpoint gets both names with the same number, because the
+compatible servers differ and ignore a name they do not know, which would leave the reply
+uncapped: vLLM reads either, Ollama and LM Studio only `max_tokens`, llama.cpp's server
+`max_completion_tokens` only in its 2026 releases. A reply that stops at a cap
+(`finish_reason: "length"`) is cut off, no answer (`cut_off`).
+
 The endpoint and key come from the host only — the session's provider settings
 (`flow.toml`), else `OPENAI_BASE_URL` / `OPENAI_API_KEY` — and never reach the sandbox,
 an event or a cassette.
@@ -25,8 +34,10 @@ from flow_kernel.runtime.provider_base import (
     MAX_TOOL_ROUNDS,
     ProviderReply,
     ProviderRequest,
+    cut_off,
     decode_output,
     is_plain_text,
+    output_cap,
     repair_message,
     status_error,
     stream_cut,
@@ -36,9 +47,12 @@ from flow_kernel.runtime.provider_base import (
 from flow_kernel.runtime.streaming import Delta, DeltaSink
 from flow_kernel.short_text import shorten
 
+OPENAI_HOST = "api.openai.com"  # OpenAI's own API: the output cap goes by its new name only
+
 
 class OpenAIProvider:
-    def __init__(self, base_url: str | None = None, api_key: str | None = None) -> None:
+    def __init__(self, base_url: str | None = None, api_key: str | None = None,
+                 max_tokens: int | None = None) -> None:
         try:
             import openai
         except ImportError:
@@ -51,6 +65,7 @@ class OpenAIProvider:
             api_key=self._key,
             max_retries=0,  # retries are the agent's `retry`, counted against `agent_runs`
         )
+        self.max_tokens = max_tokens  # `[providers.openai] max_tokens`: sent with every request
 
     async def attempt(self, request: ProviderRequest) -> ProviderReply:
         messages: list[dict[str, Any]] = [{"role": "system", "content": request.system},
@@ -67,6 +82,9 @@ class OpenAIProvider:
         if request.tools:
             options["tools"] = [{"type": "function", "function": {"name": t.name, "description": t.description,
                                                                   "parameters": t.parameters}} for t in request.tools]
+        cap = output_cap(self.max_tokens, request.max_output_tokens)
+        if cap is not None:
+            options.update(cap_fields(self.client.base_url.host, cap))
         usage = {"input_tokens": 0, "output_tokens": 0}
         tool_log: list[dict[str, Any]] = []
         for round_ in range(1, MAX_TOOL_ROUNDS + 1):
@@ -76,9 +94,11 @@ class OpenAIProvider:
                 reply = await self._stream(request.model, messages, options, request.on_delta, round_)
             else:
                 reply = await self._create(request.model, messages, options)
-            input_tokens, output_tokens, message = _parts(reply)
+            input_tokens, output_tokens, message, finish_reason = _parts(reply)
             usage["input_tokens"] += input_tokens
             usage["output_tokens"] += output_tokens
+            if finish_reason == "length":  # before any tool runs: its arguments may be cut too
+                raise cut_off(request.agent, "openai", cap, {"finish_reason": "length"})
             calls = [c for c in (message.tool_calls or []) if getattr(c, "function", None) is not None]
             if calls and request.call_tool is not None:
                 messages.append({"role": "assistant", "content": message.content,
@@ -121,13 +141,13 @@ class OpenAIProvider:
         calls: dict[int, dict[str, Any]] = {}
         usage: Any = None
         received = 0
-        finished = False
+        finish_reason: str | None = None
         try:
             async for chunk in stream:
                 if getattr(chunk, "usage", None) is not None:
                     usage = chunk.usage
                 for choice in chunk.choices or []:
-                    finished = finished or choice.finish_reason is not None
+                    finish_reason = finish_reason or choice.finish_reason
                     delta = choice.delta
                     if delta is None:
                         continue
@@ -149,12 +169,12 @@ class OpenAIProvider:
             raise stream_cut(self._clean(str(exc) or type(exc).__name__), received) from None
         except (AttributeError, TypeError):  # chunks of another shape
             raise AgentInvocationError("the provider's stream is not a chat completion stream") from None
-        if not finished:  # the connection closed cleanly, but before the reply said it was done
+        if finish_reason is None:  # the connection closed cleanly, but before the reply said it was done
             raise stream_cut("it ended before the reply finished", received)
         message = _StreamedMessage("".join(text) if text or not calls else None,
                                    [_StreamedCall(i, c["id"] or f"call_{i}", c["name"], c["arguments"])
                                     for i, c in sorted(calls.items())])
-        return _StreamedReply(usage, [_StreamedChoice(message)])
+        return _StreamedReply(usage, [_StreamedChoice(message, finish_reason)])
 
     async def _whole(self, stream: Any) -> Any:
         """An endpoint that answered a streaming request with one JSON document."""
@@ -189,8 +209,8 @@ class _StreamedMessage:
 
 
 class _StreamedChoice:
-    def __init__(self, message: _StreamedMessage) -> None:
-        self.message = message
+    def __init__(self, message: _StreamedMessage, finish_reason: str) -> None:
+        self.message, self.finish_reason = message, finish_reason
 
 
 class _StreamedReply:
@@ -200,19 +220,28 @@ class _StreamedReply:
         self.usage, self.choices = usage, choices
 
 
-def _parts(reply: Any) -> tuple[int, int, Any]:
-    """(input tokens, output tokens, the first choice's message). The client does not
-    validate a reply: an HTML page served with 200 comes back as a string, JSON of another
-    shape as a hollow object. Either is the provider's failure, not a host error."""
+def cap_fields(host: str, cap: int) -> dict[str, int]:
+    """The output cap as the endpoint at `host` reads it (module docstring)."""
+    if host == OPENAI_HOST:
+        return {"max_completion_tokens": cap}
+    return {"max_completion_tokens": cap, "max_tokens": cap}
+
+
+def _parts(reply: Any) -> tuple[int, int, Any, Any]:
+    """(input tokens, output tokens, the first choice's message, why it finished). The
+    client does not validate a reply: an HTML page served with 200 comes back as a string,
+    JSON of another shape as a hollow object. Either is the provider's failure, not a host
+    error."""
     try:
         tokens = (reply.usage.prompt_tokens or 0, reply.usage.completion_tokens or 0) if reply.usage is not None else (0, 0)
         if not reply.choices:
             raise AgentInvocationError("the provider's reply had no choices")
-        message = reply.choices[0].message
+        choice = reply.choices[0]
+        message = choice.message
         _ = (message.content, message.tool_calls)  # a wrong shape fails here, not later
     except (AttributeError, TypeError, IndexError, KeyError):
         raise AgentInvocationError(f"the provider's reply is not a chat completion: {shorten(repr(reply), 300)}") from None
-    return tokens[0], tokens[1], message
+    return tokens[0], tokens[1], message, getattr(choice, "finish_reason", None)
 
 
 def _arguments(text: str | None) -> dict[str, Any]:

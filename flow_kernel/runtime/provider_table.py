@@ -130,7 +130,7 @@ class ProviderEntry:
 def _openai(settings: ProviderSettings, key: str | None) -> Provider:
     from flow_kernel.runtime.provider_openai import OpenAIProvider
 
-    return OpenAIProvider(settings.base_url, key)
+    return OpenAIProvider(settings.base_url, key, max_tokens=settings.max_tokens)
 
 
 def _anthropic(settings: ProviderSettings, key: str | None) -> Provider:
@@ -161,8 +161,10 @@ def _a2a_configured(config: Any) -> Provider:
 
 # The remote providers, by the prefix of `model: "provider/model"`, in the order they are listed.
 PROVIDERS: dict[str, ProviderEntry] = {entry.name: entry for entry in (
-    # `max_tokens` is accepted and not used, as before this table: a flow.toml written for
-    # either provider keeps loading.
+    # `max_tokens` caps every request's output when set (as `max_completion_tokens` to OpenAI's
+    # own API, as both names to any other endpoint: provider_openai.py), and is what a `cost`
+    # limit reserves for each attempt's output (else DEFAULT_MAX_OUTPUT_TOKENS, lang/prices.py),
+    # which a cost-limited request then carries as its cap.
     ProviderEntry("openai", _openai, "openai", "OPENAI_API_KEY", "OPENAI_BASE_URL",
                   {"max_tokens": MAX_TOKENS, "stream": STREAM, **RESILIENCE}),
     ProviderEntry("anthropic", _anthropic, "anthropic", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL",

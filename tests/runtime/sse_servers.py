@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -43,6 +44,9 @@ class SSEServer:
         self.answered = 0  # replies that reached their last event (whatever they say they used is spent)
         self.open: set[int] = set()  # requests not answered yet (by index in `requests`)
         self.arrivals: list[tuple[int, frozenset[int]]] = []  # at each request: `answered`, and `open` with it
+        # Given: each request's reply is made from its body (a model that answers what it was
+        # asked, e.g. as long as its cap allows) instead of taken from `replies`.
+        self.answer: Callable[[dict[str, Any]], Reply] | None = None
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -54,7 +58,10 @@ class SSEServer:
                     server.requests.append(body)
                     if server.clock is not None:
                         server.stamps.append(server.clock.now())
-                    reply = server.replies.pop(0) if server.replies else Reply(status=500, error="no reply queued")
+                    if server.answer is not None:
+                        reply = server.answer(body)
+                    else:
+                        reply = server.replies.pop(0) if server.replies else Reply(status=500, error="no reply queued")
                     server.in_flight += 1
                     server.peak = max(server.peak, server.in_flight)
                     index = len(server.requests) - 1
@@ -117,10 +124,10 @@ class SSEServer:
 
 
 # -- OpenAI Chat Completions chunks ---------------------------------------------------------------
-def openai_text(pieces: list[str], usage: tuple[int, int] = (5, 3), **reply: Any) -> Reply:
+def openai_text(pieces: list[str], usage: tuple[int, int] = (5, 3), finish: str = "stop", **reply: Any) -> Reply:
     events: list[tuple[str | None, Any]] = [(None, _chunk({"role": "assistant", "content": ""}))]
     events += [(None, _chunk({"content": piece})) for piece in pieces]
-    events.append((None, _chunk({}, finish="stop")))
+    events.append((None, _chunk({}, finish=finish)))
     events.append((None, {"id": "c1", "object": "chat.completion.chunk", "created": 0, "model": "m", "choices": [],
                           "usage": {"prompt_tokens": usage[0], "completion_tokens": usage[1],
                                     "total_tokens": sum(usage)}}))

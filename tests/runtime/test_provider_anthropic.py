@@ -277,7 +277,7 @@ def test_unreachable_endpoint_is_agent_invocation(monkeypatch: pytest.MonkeyPatc
 def test_an_answer_cut_off_at_max_tokens_fails_the_call(fake: FakeAnthropic) -> None:
     fake.replies.append((200, [{"type": "text", "text": '{"id": "T'}], "max_tokens"))
     error = failure(request(), AnthropicProvider(max_tokens=16))
-    assert "max_tokens (16)" in error.message and error.details == {"stop_reason": "max_tokens"}
+    assert "max_tokens (16)" in error.message and error.details == {"stop_reason": "max_tokens", "max_tokens": 16}
 
 
 def test_a_reply_with_no_text_fails_the_call(fake: FakeAnthropic) -> None:
