@@ -251,15 +251,16 @@ def test_an_interrupt_at_the_prompt_cancels_the_cell(stranger: dict[str, Path], 
 def test_a_strangers_flow_toml_is_named_once_and_changes_nothing(stranger: dict[str, Path]) -> None:
     """A flow.toml beside the stranger's notebook (auto-approve, sh allowed): the kernel
     names it once, above the first cell's output, and none of it applies; granted
-    (`FLOW_ALLOW=config:.`, the door opened) it applies and nothing is said."""
+    (`FLOW_ALLOW=config:.`, the door opened) it applies, and what is said once is only that
+    it lets `run` start `sh` with any arguments."""
     (stranger["folder"] / "flow.toml").write_text('operator = "auto-approve"\nallow_run = ["sh"]\n', encoding="utf-8")
     for allow, applies in ((None, False), ("config:.", True)):
         km, kc = start(stranger["folder"], allow=allow)
         try:
             first, second = execute(kc, "1 + 1"), execute(kc, "2 + 2")
             warnings = [c["text"] for c in first.of("stream") if c["name"] == "stderr"]
-            if applies:
-                assert warnings == [] and first.outputs[0]["msg_type"] == "execute_result"
+            if applies:  # said: only its grant of `sh` with any arguments (test_unpinned_grants.py)
+                assert len(warnings) == 1 and "`run` may start sh with any arguments" in warnings[0], warnings
             else:
                 assert first.outputs[0]["msg_type"] == "stream", first.outputs  # above the output
                 assert warnings == [f"warning: {(stranger['folder'] / 'flow.toml').resolve()} is not trusted, so none of it "
