@@ -20,7 +20,8 @@
   as their runtime_env (`actor_options`, from `key_names`).
 
 A cluster this process joined (`--ray-address`, or one started here by other code) is
-not this one: nothing of the above holds there, and no key is sent to it.
+not this one: nothing of the above holds there, and no key is sent to it. One that listens
+on loopback only is joined in Ray's single-node mode (`join`).
 """
 
 from __future__ import annotations
@@ -158,7 +159,7 @@ def start_private(ray: Any, config: FlowConfig | None = None, **options: Any) ->
     an environment without credentials (the module's text). Raises what `ray.init` raises."""
     global _started
     with _starting:
-        cluster = _started if _started is not None else _new_cluster()
+        cluster = _started = _started if _started is not None else _new_cluster()  # a retry reuses it
         overlay = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(cluster.token)}
         os.environ.update(overlay)  # the driver's own connection reads them as long as it lives
         raylet: Any = importlib.import_module("ray._raylet")
@@ -166,7 +167,6 @@ def start_private(ray: Any, config: FlowConfig | None = None, **options: Any) ->
         raylet.AuthenticationTokenLoader.instance().reset_cache()
         with _environment({**cluster_environ(os.environ, config), **overlay}), _umask(0o077), _loopback(ray):
             ray.init(_temp_dir=str(cluster.temp_dir), include_dashboard=False, **options)
-        _started = cluster
         keep_private()
         return cluster
 
