@@ -39,6 +39,7 @@ from flow_kernel.kernel.magics import (
     notebook_trust,
     parse_cell,
 )
+from flow_kernel.kernel.status import StatusGate
 from flow_kernel.lang.compiler import Compiled
 from flow_kernel.markup import escape
 from flow_kernel.runtime.ceilings import Ceilings
@@ -109,6 +110,7 @@ class FlowKernel(Kernel):
         self._config_warned = False  # an untrusted flow.toml is named once, above the first cell's output
         self._unpinned_warned: set[str] = set()  # executables `run` may start with any arguments, named once
         self._resuming: Any = None  # the run a `%resume RUN` cell goes on with (kernel/durable.py)
+        self._status_gate = StatusGate()
         self._wire_comms()
 
     def _wire_comms(self) -> None:
@@ -144,6 +146,14 @@ class FlowKernel(Kernel):
         self._cell_loop = asyncio.get_running_loop()
         with contextlib.suppress(Exception):  # a failure here shows again, clearly, in the first cell
             await self.flow.warm_up()
+
+    def _publish_status(self, status: str, channel: str, parent: dict[str, Any] | None = None) -> None:
+        """Busy from an execute request's first status until its reply, whatever control,
+        subshell or comm messages are handled meanwhile (kernel/status.py)."""
+        def send(state: str, of: dict[str, Any]) -> None:
+            super(FlowKernel, self)._publish_status(state, channel, of)
+
+        self._status_gate.publish(status, parent or self.get_parent(channel), send)
 
     @property
     def kernel_info(self) -> dict[str, Any]:

@@ -1,0 +1,62 @@
+"""The kernel's execution state as frontends show it: `busy` from an execute request's
+first status until its last, whatever else the kernel handles meanwhile.
+
+ipykernel publishes `busy` and `idle` around every message it handles on its own: a
+`kernel_info_request` or `interrupt_request` on the control channel, a message on a
+subshell, a comm message when no cell holds the shell. While a Flow cell runs (a model
+call, an approval waiting for its button), such a message's `idle` is the last status a
+frontend sees: JupyterLab's status bar said "Flow | Idle" under a running cell, and a
+client that waits for idle went on too early. Statuses go through `StatusGate`: while
+an execute request is in flight, the `idle` of any other request is held, and sent
+just before the execute's own `idle` (after its reply), so the kernel reads busy
+throughout and every request still gets its idle.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+Publish = Callable[[str, dict[str, Any]], None]
+
+
+class StatusGate:
+    """Decides, in order and thread-safe (control and subshell threads publish too),
+    which status messages reach IOPub and when."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._executing: set[str] = set()  # msg ids of the execute requests in flight
+        self._held: list[dict[str, Any]] = []  # parents whose idle waits for the executes to end
+
+    def publish(self, status: str, parent: dict[str, Any], send: Publish) -> None:
+        """Send `status` for `parent` through `send` now, or hold it: an `idle` of any
+        request but an execute in flight is held until no execute is in flight; the last
+        execute's idle is sent after the held ones."""
+        header = parent.get("header") or {}
+        msg_id = str(header.get("msg_id", ""))
+        with self._lock:
+            if header.get("msg_type") == "execute_request":
+                if status == "busy":
+                    self._executing.add(msg_id)
+                elif status == "idle" and msg_id in self._executing:
+                    self._executing.discard(msg_id)
+                    if not self._executing:
+                        held, self._held = self._held, []
+                        for other in held:
+                            send("idle", other)
+                    send(status, parent)
+                    return
+            if status == "idle" and self._executing:
+                self._held.append(parent)
+                return
+            send(status, parent)
+
+    @property
+    def executing(self) -> bool:
+        with self._lock:
+            return bool(self._executing)
+
+
+__all__ = ["StatusGate"]
