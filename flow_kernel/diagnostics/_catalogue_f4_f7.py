@@ -1159,31 +1159,43 @@ print greet("Ada")
         "W",
         "a literal fan-out that needs more agent runs than `agent_runs` allows",
         """\
-A `parallel` block or a `parallelMap` over a literal array makes more agent calls
-than the workflow's `agent_runs` budget allows, counting at least one run per
-call. The run would fail with `limit-exceeded` partway through. Raise
-`agent_runs` (leaving room for repairs and retries), or make fewer calls.""",
+Counted from the text, some paths of the workflow (or cell) make more agent calls
+than its `agent_runs` budget allows — calls under `if`, `?:` or `try`, in `parallel`
+branches or in a `parallelMap` or `for` over an array literal or `range(N)` — while
+the paths that make fewest stay within it. A run that takes such a path fails with
+`limit-exceeded` partway through. The message gives the most calls the text allows:
+set `agent_runs` to that (leaving room for repairs and retries) if every path can be
+taken, or make fewer calls. When every path makes too many calls it is F6008, an
+error.""",
         """\
 agent reviewer {
   model: "scripted"
   script: ["Fine"]
 }
-workflow review_all() -> string[] {
+workflow review(deep: bool) -> string[] {
   limits { agent_runs: 2 }
-  return parallelMap(["a", "b", "c", "d", "e"], f => reviewer("Review ${f}"))
+  let summary = reviewer("Review the summary")
+  if deep {
+    return parallelMap(["a", "b"], f => reviewer("Review ${f}"))
+  }
+  return [summary]
 }
-print review_all()
+print review(false)
 """,
         """\
 agent reviewer {
   model: "scripted"
   script: ["Fine"]
 }
-workflow review_all() -> string[] {
-  limits { agent_runs: 10 }
-  return parallelMap(["a", "b", "c", "d", "e"], f => reviewer("Review ${f}"))
+workflow review(deep: bool) -> string[] {
+  limits { agent_runs: 3 }
+  let summary = reviewer("Review the summary")
+  if deep {
+    return parallelMap(["a", "b"], f => reviewer("Review ${f}"))
+  }
+  return [summary]
 }
-print review_all()
+print review(false)
 """,
     ),
     # ------------------------------------------------------------------ F7xxx hints

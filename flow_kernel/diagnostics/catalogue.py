@@ -9,6 +9,7 @@ family table."""
 
 from __future__ import annotations
 
+from flow_kernel.diagnostics._catalogue_budgets import ENTRIES as _BUDGETS
 from flow_kernel.diagnostics._catalogue_durability import ENTRIES as _DURABILITY
 from flow_kernel.diagnostics._catalogue_f1_f3 import ENTRIES as _EARLY
 from flow_kernel.diagnostics._catalogue_f4_f7 import ENTRIES as _LATE
@@ -23,6 +24,7 @@ Entry = tuple[str, str, str, str, str, str]
 _ADDED: tuple[tuple[Entry, ...], ...] = (_PANELS, _DURABILITY)
 _ADDED += (_PROTOCOLS,)  # issue 20: tools lent by MCP servers
 _ADDED += (_PROVIDERS,)  # issue 19: the `cost` limit
+_ADDED += (_BUDGETS,)  # issue 32: budgets checked before a run
 
 # (code, severity letter E/W/I, one-line summary, explanation, failing example, fixed example)
 ENTRIES: tuple[Entry, ...] = _EARLY + _LATE + tuple(entry for table in _ADDED for entry in table)

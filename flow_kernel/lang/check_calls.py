@@ -11,12 +11,14 @@ from flow_kernel.lang import ast
 from flow_kernel.lang import types as T
 from flow_kernel.lang.builtins import BUILTINS, LAMBDA, LAMBDA_RESULT_KIND, Builtin, kind_accepts
 from flow_kernel.lang.check_common import closest
-from flow_kernel.lang.env import DeclEntry, Frame
+from flow_kernel.lang.env import DeclEntry, Frame, WorkflowContext
 from flow_kernel.lang.literals import literal_value
 from flow_kernel.lang.prices import DEFAULT_MAX_OUTPUT_TOKENS, price_of
+from flow_kernel.lang.static_budget import Names, local_names, usage
 
 if TYPE_CHECKING:
     from flow_kernel.lang.checker import Checker
+    from flow_kernel.source import Span
 
 # `facts:` (trust high), `documents:` (medium) and `context:` (low) pass data at a trust level
 # (runtime/prompts.py renders each as such).
@@ -369,7 +371,7 @@ class CallChecker:
             self.parallel_depth -= 1
         called = [c for c in (b.value.call if isinstance(b.value, ast.Expect) else b.value for b in e.branches)
                   if self.is_agent_call(c)]
-        self._fan_out_report(e.keyword_span, len(called), called)
+        self._fan_out_report(e.keyword_span, called)
         return T.object_type(fields)
 
     def fan_out(self: Checker, e: ast.Call, items: ast.Expr, lam: ast.Expr | None) -> None:
@@ -377,19 +379,47 @@ class CallChecker:
             return
         body = lam.body.call if isinstance(lam.body, ast.Expect) else lam.body
         if isinstance(body, ast.Expr) and self.is_agent_call(body):
-            self._fan_out_report(e.callee.span, len(items.items), [body] * len(items.items))
+            self._fan_out_report(e.callee.span, [body] * len(items.items))
 
-    def _fan_out_report(self: Checker, span: object, runs: int, calls: list[ast.Expr] | None = None) -> None:
+    def _fan_out_report(self: Checker, span: object, calls: list[ast.Expr]) -> None:
         if self.ctx is None:
             return
         limit = self.ctx.limits.get("cost")
-        worst = self._worst_cost(calls or []) if limit is not None else None
+        worst = self._worst_cost(calls) if limit is not None else None
         if limit is not None and worst is not None and worst > limit:
             self.report("F6007", span, f"the worst case of this fan-out costs {worst:.4g} (every call writing "  # type: ignore[arg-type]
                                        f"{DEFAULT_MAX_OUTPUT_TOKENS} tokens), more than the `cost` limit of {limit:g}")
-        budget = self.ctx.limits["agent_runs"]
-        if runs > budget:
-            self.report("F6006", span, f"this fan-out needs at least {runs} agent runs, but `agent_runs` is {budget}")  # type: ignore[arg-type]
+
+    def budget_report(self: Checker, ctx: WorkflowContext, body: list[ast.Stmt], where: Span) -> None:
+        """Errors for a workflow (or cell) whose text alone spends more agent runs or steps
+        than its `limits` allow, each naming the figure to set (static_budget.py); a
+        warning when only some paths spend more agent runs than allowed."""
+        names = Names({n: e.kind for n, e in self.decls.items()}, local_names(ctx.decl or body))
+        used = usage(body, names)
+        runs, steps = ctx.limits["agent_runs"], ctx.limits["steps"]
+        what = "this workflow" if ctx.decl is not None else "this cell"
+        if used.calls > runs:
+            self.report("F6008", self._limit_span(body, "agent_runs", where),
+                        f"{what} makes at least {used.calls} agent calls; `agent_runs` is {runs}: set `agent_runs: {used.calls}`",
+                        hints=("each call takes at least one run; repairs and retries take more",))
+        elif used.calls_max is not None and used.calls_max > runs:
+            self.report("F6006", self._limit_span(body, "agent_runs", where),
+                        f"{what} makes up to {used.calls_max} agent calls (at least {used.calls}); `agent_runs` is {runs}: "
+                        f"set `agent_runs: {used.calls_max}` if they can all run")
+        if used.steps > steps:
+            self.report("F6009", self._limit_span(body, "steps", where),
+                        f"{what} takes at least {used.steps} steps; `steps` is {steps}: set `steps: {used.steps}`",
+                        hints=("a step is a statement, a builtin, agent or workflow call, or a lambda call: "
+                               "a `parallelMap` item that calls an agent takes 2",))
+
+    @staticmethod
+    def _limit_span(body: list[ast.Stmt], key: str, where: Span) -> Span:
+        """The value given to `key` in the body's `limits`, else `where`."""
+        if body and isinstance(body[0], ast.Limits):
+            for entry in body[0].entries:
+                if entry.name.name == key:
+                    return entry.value.span
+        return where
 
     def _worst_cost(self: Checker, calls: list[ast.Expr]) -> float | None:
         """The calls' output at `max_tokens` each, priced by the built-in table; None when a

@@ -171,6 +171,7 @@ class Checker(DeclChecker, ExprChecker, CallChecker, StmtChecker, PromptChecker,
                 seen[p.name.name] = p
                 self.bind(p.name, T.union([t, T.NULL]) if optional else t, mutable=False, kind="param")
             ends = self.block(body)
+        self.budget_report(ctx, body, node.name.span)
         if entry.workflow.returns is not None and not ends:
             self.report("F3008", node.name.span, f"not every path of `{entry.name}` returns a value",
                         hints=(f"end the body with `return …` of type `{entry.workflow.returns}`",))
@@ -189,6 +190,8 @@ class Checker(DeclChecker, ExprChecker, CallChecker, StmtChecker, PromptChecker,
             self.apply_limits(statements[0], ctx)
         cell_scope = self.scope
         self.block(statements)
+        if statements:
+            self.budget_report(ctx, statements, statements[0].span)
         self.toplevel_bindings = dict(cell_scope.bindings)
         self.ctx = None
         self.scope = self.root

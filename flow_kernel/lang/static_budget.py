@@ -1,0 +1,281 @@
+"""What a workflow certainly spends, counted from its text before anything runs.
+
+`usage(body, names)` walks a workflow body and returns its `Usage`: the agent calls every
+successful run makes at least, the most it can make when that is known, and the least
+number of `steps` the sandbox counts for it. Counts multiply through fan-outs whose size
+is in the text: an array literal, `range(N)` / `range(A, B)` with integer literals,
+`map`/`filter`/`count`/`parallelMap` over them, and `for` over them.
+
+Lower bounds are safe by construction: anything that may stop early (`return`, `break`,
+`continue` before the end, a `try` body that can fail into a `catch`, a short-circuiting
+operator, a branch of `if` or `?:`) counts for its least branch, and what is not known
+counts nothing. The step weights follow the sandbox (bootstrap/flowbox/runtime.py): one
+step per statement except `limits`, per builtin, agent, team, workflow or panel call, per
+lambda invocation, and per `while` condition; `parallel` branches add nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from flow_kernel.lang import ast
+from flow_kernel.lang.builtins import BUILTINS
+
+# Builtins that call their lambda once per item, whatever the items are.
+_EVERY_ITEM = frozenset({"map", "filter", "count", "parallelMap"})
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Agent calls at least / at most (None: not bounded by the text), steps at least."""
+
+    calls: int = 0
+    calls_max: int | None = 0
+    steps: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        top = None if self.calls_max is None or other.calls_max is None else self.calls_max + other.calls_max
+        return Usage(self.calls + other.calls, top, self.steps + other.steps)
+
+    def times(self, n: int) -> Usage:
+        return Usage(self.calls * n, None if self.calls_max is None else self.calls_max * n, self.steps * n)
+
+    def either(self, other: Usage) -> Usage:
+        """One of two paths: the least of the lower bounds, the most of the upper ones."""
+        top = None if self.calls_max is None or other.calls_max is None else max(self.calls_max, other.calls_max)
+        return Usage(min(self.calls, other.calls), top, min(self.steps, other.steps))
+
+    def maybe(self) -> Usage:
+        """A path that may not be taken at all."""
+        return Usage(0, self.calls_max, 0)
+
+
+NOTHING = Usage()
+UNBOUNDED = Usage(0, None, 0)  # may call agents, how many the text does not say
+
+
+@dataclass(frozen=True)
+class Names:
+    """How the names called in a workflow resolve: declaration kinds, and the names the
+    workflow binds itself (a local name shadows a declaration or builtin of that name)."""
+
+    kinds: dict[str, str]
+    local: frozenset[str]
+
+
+def static_length(e: ast.Expr, names: Names) -> int | None:
+    """The number of items of an array the text spells out, or None."""
+    if isinstance(e, ast.ArrayLit):
+        return len(e.items)
+    if isinstance(e, ast.Call) and _builtin(e, names) == "range":
+        bounds = [a.value for a in e.args if a.name is None]
+        if len(bounds) == len(e.args) and all(isinstance(b, ast.IntLit) for b in bounds):
+            ints = [b.value for b in bounds]  # type: ignore[attr-defined]
+            if len(ints) == 1:
+                return max(0, ints[0])
+            if len(ints) == 2:
+                return max(0, ints[1] - ints[0])
+    return None
+
+
+def usage(body: list[ast.Stmt], names: Names) -> Usage:
+    return _block(body, names)
+
+
+def _block(body: list[ast.Stmt], names: Names) -> Usage:
+    total, certain = NOTHING, True
+    for s in body:
+        u = _stmt(s, names)
+        total = total + (u if certain else u.maybe())
+        if _may_leave(s):
+            certain = False
+    return total
+
+
+def _stmt(s: ast.Stmt, names: Names) -> Usage:
+    step = Usage(steps=1)
+    match s:
+        case ast.Limits() | ast.Break() | ast.Continue():
+            return NOTHING if isinstance(s, ast.Limits) else step
+        case ast.Let() | ast.Assign() | ast.Print() | ast.Log():
+            return step + _expr(s.value, names)
+        case ast.ExprStmt():
+            return step + _expr(s.expr, names)
+        case ast.Return():
+            return step + (_expr(s.value, names) if s.value is not None else NOTHING)
+        case ast.Emit():
+            return step + _expr(s.value, names)
+        case ast.Publish():
+            return step + _expr(s.name, names) + _expr(s.value, names)
+        case ast.Verify():
+            return step + _expr(s.cond, names) + (_expr(s.message, names).maybe() if s.message else NOTHING)
+        case ast.If():
+            other = _stmt(s.other, names) if isinstance(s.other, ast.If) else (
+                _block(s.other.body, names) if s.other is not None else NOTHING)
+            if isinstance(s.other, ast.If):
+                other = Usage(other.calls, other.calls_max, other.steps - 1)  # `else if` is not a statement of its own
+            return step + _expr(s.cond, names) + _block(s.then.body, names).either(other)
+        case ast.For():
+            n = static_length(s.iterable, names)
+            each = _block(s.body.body, names)
+            if n is None:
+                return step + _expr(s.iterable, names) + _repeated(each)
+            if any(_may_leave(b) for b in s.body.body):
+                each = each.maybe()
+            return step + _expr(s.iterable, names) + each.times(n)
+        case ast.While():
+            each = _block(s.body.body, names)
+            return Usage(steps=2) + _repeated(each + _expr(s.cond, names))
+        case ast.Stage():
+            return step + _block(s.body.body, names)
+        case ast.Pipeline():
+            inner = NOTHING
+            for stage in s.stages:
+                inner = inner + _stmt(stage, names)
+            return step + inner
+        case ast.Async():
+            return step + _block(s.body.body, names)
+        case ast.Try():
+            caught = NOTHING
+            for c in s.catches:
+                caught = caught.either(_block(c.body.body, names).maybe())
+            return step + (_block(s.body.body, names) + caught).maybe()
+    return step + UNBOUNDED
+
+
+def _may_leave(s: ast.Stmt) -> bool:
+    """Whether the statements after `s` in its block may not run (it may return, break or
+    continue; a nested `for`/`while` may break only itself, but counting it is safe)."""
+    return any(isinstance(n, ast.Return | ast.Break | ast.Continue) for n in _walk(s))
+
+
+def _walk(node: object) -> Iterable[object]:
+    yield node
+    if isinstance(node, ast.Lambda):
+        return  # a lambda's `return` leaves the lambda only
+    if isinstance(node, list):
+        for item in node:
+            yield from _walk(item)
+    elif isinstance(node, ast.Node):
+        for value in vars(node).values():
+            if isinstance(value, ast.Node | list):
+                yield from _walk(value)
+
+
+def _builtin(e: ast.Call, names: Names) -> str | None:
+    callee = e.callee
+    if isinstance(callee, ast.Name) and callee.name in BUILTINS and callee.name not in names.local \
+            and callee.name not in names.kinds:
+        return callee.name
+    return None
+
+
+def _expr(e: ast.Expr | None, names: Names) -> Usage:
+    match e:
+        case None | ast.IntLit() | ast.NumLit() | ast.DurationLit() | ast.BoolLit() | ast.NullLit() | ast.Name() | ast.It():
+            return NOTHING
+        case ast.StrLit():
+            return _all((p for p in e.parts if isinstance(p, ast.Expr)), names)
+        case ast.ArrayLit():
+            return _all(e.items, names)
+        case ast.ObjectLit():
+            return _all((entry.value for entry in e.entries), names)
+        case ast.Unary():
+            return _expr(e.operand, names)
+        case ast.Binary():
+            right = _expr(e.right, names)
+            return _expr(e.left, names) + (right.maybe() if e.op in ("and", "or", "??") else right)
+        case ast.Ternary():
+            return _expr(e.cond, names) + _expr(e.then, names).either(_expr(e.other, names))
+        case ast.Member():
+            return _expr(e.obj, names)
+        case ast.Index():
+            return _expr(e.obj, names) + _expr(e.index, names)
+        case ast.Slice():
+            return _expr(e.obj, names) + _expr(e.lower, names) + _expr(e.upper, names)
+        case ast.Project() | ast.Pick():
+            return _expr(e.obj, names)
+        case ast.Expect():
+            return _expr(e.call, names)
+        case ast.Parallel():
+            return _all((b.value for b in e.branches), names)
+        case ast.Approve() | ast.Ask() | ast.Run():
+            return Usage(steps=1)
+        case ast.Call():
+            return _call(e, names)
+    return UNBOUNDED
+
+
+def _all(items: Iterable[ast.Expr], names: Names) -> Usage:
+    total = NOTHING
+    for item in items:
+        total = total + _expr(item, names)
+    return total
+
+
+def _repeated(each: Usage) -> Usage:
+    """A part run a number of times the text does not say (zero included)."""
+    return Usage(0, 0 if each.calls_max == 0 else None, 0)
+
+
+def _call(e: ast.Call, names: Names) -> Usage:
+    args = NOTHING
+    for a in e.args:
+        if not isinstance(a.value, ast.Lambda | ast.TypeArg):
+            args = args + _expr(a.value, names)
+    callee = e.callee
+    builtin = _builtin(e, names)
+    if builtin is not None:
+        lam = next((a.value for a in e.args if isinstance(a.value, ast.Lambda)), None)
+        if lam is None:
+            return args + Usage(steps=1)
+        n = static_length(e.args[0].value, names) if e.args and builtin in _EVERY_ITEM else None
+        each = _lambda(lam, names)
+        if n is None:
+            return args + Usage(steps=1) + _repeated(each)
+        return args + Usage(steps=1) + each.times(n)
+    if isinstance(callee, ast.Name) and callee.name not in names.local:
+        kind = names.kinds.get(callee.name)
+        if kind == "agent":
+            return args + Usage(1, 1, 1)
+        if kind in ("workflow", "panel"):
+            return args + Usage(0, None, 1)
+        if kind == "tool":
+            return args
+    if isinstance(callee, ast.Member) and isinstance(callee.obj, ast.Name) \
+            and names.kinds.get(callee.obj.name) == "team" and callee.obj.name not in names.local:
+        return args + Usage(1, None, 1)
+    return args + UNBOUNDED
+
+
+def _lambda(lam: ast.Lambda, names: Names) -> Usage:
+    if isinstance(lam.body, ast.Block):
+        return Usage(steps=1) + _block(lam.body.body, names)
+    return Usage(steps=1) + _expr(lam.body, names)
+
+
+def local_names(node: object) -> frozenset[str]:
+    """Every name a workflow or cell binds itself (parameters, `let`/`var`, loop and lambda
+    variables, `catch` bindings, tasks), wherever in it."""
+    found: set[str] = set()
+    for n in _walk_all(node):
+        match n:
+            case ast.Let() | ast.Async():
+                found.add(n.name.name)
+            case ast.Param():
+                found.add(n.name.name)
+            case ast.For():
+                found.update(i.name for i in (n.var, n.index) if i is not None)
+            case ast.Lambda():
+                found.update(p.name for p in n.params)
+            case ast.Catch() if n.binding is not None:
+                found.add(n.binding.name)
+    return frozenset(found)
+
+
+def _walk_all(node: object) -> Iterable[object]:
+    yield node
+    children = node if isinstance(node, list) else vars(node).values() if isinstance(node, ast.Node) else ()
+    for value in children:
+        if isinstance(value, ast.Node | list):
+            yield from _walk_all(value)
