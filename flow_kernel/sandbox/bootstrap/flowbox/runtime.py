@@ -251,7 +251,9 @@ class Runtime:
         self._schedule(steps)  # before anything can raise: past a cap, every later step checks again
         frame = _frame.get()
         if steps > frame.cap:
-            raise FlowError("limit-exceeded", f"the `steps` limit of {frame.cap_limit} of `{frame.cap_name}` is exceeded",
+            raise FlowError("limit-exceeded", f"the `steps` limit of {frame.cap_limit} of `{frame.cap_name}` is exceeded: "
+                            f"raise `steps` in its `limits` (a step is a statement, a call or a lambda call; "
+                            f"a `parallelMap` item that calls an agent takes 2)",
                             {"limit": "steps", "value": frame.cap_limit, "workflow": frame.cap_name})
         if not steps % STEP_CLOCK_EVERY:
             if self.bridge.unflushed:  # what was written before a long stretch without a wait goes out now
