@@ -2,7 +2,8 @@
 
 `flow eval FILE WORKFLOW --data cases.jsonl [--scorer SPEC]… [--epochs N] [--concurrency N]
 [--executor local|ray] [--ray-address ADDR] [--workers N] [--out results.jsonl] [--resume]
-[--format json]` runs WORKFLOW on every case and scores it; `flow batch` is the same with no
+[--format json]` runs WORKFLOW on every case and scores it (with no --scorer: `exact` against
+the data's `expected`, a usage error when no case has one); `flow batch` is the same with no
 scorers. Exit 0 when every scorer meets its threshold (a batch: every item ran), 1 when
 not, 2 on a usage error or compile errors. Bad data lines are reported on stderr with their
 line numbers and skipped.
@@ -51,7 +52,8 @@ def add_command(commands: Any) -> None:
         if scoring:
             parser.add_argument("--scorer", metavar="SPEC", action="append", default=[],
                                 help="exact, field:PATH, schema:FILE, contains[:TEXT], numeric[:TOL], workflow:NAME, "
-                                "judge:AGENT; options ,pass=X (an item's score to pass) ,min=Y (the pass rate needed)")
+                                "judge:AGENT; options ,pass=X (an item's score to pass) ,min=Y (the pass rate needed); "
+                                "none named: exact, against the data's `expected`")
             parser.add_argument("--epochs", metavar="N", type=int, default=1, help="run every case N times")
         parser.add_argument("--concurrency", metavar="N", type=int, default=4, help="items at once (default 4)")
         parser.add_argument("--executor", choices=("local", "ray"), default="local")
@@ -128,7 +130,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
             args.workflow, args.data, scorers=scorers, program=compile_checked(result),
             epochs=getattr(args, "epochs", 1), concurrency=args.concurrency, executor=args.executor,
             ray_address=args.ray_address, workers=args.workers, out=args.out, resume=args.resume,
-            on_result=progress))
+            on_result=progress, default_scorer="exact" if command == "eval" else None))
     except (EvalUsageError, ScorerError, ValueError, CapabilityDenied) as exc:
         print_error(str(exc), command=command)
         return EXIT_USAGE

@@ -364,18 +364,20 @@ class Session:
                          program: Compiled | str | None = None, epochs: int = 1, concurrency: int = 4,
                          executor: str = "local", ray_address: str | None = None, workers: int | None = None,
                          out: str | Path | None = None, resume: bool = False,
-                         on_result: Callable[[Any], None] | None = None) -> Any:
+                         on_result: Callable[[Any], None] | None = None, default_scorer: str | None = None) -> Any:
         """Run `workflow` (declared by an earlier cell, or in `program`) over every case of
         `data` (.jsonl/.csv), scored by `scorers` ("exact", "field:a.b", "workflow:NAME",
-        "judge:AGENT", ...; none: a batch). Returns an `EvalReport` (its summary, its items;
-        a notebook shows it as a table). `EvalUsageError` for what is wrong before anything
+        "judge:AGENT", ...; none: a batch, or, given `default_scorer`, scored by it when the
+        data has `expected` and a usage error when it has not). Returns an `EvalReport` (its
+        summary, its items; a notebook shows it as a table). `EvalUsageError` for what is wrong before anything
         runs; a failing item is a failure in the report, never an exception."""
         from flow_kernel.runtime.eval.api import EvalCompileError, evaluate
 
         try:
             return await evaluate(self, workflow, data, scorers=list(scorers), program=program, epochs=epochs,
                                   concurrency=concurrency, executor=executor, ray_address=ray_address,
-                                  workers=workers, out=out, resume=resume, on_result=on_result)
+                                  workers=workers, out=out, resume=resume, on_result=on_result,
+                                  default_scorer=default_scorer)
         except EvalCompileError as exc:
             raise CompileError(exc.diagnostics) from None
 

@@ -70,6 +70,37 @@ def test_exit_codes_and_bad_lines(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     assert code == 2 and "F2001" in err
 
 
+
+def test_an_eval_with_no_scorer_scores_exact_or_says_there_is_nothing_to_score(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """`flow eval` with no --scorer compares with the data's `expected` by `exact` (n9 is
+    misclassified: 11 of 12 pass); with no `expected` anywhere it refuses before anything
+    runs, naming the way out. `flow batch` on the same data still scores nothing."""
+    (tmp_path / "parity.flow").write_text(PROGRAM)
+    write_cases(tmp_path / "cases.jsonl", 12, bad=False)
+    (tmp_path / "inputs.jsonl").write_text("".join(f'{{"n": {n}}}\n' for n in range(3)))
+    monkeypatch.chdir(tmp_path)
+
+    def run(*args: str) -> tuple[int, str, str]:
+        code = flow_main(list(args))
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    code, out, _ = run("eval", "parity.flow", "classify", "--data", "cases.jsonl", "--format", "json")
+    report = json.loads(out)
+    assert code == 1 and report["scorers"] == ["exact"]
+    assert report["summary"]["scorers"]["exact"]["pass_rate"] == round(11 / 12, 4)
+    assert [i["id"] for i in report["items"] if not i["passed"]] == ["n9"]
+    code, out, _ = run("eval", "parity.flow", "classify", "--data", "cases.jsonl")
+    assert code == 1 and out.startswith("eval of classify on cases.jsonl") and "\n  exact " in out
+    code, out, err = run("eval", "parity.flow", "classify", "--data", "inputs.jsonl")
+    assert (code, out) == (2, "")
+    assert err == ("flow eval: error: nothing to score: no scorer was named and no case of inputs.jsonl has "
+                   "`expected`; name one (--scorer exact, field:PATH, schema:FILE, workflow:NAME, judge:AGENT, ...), "
+                   "or run the cases unscored with `flow batch`\n")
+    code, out, _ = run("batch", "parity.flow", "classify", "--data", "cases.jsonl", "--format", "json")
+    assert code == 0 and json.loads(out)["scorers"] == [] and json.loads(out)["summary"]["scorers"] == {}
+
 def test_resume_after_sigkill_halfway(tmp_path: Path) -> None:
     """Killed with SIGKILL once half the items are in the results file; `--resume` runs only
     the missing and the failed ones, and the file ends with every item exactly once counted."""

@@ -51,7 +51,8 @@ async def evaluate(session: Session, workflow: str, data: str | Path, *, scorers
                    program: Compiled | str | None = None, epochs: int = 1, concurrency: int = 4,
                    executor: str = "local", ray_address: str | None = None, workers: int | None = None,
                    out: str | Path | None = None, resume: bool = False,
-                   on_result: Callable[[ItemResult], None] | None = None) -> EvalReport:
+                   on_result: Callable[[ItemResult], None] | None = None,
+                   default_scorer: str | None = None) -> EvalReport:
     if executor not in EXECUTORS:
         raise EvalUsageError(f"--executor must be local or ray, not {executor!r}")
     if concurrency < 1:
@@ -70,7 +71,9 @@ async def evaluate(session: Session, workflow: str, data: str | Path, *, scorers
     if compiled.python is None:
         raise EvalCompileError(compiled.check.diagnostics)
     data_path = session.directory / data
-    plan = prepare(compiled, workflow, chosen, data_path, epochs=epochs, data_name=str(data))
+    plan = prepare(compiled, workflow, chosen, data_path, epochs=epochs, data_name=str(data),
+                   default_scorer=default_scorer)
+    chosen = plan.scorers
     out_path = session.directory / out if out is not None else None
     settings = settings_of(session)
     items: ItemExecutor

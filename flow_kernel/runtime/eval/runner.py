@@ -108,8 +108,11 @@ def judge_wrappers(scorers: list[Scorer]) -> str:
 
 
 def prepare(compiled: Compiled, workflow: str, scorers: list[Scorer], data: str | Path, *, epochs: int = 1,
-            data_name: str | None = None) -> EvalPlan:
-    """Check the workflow, the scorers against the program, and read the data."""
+            data_name: str | None = None, default_scorer: str | None = None) -> EvalPlan:
+    """Check the workflow, the scorers against the program, and read the data. With no
+    scorers and a `default_scorer` (an eval that was asked to score), the plan scores
+    with it when some case has `expected`, and is a usage error when none has: there is
+    nothing to compare with. With neither, the plan is a batch."""
     check = compiled.check
     if compiled.python is None:
         raise EvalUsageError("the program has compile errors")
@@ -136,7 +139,18 @@ def prepare(compiled: Compiled, workflow: str, scorers: list[Scorer], data: str 
         cases, problems = load_cases(data, _object(schemas["input"]))
     except DataError as exc:
         raise EvalUsageError(str(exc)) from None
-    return EvalPlan(compiled, workflow, scorers, cases, problems, epochs, data_name or Path(data).name)
+    name = data_name or Path(data).name
+    if not scorers and default_scorer is not None:
+        scorers = [_default_scorer(default_scorer, cases, name)]
+    return EvalPlan(compiled, workflow, scorers, cases, problems, epochs, name)
+
+
+def _default_scorer(spec: str, cases: list[Case], data_name: str) -> Scorer:
+    if not any(case.has_expected for case in cases):
+        raise EvalUsageError(f"nothing to score: no scorer was named and no case of {data_name} has `expected`; "
+                             "name one (--scorer exact, field:PATH, schema:FILE, workflow:NAME, judge:AGENT, ...), "
+                             "or run the cases unscored with `flow batch`")
+    return parse_scorers([spec])[0]
 
 
 def _scorer_params(compiled: Compiled, name: str) -> tuple[str, ...]:
