@@ -192,11 +192,11 @@ let a = m("same")
 let b = m("same")
 [a == b, typeOf(a.name), a.age >= 0]''', {"result": [True, "string", True]}),
     ("agent_runs budget", '''agent bot { model: "scripted", script: ["x"] }
-workflow w() -> string[] {
+workflow w(items: int[]) -> string[] {
   limits { agent_runs: 2 }
-  return parallelMap([1, 2, 3], i => bot("go ${i}"))
+  return parallelMap(items, i => bot("go ${i}"))
 }
-w()''', {"error": "limit-exceeded"}),
+w([1, 2, 3])''', {"error": "limit-exceeded"}),
     ("parallelMap of agents", '''agent bot { model: "scripted", script: [when("1", "one"), when("2", "two")] }
 parallelMap(["1", "2"], s => bot("n ${s}"))''', {"result": ["one", "two"]}),
     ("approve without operator", 'let ok = approve "Go?"\nok', {"error": "operator-unavailable", "line": 1}),

@@ -159,11 +159,11 @@ def test_an_over_budget_call_never_takes_a_concurrency_slot(peak: dict[str, int]
     failure comes before the slow call ends, and only the slow call reached a provider."""
     source = '''agent slow { model: "scripted", script: [slow(300ms, "done")] }
 agent quick { model: "scripted", script: ["never"] }
-workflow w() -> any {
+workflow w(both: bool) -> any {
   limits { agent_runs: 1, concurrency: 1 }
-  return parallel { a: slow("first"), b: quick("second") }
+  return parallel { a: slow("first"), b: both ? quick("second") : "skipped" }
 }
-w()'''
+w(true)'''
     outcome = run(source)
     assert outcome.error is not None and outcome.error.code == "limit-exceeded"
     kinds = [(e["type"], e["data"].get("agent")) for e in outcome.events if e["type"].startswith("agent.")]
