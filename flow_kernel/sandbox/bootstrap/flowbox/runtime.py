@@ -251,9 +251,7 @@ class Runtime:
         self._schedule(steps)  # before anything can raise: past a cap, every later step checks again
         frame = _frame.get()
         if steps > frame.cap:
-            raise FlowError("limit-exceeded", f"the `steps` limit of {frame.cap_limit} of `{frame.cap_name}` is exceeded: "
-                            f"raise `steps` in its `limits` (a step is a statement, a call or a lambda call; "
-                            f"a `parallelMap` item that calls an agent takes 2)",
+            raise FlowError("limit-exceeded", f"the `steps` limit of {frame.cap_limit} of `{frame.cap_name}` is exceeded",
                             {"limit": "steps", "value": frame.cap_limit, "workflow": frame.cap_name})
         if not steps % STEP_CLOCK_EVERY:
             if self.bridge.unflushed:  # what was written before a long stretch without a wait goes out now
@@ -495,17 +493,25 @@ class Runtime:
         cursor = iter(range(len(xs)))
         here = self._here()
         fork = here.next()
+        begun = self.steps
+        started = 0
 
         async def worker():
+            nonlocal started
             # Workers take items in input order, so items start in order (language.md §4.2.1).
             for i in cursor:
+                started += 1
                 token = _branch.set(here.child(fork, i, len(xs)))
                 try:
                     results[i] = await _where({"item": i + 1, "of": "parallelMap"}, fn(xs[i], i))
                 finally:
                     _branch.reset(token)
 
-        await _fail_closed([worker() for _ in range(workers)])
+        try:
+            await _fail_closed([worker() for _ in range(workers)])
+        except FlowError as exc:
+            _steps_hint(exc, frame, len(xs), begun, self.steps, started)
+            raise
         return results
 
     def task(self, name, coro):
@@ -670,6 +676,22 @@ async def _where(frame, coro):
         exc.details = {**(exc.details if isinstance(exc.details, dict) else {}),
                        "where": [frame, *(inner if isinstance(inner, list) else [])]}
         raise
+
+
+def _steps_hint(exc, frame, items, begun, now, started):
+    """A `steps` limit that stops a `parallelMap` says how many steps the whole fan-out
+    needs at the rate its started items used them (`details.needed`), once: the
+    innermost `parallelMap` whose frame holds the limit adds it."""
+    details = exc.details if isinstance(exc.details, dict) else {}
+    if exc.code != "limit-exceeded" or details.get("limit") != "steps" or "needed" in details \
+            or details.get("workflow") != frame.cap_name or not started:
+        return
+    per_item = -(-(now - begun) // started)
+    needed = (begun - (frame.cap - frame.cap_limit)) + per_item * items
+    exc.details = {**details, "needed": needed}
+    exc.message = (f"{exc.message}: this `parallelMap` of {items} items takes about {per_item} steps an item; "
+                   f"set `steps: {needed}` in the `limits` of `{frame.cap_name}`")
+    exc.args = (exc.message,)
 
 
 async def _guarded(coro):
