@@ -9,7 +9,7 @@ tests/runtime/test_provider_table.py checks). The local providers `mock` and `sc
 are made per run from the program (runtime/providers.py), so they have no entry, only
 their names in `LOCAL_PROVIDERS`.
 
-Imports only the standard library and `provider_base` at module level: config.py reads
+Imports only the standard library, `errors` and `provider_base` at module level: config.py reads
 this table, and a client library is imported only when its provider is built.
 """
 
@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from flow_kernel.errors import AgentInvocationError
 from flow_kernel.runtime.provider_base import Provider
 
 # Made from the program itself (an agent's `script`, seeded schema-valid values).
@@ -106,8 +107,27 @@ class ProviderEntry:
     def make(self, settings: ProviderSettings) -> Provider:
         return self.build(settings, self.key(settings))
 
+    @property
+    def install(self) -> str:
+        """The command that installs the client: `pip install 'flow-kernel[EXTRA]'`."""
+        return f"pip install 'flow-kernel[{self.extra}]'"
+
+    def require_client(self) -> None:
+        """Nothing when the client package imports; else the agent-invocation error that
+        names the package and the command that installs it (details: provider, package,
+        install), before any provider is built or any request is made."""
+        try:
+            __import__(self.package)
+        except ImportError:
+            package = self.distribution or self.package
+            raise AgentInvocationError(
+                f"the `{self.name}` provider needs the `{package}` package, which is not installed here: "
+                f"{self.install}", details={"provider": self.name, "package": package, "install": self.install},
+            ) from None
+
     def make_for(self, config: Any) -> Provider:
-        """The provider for a run's configuration (a FlowConfig)."""
+        """The provider for a run's configuration (a FlowConfig); `require_client` first."""
+        self.require_client()
         if self.configured is not None:
             return self.configured(config)
         return self.make(config.provider(self.name))
@@ -121,7 +141,7 @@ class ProviderEntry:
             __import__(self.package)
             version = metadata.version(self.distribution or self.package)
         except (ImportError, metadata.PackageNotFoundError):
-            return f"{self.name} not installed (pip install 'flow-kernel[{self.extra}]')"
+            return f"{self.name} not installed ({self.install})"
         url, key = self.url_env, self.key_env
         return (f"{self.name} {version} ({url} {'set' if os.environ.get(url) else 'unset'}, "
                 f"{key} {'set' if os.environ.get(key) else 'unset'})")
