@@ -146,7 +146,9 @@ def parse_config(table: dict[str, Any], path: Path | None = None) -> FlowConfig:
             raise ConfigError(f"{where}: unknown provider `{name}` (known: {', '.join(PROVIDERS)})")
         if not isinstance(raw, dict):
             raise ConfigError(f"{where}: `providers.{name}` must be a table")
-        providers[name] = _provider(name, raw, where)
+        table_name = f"tool.flow.providers.{name}" if path is not None and path.name == "pyproject.toml" \
+            else f"providers.{name}"
+        providers[name] = _provider(name, raw, where, f"{where} [{table_name}]")
     try:  # other agents' doors (runtime/remote_config.py)
         mcp = parse_mcp(table.get("mcp", {}), where)
         a2a = parse_a2a(table.get("a2a", {}), where)
@@ -191,7 +193,7 @@ def parse_models(raw: Any, where: str) -> dict[str, str]:
     return models
 
 
-def _provider(name: str, raw: dict[str, Any], where: str) -> ProviderSettings:
+def _provider(name: str, raw: dict[str, Any], where: str, origin: str) -> ProviderSettings:
     entry = PROVIDERS[name]
     for key in raw:
         if key in KEY_WORDS:
@@ -205,7 +207,7 @@ def _provider(name: str, raw: dict[str, Any], where: str) -> ProviderSettings:
             if not option.valid(raw[key]):
                 raise ConfigError(f"{where}: `providers.{name}.{key}` must be {option.expected}")
             options[key] = raw[key]
-    return ProviderSettings(_opt_str(raw, "base_url", where), _opt_str(raw, "api_key_env", where), options)
+    return ProviderSettings(_opt_str(raw, "base_url", where), _opt_str(raw, "api_key_env", where), options, origin)
 
 
 def _opt_str(table: dict[str, Any], key: str, where: str) -> str | None:

@@ -17,10 +17,12 @@ when it gives them), whose answer is the next message on the task. `failed`, `re
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from typing import Any
 
 from flow_kernel.errors import AgentInvocationError
 from flow_kernel.runtime.provider_base import (
+    Endpoint,
     ProviderReply,
     ProviderRequest,
     decode_output,
@@ -33,23 +35,26 @@ MAX_QUESTIONS = 8
 
 
 class A2AProvider:
-    def __init__(self, agents: dict[str, A2AAgentSettings], default_url: str | None, default_token: str | None) -> None:
+    def __init__(self, agents: dict[str, A2AAgentSettings], default: Endpoint | None, default_token: str | None) -> None:
+        """`default`: the agent at [providers.a2a] base_url or $A2A_BASE_URL, for names
+        that `agents` does not declare (provider_table.py); None: there is none."""
         self.agents = agents
-        self.default_url = default_url
+        self.default = default
         self.default_token = default_token
         # (agent, compiled prompt) -> the A2A context of its last attempt: a repair follows up there
         self.contexts: dict[tuple[str, str], str] = {}
 
-    def _agent(self, name: str) -> tuple[str, str | None, float]:
-        """The agent's URL, bearer token and timeout in seconds."""
+    def _agent(self, name: str) -> tuple[Endpoint, str | None, float]:
+        """The agent's endpoint, bearer token and timeout in seconds."""
         settings = self.agents.get(name)
         if settings is not None:
             token = os.environ.get(settings.token_env) if settings.token_env else self.default_token
             if settings.token_env and not token:
                 raise AgentInvocationError(f"the A2A agent `{name}` needs a token in ${settings.token_env}, which is not set")
-            return settings.url, token, settings.timeout_ms / 1000
-        if self.default_url:
-            return self.default_url, self.default_token, 30.0
+            endpoint = Endpoint("a2a", settings.url, settings.origin or f"[a2a.{name}] url", agent=name)
+            return endpoint, token, settings.timeout_ms / 1000
+        if self.default is not None:
+            return replace(self.default, agent=name), self.default_token, 30.0
         known = ", ".join(sorted(self.agents)) or "none"
         raise AgentInvocationError(f"no A2A agent `{name}` in the configuration ([a2a.{name}] with its url; declared: "
                                    f"{known})", details={"agent": name})
@@ -60,7 +65,8 @@ class A2AProvider:
             from a2a.client import A2AClientError, ClientConfig, create_client
         except ImportError:
             raise AgentInvocationError("A2A agents need the protocol SDKs: pip install 'flow-kernel[protocols]'") from None
-        url, token, timeout = self._agent(request.model)
+        endpoint, token, timeout = self._agent(request.model)
+        url = endpoint.url or ""
         key = (request.agent, request.prompt)
         context_id = self.contexts.get(key) if request.repair is not None else None
         text = repair_message(request.repair) if request.repair is not None else request.prompt
@@ -71,9 +77,14 @@ class A2AProvider:
                 async with client:
                     task = await self._converse(client, request, text, context_id)
             except A2AClientError as exc:
+                cause = exc.__cause__  # the SDK wraps the connection's error
+                if isinstance(cause, httpx.TransportError):
+                    raise endpoint.unreachable(url, f"{type(cause).__name__}: {cause}") from None
                 raise AgentInvocationError(f"the A2A agent `{request.model}` failed: {exc}") from None
+            except httpx.TransportError as exc:
+                raise endpoint.unreachable(url, f"{type(exc).__name__}: {exc}") from None
             except httpx.HTTPError as exc:
-                raise AgentInvocationError(f"the A2A agent `{request.model}` at {url} cannot be reached: "
+                raise AgentInvocationError(f"the A2A agent `{request.model}` at {url} failed: "
                                            f"{type(exc).__name__}: {exc}") from None
         self.contexts[key] = task.context_id
         raw = _reply_text(task)

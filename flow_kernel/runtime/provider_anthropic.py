@@ -39,6 +39,7 @@ from flow_kernel.errors import AgentInvocationError
 from flow_kernel.lang.prices import DEFAULT_MAX_OUTPUT_TOKENS
 from flow_kernel.runtime.provider_base import (
     MAX_TOOL_ROUNDS,
+    Endpoint,
     ProviderReply,
     ProviderRequest,
     cut_off,
@@ -46,6 +47,7 @@ from flow_kernel.runtime.provider_base import (
     is_plain_text,
     output_cap,
     repair_message,
+    resolve_endpoint,
     status_error,
     stream_cut,
     too_many_tool_rounds,
@@ -71,7 +73,9 @@ DEFAULT_MAX_TOKENS = DEFAULT_MAX_OUTPUT_TOKENS
 
 class AnthropicProvider:
     def __init__(self, base_url: str | None = None, api_key: str | None = None,
-                 max_tokens: int = DEFAULT_MAX_TOKENS) -> None:
+                 max_tokens: int = DEFAULT_MAX_TOKENS, *, endpoint: Endpoint | None = None) -> None:
+        """`endpoint`: where requests go and which setting said so (provider_table.py);
+        else `base_url`, else $ANTHROPIC_BASE_URL, else the client's default."""
         try:
             import anthropic
         except ImportError:
@@ -79,8 +83,9 @@ class AnthropicProvider:
                                        "pip install 'flow-kernel[providers]'") from None
         self._key = api_key or os.environ.get("ANTHROPIC_API_KEY") or "unset"
         self.max_tokens = max_tokens
+        self.endpoint = endpoint or resolve_endpoint("anthropic", base_url, "", "ANTHROPIC_BASE_URL")
         self.client: AsyncAnthropic = anthropic.AsyncAnthropic(
-            base_url=base_url or os.environ.get("ANTHROPIC_BASE_URL") or None,
+            base_url=self.endpoint.url,
             api_key=self._key,
             max_retries=0,  # retries are the agent's `retry`, counted against `agent_runs`
         )
@@ -122,7 +127,7 @@ class AnthropicProvider:
                 raise status_error(exc.status_code, self._clean(exc.api_message or exc.message),
                                    exc.response.headers) from None
             except anthropic.APIError as exc:  # connection errors, timeouts, unreadable replies
-                raise AgentInvocationError(f"the provider could not be reached: {self._clean(str(exc))}") from None
+                raise self.endpoint.unreachable(str(self.client.base_url), self._clean(str(exc))) from None
             except json.JSONDecodeError as exc:  # the client lets this one through as it is
                 raise AgentInvocationError(f"the provider's reply was not JSON: {self._clean(str(exc))}") from None
             except ValueError as exc:  # the client refuses a `max_tokens` too large to wait for unstreamed

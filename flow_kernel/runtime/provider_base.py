@@ -12,9 +12,11 @@ answers or `MAX_TOOL_ROUNDS` is reached. A remote provider is known by its entry
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+from urllib.parse import urlsplit, urlunsplit
 
 from flow_kernel.errors import AgentInvocationError
 from flow_kernel.runtime.streaming import DeltaSink
@@ -72,6 +74,57 @@ class ProviderReply:
 
 class Provider(Protocol):
     async def attempt(self, request: ProviderRequest) -> ProviderReply: ...
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where a provider's requests go and which setting said so, for the messages of a
+    server that cannot be reached. `url` None: the client's own default. `source` is the
+    setting, as the person would look for it: `/p/flow.toml [providers.openai] base_url`,
+    `$OPENAI_BASE_URL`, or `default`."""
+
+    provider: str
+    url: str | None
+    source: str
+    variable: str = ""  # the environment variable that would set it (`OPENAI_BASE_URL`)
+    agent: str = ""  # a remote agent's name (`a2a/NAME`): the messages name it
+
+    def unreachable(self, used: str, error: str) -> AgentInvocationError:
+        """`agent-invocation` for a request that reached no server: its URL (as set, else
+        `used`, the client's default), the setting it came from and the provider, in the
+        message and in `details`."""
+        url = without_password(self.url or used)
+        if self.source == "default":
+            other = f" or ${self.variable}" if self.variable else ""
+            where = f"the {self.provider} client's default; [providers.{self.provider}] base_url in flow.toml{other} sets another"
+        else:
+            where = f"from {self.source}"
+        who = f"the A2A agent `{self.agent}`" if self.agent else f"the {self.provider} provider"
+        details = {"provider": self.provider, "base_url": url, "source": self.source}
+        if self.agent:
+            details["agent"] = self.agent
+        return AgentInvocationError(f"{who} could not be reached at {url} ({where}): {error}", details=details)
+
+
+def resolve_endpoint(provider: str, base_url: str | None, origin: str, variable: str) -> Endpoint:
+    """Where a provider's requests go, and which setting said so: `base_url` (read from the
+    table `origin`, e.g. `/p/flow.toml [providers.openai]`; "" when given in code), else the
+    environment variable `variable`, else the client's default (`url` None)."""
+    if base_url:
+        return Endpoint(provider, base_url, f"{origin} base_url" if origin else "the base_url given in code", variable)
+    from_environment = os.environ.get(variable)
+    if from_environment:
+        return Endpoint(provider, from_environment, f"${variable}", variable)
+    return Endpoint(provider, None, "default", variable)
+
+
+def without_password(url: str) -> str:
+    """`url` with the password of its user info, if any, replaced by `***`."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=f"{parts.username}:***@{host}"))
 
 
 def is_plain_text(schema: dict[str, Any]) -> bool:

@@ -32,6 +32,7 @@ from typing import Any
 from flow_kernel.errors import AgentInvocationError
 from flow_kernel.runtime.provider_base import (
     MAX_TOOL_ROUNDS,
+    Endpoint,
     ProviderReply,
     ProviderRequest,
     cut_off,
@@ -39,6 +40,7 @@ from flow_kernel.runtime.provider_base import (
     is_plain_text,
     output_cap,
     repair_message,
+    resolve_endpoint,
     status_error,
     stream_cut,
     too_many_tool_rounds,
@@ -52,7 +54,9 @@ OPENAI_HOST = "api.openai.com"  # OpenAI's own API: the output cap goes by its n
 
 class OpenAIProvider:
     def __init__(self, base_url: str | None = None, api_key: str | None = None,
-                 max_tokens: int | None = None) -> None:
+                 max_tokens: int | None = None, *, endpoint: Endpoint | None = None) -> None:
+        """`endpoint`: where requests go and which setting said so (provider_table.py);
+        else `base_url`, else $OPENAI_BASE_URL, else the client's default."""
         try:
             import openai
         except ImportError:
@@ -60,8 +64,9 @@ class OpenAIProvider:
                                        "pip install 'flow-kernel[providers]'") from None
         self._openai = openai
         self._key = api_key or os.environ.get("OPENAI_API_KEY") or "unset"
+        self.endpoint = endpoint or resolve_endpoint("openai", base_url, "", "OPENAI_BASE_URL")
         self.client = openai.AsyncOpenAI(
-            base_url=base_url or os.environ.get("OPENAI_BASE_URL") or None,
+            base_url=self.endpoint.url,
             api_key=self._key,
             max_retries=0,  # retries are the agent's `retry`, counted against `agent_runs`
         )
@@ -122,7 +127,7 @@ class OpenAIProvider:
         except self._openai.APIStatusError as exc:
             raise status_error(exc.status_code, self._clean(exc.message), exc.response.headers) from None
         except self._openai.APIError as exc:  # connection errors, timeouts, unreadable replies
-            raise AgentInvocationError(f"the provider could not be reached: {self._clean(str(exc))}") from None
+            raise self._unreachable(exc) from None
 
     async def _stream(self, model: str, messages: list[dict[str, Any]], options: dict[str, Any],
                       on_delta: DeltaSink, round_: int) -> Any:
@@ -134,7 +139,7 @@ class OpenAIProvider:
         except self._openai.APIStatusError as exc:
             raise status_error(exc.status_code, self._clean(exc.message), exc.response.headers) from None
         except self._openai.APIError as exc:
-            raise AgentInvocationError(f"the provider could not be reached: {self._clean(str(exc))}") from None
+            raise self._unreachable(exc) from None
         if not stream.response.headers.get("content-type", "").startswith("text/event-stream"):
             return await self._whole(stream)
         text: list[str] = []
@@ -186,6 +191,9 @@ class OpenAIProvider:
         except ValueError:
             return body.decode("utf-8", "replace")  # `_parts` reports it as not a chat completion
         return ChatCompletion.construct(**data) if isinstance(data, dict) else data
+
+    def _unreachable(self, exc: Exception) -> AgentInvocationError:
+        return self.endpoint.unreachable(str(self.client.base_url), self._clean(str(exc)))
 
     def _clean(self, text: str) -> str:
         """An error's text, short, and without the key: an endpoint may repeat it ("Incorrect

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flow_kernel.errors import AgentInvocationError
-from flow_kernel.runtime.provider_base import Provider
+from flow_kernel.runtime.provider_base import Endpoint, Provider, resolve_endpoint
 
 # Made from the program itself (an agent's `script`, seeded schema-valid values).
 LOCAL_PROVIDERS: tuple[str, ...] = ("mock", "scripted")
@@ -38,6 +38,7 @@ class ProviderSettings:
     base_url: str | None = None
     api_key_env: str | None = None
     options: Mapping[str, Any] = field(default_factory=dict)  # the entry's own keys (`max_tokens`, …)
+    origin: str = ""  # the table it was read from, `/p/flow.toml [providers.openai]`; "" when given in code
 
     @property
     def max_tokens(self) -> int | None:
@@ -100,6 +101,11 @@ class ProviderEntry:
     def config_keys(self) -> tuple[str, ...]:
         return ("base_url", "api_key_env", *self.options)
 
+    def endpoint(self, settings: ProviderSettings) -> Endpoint:
+        """Where the provider's requests go and which setting said so: `base_url` of the
+        settings, else the environment variable `url_env`, else the client's default."""
+        return resolve_endpoint(self.name, settings.base_url, settings.origin, self.url_env)
+
     def key(self, settings: ProviderSettings) -> str | None:
         """The key, from the variable the settings name, else the default one."""
         return os.environ.get(settings.api_key_env or self.key_env) or None
@@ -150,22 +156,23 @@ class ProviderEntry:
 def _openai(settings: ProviderSettings, key: str | None) -> Provider:
     from flow_kernel.runtime.provider_openai import OpenAIProvider
 
-    return OpenAIProvider(settings.base_url, key, max_tokens=settings.max_tokens)
+    return OpenAIProvider(api_key=key, max_tokens=settings.max_tokens, endpoint=PROVIDERS["openai"].endpoint(settings))
 
 
 def _anthropic(settings: ProviderSettings, key: str | None) -> Provider:
     from flow_kernel.runtime.provider_anthropic import AnthropicProvider
 
+    endpoint = PROVIDERS["anthropic"].endpoint(settings)
     if settings.max_tokens is not None:
-        return AnthropicProvider(settings.base_url, key, max_tokens=settings.max_tokens)
-    return AnthropicProvider(settings.base_url, key)
+        return AnthropicProvider(api_key=key, max_tokens=settings.max_tokens, endpoint=endpoint)
+    return AnthropicProvider(api_key=key, endpoint=endpoint)
 
 
 def _a2a(settings: ProviderSettings, key: str | None) -> Provider:
     """`a2a/NAME` without a configuration's [a2a.*] tables: only [providers.a2a] base_url."""
     from flow_kernel.runtime.provider_a2a import A2AProvider
 
-    return A2AProvider({}, settings.base_url or os.environ.get("A2A_BASE_URL") or None, key)
+    return A2AProvider({}, _a2a_default(settings), key)
 
 
 def _a2a_configured(config: Any) -> Provider:
@@ -176,7 +183,13 @@ def _a2a_configured(config: Any) -> Provider:
 
     settings = config.provider("a2a")
     entry = PROVIDERS["a2a"]
-    return A2AProvider(dict(config.a2a), settings.base_url or os.environ.get(entry.url_env) or None, entry.key(settings))
+    return A2AProvider(dict(config.a2a), _a2a_default(settings), entry.key(settings))
+
+
+def _a2a_default(settings: ProviderSettings) -> Endpoint | None:
+    """The agent at [providers.a2a] base_url, else $A2A_BASE_URL; None: there is no default agent."""
+    endpoint = PROVIDERS["a2a"].endpoint(settings)
+    return endpoint if endpoint.url else None
 
 
 # The remote providers, by the prefix of `model: "provider/model"`, in the order they are listed.

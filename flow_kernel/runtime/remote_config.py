@@ -60,6 +60,7 @@ class A2AAgentSettings:
     token_env: str | None = None
     timeout_ms: int = DEFAULT_TIMEOUT_MS
     skill: str | None = None  # the skill to ask for (message metadata `skill`), when the agent has several
+    origin: str = ""  # the setting its url came from, `/p/flow.toml [a2a.NAME] url`, for messages
 
 
 def _tables(raw_tables: Any, section: str, what: str, known: tuple[str, ...],
@@ -131,5 +132,5 @@ def parse_a2a(raw_agents: Any, where: str) -> dict[str, A2AAgentSettings]:
             raise ValueError(f"{where}: `{table}` needs `url` (the agent's base URL; its card is at "
                              "/.well-known/agent-card.json)")
         agents[name] = A2AAgentSettings(name, url, _opt_str(raw, "token_env", where, table), _timeout(raw, where, table),
-                                        _opt_str(raw, "skill", where, table))
+                                        _opt_str(raw, "skill", where, table), f"{where} [{table}] url")
     return agents

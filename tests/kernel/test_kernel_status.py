@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from jupyter_client.blocking import BlockingKernelClient
+from jupyter_client.blocking.client import BlockingKernelClient
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
 
