@@ -287,7 +287,8 @@ class RunModel:
                error_line: str | None = None, waiting: bool = False) -> None:
         """What the host knows at the end and events do not carry: the result, the error's
         Flow span and line, the steps taken, whether the run stopped `waiting` for an answer
-        (`defer`: its workflow never ended, it is not completed)."""
+        (`defer`: its workflow never ended, it is not completed). A failed run leaves nothing
+        running: the calls its failure cut off are cancelled."""
         self.steps = steps
         if error is not None:
             self.status = "failed"
@@ -295,6 +296,8 @@ class RunModel:
             self.error_line = error_line
             if error.get("code") == "cancelled":  # an interrupt: what ran is cancelled, not failed
                 self.interrupt()
+            else:
+                self._stop_running()
         else:
             if self.status == "running":
                 self.status = "waiting" if waiting else "completed"
@@ -305,6 +308,10 @@ class RunModel:
         """The run was cancelled: what was still running is cancelled (not left running),
         an unanswered prompt is closed."""
         self.status = "interrupted"
+        self._stop_running()
+
+    def _stop_running(self) -> None:
+        """What was still running is cancelled; an unanswered prompt is closed."""
         for node in self.nodes.values():
             if node.state == "running":
                 node.state = "cancelled"

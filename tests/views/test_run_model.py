@@ -112,6 +112,35 @@ def test_pending_approvals_and_a_live_render(tmp_path: Path) -> None:
     assert model.pending_approvals() == [] and 'approve "Go?" → no (interactive)' in model.text()
 
 
+FAN_OUT_FAILS = """type N = { n: int }
+agent w { model: "scripted", output: N, script: [when("0", slow(200ms, fail("agent-invocation", "down"))),
+                                                slow(60s, { n: 1 })] }
+workflow go() -> any {
+  stage "fan" { let out = parallelMap([0, 1, 2], (i) => w("item ${i}")) }
+  return out
+}
+go()
+"""
+
+
+def test_a_failed_runs_summary_shows_the_calls_it_cut_off_as_cancelled(tmp_path: Path) -> None:
+    """Item 0 fails while items 1 and 2 wait on their replies: the run stops them, and its
+    summary (live, and rebuilt from the journal) says so, with nothing left running."""
+    live = RunModel(title="fan")
+    outcome = run(FAN_OUT_FAILS, tmp_path, [live.apply])
+    assert outcome.error is not None and outcome.journal is not None
+    replayed = RunModel.from_events(read_journal(outcome.journal), title="fan")
+    for model in (live, replayed):
+        model.finish(outcome.result, outcome.error_json(), outcome.steps, outcome.source_line())
+        lines = model.text().splitlines()
+        assert lines[4:8] == ['      ✗ parallelMap w: 3 calls: 0 done, 1 failed, 2 cancelled',
+                              '        ✗ agent w #1 "item 0"  1 attempt: agent-invocation down',
+                              '        ⊘ agent w #2 "item 1"',
+                              '        ⊘ agent w #3 "item 2"'], lines
+        assert [n.state for n in model.nodes.values() if n.state == "running"] == []
+        page = render_html(model, live=False)
+        assert "2 cancelled" in page and "running" not in page
+
 def test_garbage_events_do_not_break_the_model() -> None:
     model = RunModel()
     for event in ({}, {"type": "agent.completed"}, {"type": "log", "span": None}, {"type": "x", "data": []}):
