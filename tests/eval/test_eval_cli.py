@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,15 @@ FLOW = [sys.executable, "-m", "flow_kernel.cli"]
 def flow(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "NO_COLOR": "1"}
     return subprocess.run([*FLOW, *args], cwd=cwd, capture_output=True, text=True, timeout=240, env=env)
+
+
+def in_process(capsys: pytest.CaptureFixture[str]) -> Callable[..., tuple[int, str, str]]:
+    """`flow ARGS` in this process (the same `main` as the command): (exit code, stdout, stderr)."""
+    def run(*args: str) -> tuple[int, str, str]:
+        code = flow_main(list(args))
+        out, err = capsys.readouterr()
+        return code, out, err
+    return run
 
 
 def test_exit_codes_and_bad_lines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
@@ -43,10 +53,7 @@ def test_exit_codes_and_bad_lines(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     # the rest in this process (the same `main` as the `flow` command), the scoring on the sandbox all the same
     monkeypatch.chdir(tmp_path)
 
-    def run(*args: str) -> tuple[int, str, str]:
-        code = flow_main(list(args))
-        out, err = capsys.readouterr()
-        return code, out, err
+    run = in_process(capsys)
 
     code, out, _ = run("eval", "parity.flow", "classify", "--data", "cases.jsonl", "--scorer", "field:parity")
     assert code == 1 and "NOT PASSED" in out and "field:parity" in out
@@ -81,10 +88,7 @@ def test_an_eval_with_no_scorer_scores_exact_or_says_there_is_nothing_to_score(
     (tmp_path / "inputs.jsonl").write_text("".join(f'{{"n": {n}}}\n' for n in range(3)))
     monkeypatch.chdir(tmp_path)
 
-    def run(*args: str) -> tuple[int, str, str]:
-        code = flow_main(list(args))
-        out, err = capsys.readouterr()
-        return code, out, err
+    run = in_process(capsys)
 
     code, out, _ = run("eval", "parity.flow", "classify", "--data", "cases.jsonl", "--format", "json")
     report = json.loads(out)
