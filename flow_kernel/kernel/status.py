@@ -31,9 +31,10 @@ class StatusGate:
         self._held: list[dict[str, Any]] = []  # parents whose idle waits for the executes to end
 
     def publish(self, status: str, parent: dict[str, Any], send: Publish) -> None:
-        """Send `status` for `parent` through `send` now, or hold it: an `idle` of any
-        request but an execute in flight is held until no execute is in flight; the last
-        execute's idle is sent after the held ones."""
+        """Send `status` for `parent` through `send` now, or hold it: an `idle` while an
+        execute request is in flight (another request's, or an execute's while another one
+        runs, on a subshell) is held until none is; the last execute's idle is sent after
+        the held ones."""
         header = parent.get("header") or {}
         msg_id = str(header.get("msg_id", ""))
         with self._lock:
@@ -46,8 +47,8 @@ class StatusGate:
                         held, self._held = self._held, []
                         for other in held:
                             send("idle", other)
-                    send(status, parent)
-                    return
+                        send(status, parent)
+                        return
             if status == "idle" and self._executing:
                 self._held.append(parent)
                 return
