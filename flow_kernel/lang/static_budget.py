@@ -68,9 +68,8 @@ def static_length(e: ast.Expr, names: Names) -> int | None:
     if isinstance(e, ast.ArrayLit):
         return len(e.items)
     if isinstance(e, ast.Call) and _builtin(e, names) == "range":
-        bounds = [a.value for a in e.args if a.name is None]
-        if len(bounds) == len(e.args) and all(isinstance(b, ast.IntLit) for b in bounds):
-            ints = [b.value for b in bounds]  # type: ignore[attr-defined]
+        ints = [a.value.value for a in e.args if a.name is None and isinstance(a.value, ast.IntLit)]
+        if len(ints) == len(e.args):
             if len(ints) == 1:
                 return max(0, ints[0])
             if len(ints) == 2:
@@ -95,8 +94,10 @@ def _block(body: list[ast.Stmt], names: Names) -> Usage:
 def _stmt(s: ast.Stmt, names: Names) -> Usage:
     step = Usage(steps=1)
     match s:
-        case ast.Limits() | ast.Break() | ast.Continue():
-            return NOTHING if isinstance(s, ast.Limits) else step
+        case ast.Limits():
+            return NOTHING
+        case ast.Break() | ast.Continue() | ast.Await():
+            return step
         case ast.Let() | ast.Assign() | ast.Print() | ast.Log():
             return step + _expr(s.value, names)
         case ast.ExprStmt():
@@ -112,8 +113,6 @@ def _stmt(s: ast.Stmt, names: Names) -> Usage:
         case ast.If():
             other = _stmt(s.other, names) if isinstance(s.other, ast.If) else (
                 _block(s.other.body, names) if s.other is not None else NOTHING)
-            if isinstance(s.other, ast.If):
-                other = Usage(other.calls, other.calls_max, other.steps - 1)  # `else if` is not a statement of its own
             return step + _expr(s.cond, names) + _block(s.then.body, names).either(other)
         case ast.For():
             n = static_length(s.iterable, names)

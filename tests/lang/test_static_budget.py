@@ -136,6 +136,10 @@ STRAIGHT = [  # every path is the same: the count is exact
     ["var n = 0", "for i in range(3) {", "  let xs = map([1, 2, 3, 4], x => {", "    let y = x * 2", "    return y",
      "  })", "  n = n + len(xs)", "}", 'let p = parallel { a: reviewer("a"), b: reviewer("b") }',
      'log "${n} ${len(keys(p))}"', "return n"],
+    ['if len("ab") > 1 { log "a" } else if len("ab") > 0 { log "b" } else { log "c" }',
+     'pipeline "p" {', '  stage "one" { log reviewer("1") }', '  stage "two" { log "2" }', "}",
+     'stage "solo" { log "s" }', 'async t { log reviewer("task") }', "await t", 'verify 1 > 0 : "positive"',
+     "emit progress { done: 1, total: 2 }", "return 1"],
 ]
 BRANCHING = [  # the count is a lower bound
     ["var n = 0", "while n < 7 { n = n + 1 }", 'if n > 3 { log "big" } else { log "small" }',
