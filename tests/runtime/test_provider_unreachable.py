@@ -46,12 +46,14 @@ def failure(tmp_path: Path, toml: str, model: str) -> Any:
     return outcome.error
 
 
-@pytest.mark.parametrize(("provider", "said"), [("openai", "Connection error."),
-                                                ("anthropic", "Connection error.")])
-def test_a_base_url_from_flow_toml(tmp_path: Path, closed: str, provider: str, said: str) -> None:
-    error = failure(tmp_path, f'[providers.{provider}]\nbase_url = "{closed}"\n', f"{provider}/m")
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+@pytest.mark.parametrize("stream", [True, False])
+def test_a_base_url_from_flow_toml(tmp_path: Path, closed: str, provider: str, stream: bool) -> None:
+    toml = f'[providers.{provider}]\nbase_url = "{closed}"\nstream = {str(stream).lower()}\n'
+    error = failure(tmp_path, toml, f"{provider}/m")
     source = f"{tmp_path / 'flow.toml'} [providers.{provider}] base_url"
-    assert error.message == f"the {provider} provider could not be reached at {closed} (from {source}): {said}"
+    assert error.message == (f"the {provider} provider could not be reached at {closed} (from {source}): "
+                             "Connection error.")
     assert error.details == {"provider": provider, "base_url": closed, "source": source}
 
 
