@@ -403,8 +403,9 @@ class CallChecker:
                         f"{what} makes at least {used.calls} agent calls; `agent_runs` is {runs}: set `agent_runs: {used.calls}`",
                         hints=("each call takes at least one run; repairs and retries take more",))
         elif used.calls_max is not None and used.calls_max > runs:
+            least = f" (at least {used.calls})" if used.calls else ""
             self.report("F6006", self._limit_span(body, "agent_runs", where),
-                        f"{what} makes up to {used.calls_max} agent calls (at least {used.calls}); `agent_runs` is {runs}: "
+                        f"{what} makes up to {used.calls_max} agent calls{least}; `agent_runs` is {runs}: "
                         f"set `agent_runs: {used.calls_max}` if they can all run")
         if used.steps > steps:
             self.report("F6009", self._limit_span(body, "steps", where),

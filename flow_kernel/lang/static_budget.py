@@ -78,6 +78,7 @@ def static_length(e: ast.Expr, names: Names) -> int | None:
 
 
 def usage(body: list[ast.Stmt], names: Names) -> Usage:
+    """What the statements of a workflow or cell body spend (see the module's docstring)."""
     return _block(body, names)
 
 
@@ -148,17 +149,15 @@ def _may_leave(s: ast.Stmt) -> bool:
     return any(isinstance(n, ast.Return | ast.Break | ast.Continue) for n in _walk(s))
 
 
-def _walk(node: object) -> Iterable[object]:
+def _walk(node: object, *, into_lambdas: bool = False) -> Iterable[object]:
+    """`node` and every node below it (not below a lambda unless `into_lambdas`)."""
     yield node
-    if isinstance(node, ast.Lambda):
+    if isinstance(node, ast.Lambda) and not into_lambdas:
         return  # a lambda's `return` leaves the lambda only
-    if isinstance(node, list):
-        for item in node:
-            yield from _walk(item)
-    elif isinstance(node, ast.Node):
-        for value in vars(node).values():
-            if isinstance(value, ast.Node | list):
-                yield from _walk(value)
+    children = node if isinstance(node, list) else vars(node).values() if isinstance(node, ast.Node) else ()
+    for value in children:
+        if isinstance(value, ast.Node | list):
+            yield from _walk(value, into_lambdas=into_lambdas)
 
 
 def _builtin(e: ast.Call, names: Names) -> str | None:
@@ -257,7 +256,7 @@ def local_names(node: object) -> frozenset[str]:
     """Every name a workflow or cell binds itself (parameters, `let`/`var`, loop and lambda
     variables, `catch` bindings, tasks), wherever in it."""
     found: set[str] = set()
-    for n in _walk_all(node):
+    for n in _walk(node, into_lambdas=True):
         match n:
             case ast.Let() | ast.Async():
                 found.add(n.name.name)
@@ -270,11 +269,3 @@ def local_names(node: object) -> frozenset[str]:
             case ast.Catch() if n.binding is not None:
                 found.add(n.binding.name)
     return frozenset(found)
-
-
-def _walk_all(node: object) -> Iterable[object]:
-    yield node
-    children = node if isinstance(node, list) else vars(node).values() if isinstance(node, ast.Node) else ()
-    for value in children:
-        if isinstance(value, ast.Node | list):
-            yield from _walk_all(value)

@@ -111,7 +111,8 @@ def test_flow_check_fails_on_the_error_and_passes_the_warning(tmp_path: Path) ->
     assert "[F6008] error: this workflow makes at least 5 agent calls; `agent_runs` is 3: set `agent_runs: 5`" in failed.stdout
     passed = subprocess.run([*cli, str(warned)], capture_output=True, text=True, timeout=120)
     assert passed.returncode == 0, passed.stdout + passed.stderr
-    assert "[F6006] warning: this workflow makes up to 5 agent calls (at least 0)" in passed.stdout
+    assert ("[F6006] warning: this workflow makes up to 5 agent calls; `agent_runs` is 3: set `agent_runs: 5` "
+            "if they can all run") in passed.stdout
 
 
 # -- against the sandbox -------------------------------------------------------------------------
