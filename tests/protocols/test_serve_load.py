@@ -8,6 +8,7 @@ generous bound is asserted (no growth without bound), no timings."""
 from __future__ import annotations
 
 import asyncio
+import os
 import random
 import shutil
 import time
@@ -24,8 +25,11 @@ from tests.security.serve_helpers import A2A_VERSION, start_message
 
 RELEASE = Path(__file__).resolve().parents[1] / "security" / "release.flow"
 CLIENTS = 200
-LOAD_SECONDS = 20.0  # the whole test stays within about a minute
+# The suite runs 20 s of load (the whole test stays within about a minute); FLOW_LOAD_SECONDS=60
+# gives the figure docs/protocols.md reports.
+LOAD_SECONDS = float(os.environ.get("FLOW_LOAD_SECONDS", "20"))
 WARM_UP_SECONDS = 10.0
+KEPT = 10  # finished tasks kept per caller: past the warm-up the server holds about as many as it drops
 TASK_NOT_FOUND = -32001
 
 pytestmark = pytest.mark.bench
@@ -37,6 +41,7 @@ class Caller:
     http: httpx.AsyncClient
     tasks: list[str] = field(default_factory=list)
     crossings: list[str] = field(default_factory=list)  # anything of another caller it saw
+    refused: list[str] = field(default_factory=list)  # tasks failed: too many runs waiting for a turn
 
     async def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
@@ -44,6 +49,13 @@ class Caller:
         response.raise_for_status()
         answer: dict[str, Any] = response.json()
         return answer
+
+
+def _refused_for_load(task: dict[str, Any]) -> bool:
+    """A task failed `limit-exceeded` by the server's bound on runs waiting for a turn."""
+    parts = (task["status"].get("message") or {}).get("parts") or [{}]
+    said = str(parts[0].get("text", ""))
+    return task["status"]["state"] == "TASK_STATE_FAILED" and said.startswith("limit-exceeded: ")
 
 
 def _rss(pid: int) -> int:
@@ -62,11 +74,15 @@ async def _load(agent: Served, until: float, marks: dict[str, int]) -> list[Call
             n += 1
             sent = await me.call("SendMessage", start_message("echo", {"text": f"{me.name}-{n}"}, f"{me.name}-{n}"))
             task = sent["result"]["task"]
+            if _refused_for_load(task):  # more callers than turns and waiting places: back off, go on
+                me.refused.append(task["id"])  # still its own task: it lists among them
+                await asyncio.sleep(random.uniform(0.5, 2.0))
+                continue
             assert task["status"]["state"] == "TASK_STATE_COMPLETED", sent
             me.tasks.append(task["id"])
             owner[task["id"]] = me.name
             listed = (await me.call("ListTasks", {"pageSize": 100}))["result"]
-            me.crossings += [t["id"] for t in listed["tasks"] if t["id"] not in me.tasks]
+            me.crossings += [t["id"] for t in listed["tasks"] if t["id"] not in me.tasks + me.refused]
             others = [t for t, who in owner.items() if who != me.name]
             if others:
                 theirs = random.choice(others)
@@ -91,7 +107,8 @@ def test_two_hundred_callers_each_see_only_their_own_tasks(tmp_path: Path) -> No
     shutil.copy(RELEASE, tmp_path / "release.flow")
     port = free_port()
     names = [f"client{i:03d}" for i in range(CLIENTS)]
-    with flow_serve(["serve", str(tmp_path / "release.flow"), "--a2a", f"127.0.0.1:{port}"], port,
+    with flow_serve(["serve", str(tmp_path / "release.flow"), "--a2a", f"127.0.0.1:{port}",
+                     "--keep-tasks", str(KEPT)], port,
                     issue=names) as agent:
         marks = {"start": _rss(agent.process.pid)}
         started = time.monotonic()
@@ -99,9 +116,13 @@ def test_two_hundred_callers_each_see_only_their_own_tasks(tmp_path: Path) -> No
         seconds = time.monotonic() - started
         marks["end"] = _rss(agent.process.pid)
     runs = sum(len(c.tasks) for c in callers)
+    refused = sum(len(c.refused) for c in callers)
     mib = {k: v / (1 << 20) for k, v in marks.items()}
-    print(f"\n{CLIENTS} callers, {runs} runs in {seconds:.0f} s; server RSS: {mib['start']:.0f} MiB at start, "
+    print(f"\n{CLIENTS} callers, {runs} runs ({refused} refused: too many waiting) in {seconds:.0f} s; server RSS: {mib['start']:.0f} MiB at start, "
           f"{mib['warm']:.0f} MiB after {WARM_UP_SECONDS:.0f} s, {mib['end']:.0f} MiB at the end")
-    assert all(c.tasks for c in callers)  # every caller got its runs through
+    # Every caller was answered: runs, or refusals while more than the server's turns and waiting
+    # places (64) were taken; with 200 callers at once, at least half get runs through.
+    assert all(c.tasks or c.refused for c in callers)
+    assert sum(1 for c in callers if c.tasks) >= CLIENTS // 2
     assert [c.crossings for c in callers if c.crossings] == []  # no task seen across callers
     assert marks["end"] < 2 * marks["warm"] + (200 << 20)  # flat enough: no growth without bound
