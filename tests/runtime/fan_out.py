@@ -65,10 +65,11 @@ class Sandbox:
         self.loop = asyncio.new_event_loop()
         self.executor = SandboxExecutor()
 
-    def run(self, source: str, workflow: str = "w") -> RunOutcome:
+    def run(self, source: str, workflow: str = "w", input: dict[str, Any] | None = None) -> RunOutcome:
         compiled = compile_source(SourceFile("fan.flow", source))
         assert compiled.ok, [d.message for d in compiled.check.errors]
-        return self.loop.run_until_complete(run_compiled(compiled, self.executor, config=CONFIG, workflow=workflow))
+        return self.loop.run_until_complete(run_compiled(compiled, self.executor, config=CONFIG, workflow=workflow,
+                                                         input=input))
 
     def close(self) -> None:
         self.loop.run_until_complete(self.executor.close())

@@ -31,10 +31,11 @@ from tests.runtime.fan_out import (  # noqa: F401 - fixtures
 
 LIMIT = 1.0
 FAN_OUT = '''agent a { model: "openai/m" }
-workflow w() -> string[] {
+workflow w(n: int) -> string[] {
   limits { cost: LIMIT, concurrency: 64, agent_runs: RUNS }
-  return parallelMap(range(64), i => a("call ${i}"), concurrency: 64)
+  return parallelMap(range(n), i => a("call ${i}"), concurrency: 64)
 }'''
+CALLS = {"n": 64}  # an input, so that the checker cannot count the fan-out against agent_runs (F6008)
 
 
 def fan_out(cost: float = LIMIT, runs: int = 100) -> str:
@@ -50,7 +51,7 @@ def test_a_fan_out_of_64_never_spends_past_the_cost_limit(sandbox: Sandbox, prov
     counts = set()
     for _ in range(20):
         server = provider.fresh(64)
-        outcome = sandbox.run(fan_out())
+        outcome = sandbox.run(fan_out(), input=CALLS)
         assert outcome.error is not None and outcome.error.code == "limit-exceeded", outcome.to_json()
         assert outcome.error.details["limit"] == "cost" and outcome.error.details["value"] == LIMIT
         assert 8 < len(server.requests) < 64  # more than one wave of worst cases went: it waited, then went on
@@ -66,7 +67,7 @@ def test_a_fan_out_of_64_never_passes_agent_runs(sandbox: Sandbox, provider: Pro
     most ten ever do, every time."""
     for _ in range(20):
         server = provider.fresh(64)
-        outcome = sandbox.run(fan_out(cost=100, runs=10))
+        outcome = sandbox.run(fan_out(cost=100, runs=10), input=CALLS)
         assert outcome.error is not None and outcome.error.code == "limit-exceeded", outcome.to_json()
         assert outcome.error.details["limit"] == "agent_runs"
         assert len(server.requests) <= 10 and server.peak <= 10
@@ -78,7 +79,7 @@ def test_the_refused_call_does_not_depend_on_when_replies_arrive(sandbox: Sandbo
     seen = []
     for seed in (1, 2, 3):
         server = provider.fresh(64, seed=seed)
-        outcome = sandbox.run(fan_out())
+        outcome = sandbox.run(fan_out(), input=CALLS)
         assert outcome.error is not None and outcome.error.code == "limit-exceeded"
         prompts = sorted(str(body["messages"][-1]["content"]) for body in server.requests)
         seen.append((prompts, outcome.error.details, _without_run(comparable(outcome.events))))
@@ -95,7 +96,7 @@ def test_serial_calls_stop_where_the_settled_costs_say(sandbox: Sandbox, provide
     """One call at a time nothing is ever in flight beside the next: each goes while what was
     spent plus its worst case fits, as before reservations."""
     server = provider.fresh(64)
-    outcome = sandbox.run(fan_out().replace("concurrency: 64)", "concurrency: 1)"))
+    outcome = sandbox.run(fan_out().replace("concurrency: 64)", "concurrency: 1)"), input=CALLS)
     assert outcome.error is not None and outcome.error.code == "limit-exceeded"
     sent = len(server.requests)
     assert all((i * REPLY_COST) + worst_case(body) <= LIMIT for i, body in enumerate(server.requests))
