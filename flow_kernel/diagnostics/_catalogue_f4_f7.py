@@ -846,13 +846,15 @@ emit progress { done: 1, total: 2, message: "halfway there" }
     (
         "F5014",
         "E",
-        "`run`: executable not a string, or an argument that is not a scalar",
+        "`run`: executable not a string, or an argument that is not a scalar or can be null",
         """\
 `run P P` starts a process directly, with no shell: the first operand is the
 executable and must be a `string`, the second an array of scalar arguments
 (strings, numbers, booleans). Nested arrays or objects have no meaning on a
-command line. Pass the executable as a string and flatten the arguments into one
-array of scalars.""",
+command line, and neither has `null`: an argument whose type can be `null` (an
+optional such as `string?`) is refused too. Pass the executable as a string,
+flatten the arguments into one array of scalars, and give a possibly-null value
+a default with `??` (or leave it out).""",
         """\
 let listing = run "ls" [["-l", "-a"]]
 print listing.stdout

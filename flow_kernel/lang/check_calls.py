@@ -490,11 +490,15 @@ class CallChecker:
                 t = self.expr(arg)
                 if not _is_scalar(t):
                     self.report("F5014", arg.span, f"`run` arguments must be scalars, found `{t}`")
+                elif T.may_be_null(t):
+                    self.report("F5014", arg.span, _null_argument(t), hints=_NULL_ARGUMENT_HINTS)
         else:
             t = self.expr(e.arguments)
             item = T.array_item(t)
             if item is None or not _is_scalar(item):
                 self.report("F5014", e.arguments.span, f"`run` takes an array of scalar arguments, found `{t}`")
+            elif T.may_be_null(item):
+                self.report("F5014", e.arguments.span, _null_argument(t, "items"), hints=_NULL_ARGUMENT_HINTS)
         if e.stdin is not None:
             self.check_value(e.stdin, T.STRING, what="`stdin`")
         if e.timeout is not None:
@@ -525,6 +529,16 @@ def _first_effect(e: ast.Node, checker: Checker) -> ast.Node | None:
 
 def _is_scalar(t: T.Type) -> bool:
     return T.is_any(t) or all(T.prim_name(o) is not None for o in T.options(t))
+
+
+_NULL_ARGUMENT_HINTS = ("give a default with `??`, or leave the argument out when the value is `null`",)
+
+
+def _null_argument(t: T.Type, what: str = "argument") -> str:
+    """Why a `run` argument (or an array's items) of type `t`, which can be `null`, is refused."""
+    found = "is `null`" if T.prim_name(t) == "null" else f"can be `null` (`{t}`)"
+    subject = "this argument" if what == "argument" else "an item of these arguments"
+    return f"`run` arguments must be strings, numbers or booleans, but {subject} {found}: a command line has no `null`"
 
 
 def _kind_words(kind: str) -> str:

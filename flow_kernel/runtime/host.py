@@ -345,13 +345,14 @@ class HostServices:
         if not isinstance(arguments, list) or not (stdin is None or isinstance(stdin, str)) \
                 or not (timeout_ms is None or (isinstance(timeout_ms, int | float) and not isinstance(timeout_ms, bool))):
             raise CapabilityViolationError(f"`run`: a malformed request for {exe!r} (arguments, stdin or timeout)")
-        self.run_policy.check(exe, [str(a) for a in arguments])  # pinned arguments
+        arguments = _argv(exe, arguments)
+        self.run_policy.check(exe, arguments)  # pinned arguments
         timeout = float(timeout_ms or 30_000) / 1000
         if self.deadline is not None:  # a child never outlives the run's deadline
             timeout = max(0.001, min(timeout, self.deadline - time.monotonic()))
-        request = {"executable": exe, "arguments": [str(a) for a in arguments], "stdin": stdin}
+        request = {"executable": exe, "arguments": arguments, "stdin": stdin}
         return dict(await self._journaled("process", payload, request,  # the checks above hold on a resume too
-                                          lambda: self.children.run(path, [str(a) for a in arguments], stdin, timeout, exe)))
+                                          lambda: self.children.run(path, arguments, stdin, timeout, exe)))
 
     # -- the checkpoint (checkpoint.py) ------------------------------------------------------------
     async def _journaled(self, op: str, payload: dict[str, Any], request: Any,
@@ -381,3 +382,13 @@ def _schema_dict(schema: object) -> dict[str, Any]:
     """A workflow's input or output schema (always an object: `schema_for` builds them)."""
     assert isinstance(schema, dict)
     return schema
+
+
+def _argv(exe: str, arguments: list[Any]) -> list[str]:
+    """The arguments of a `run` request as they reach the child. The sandbox sends each one as text, so anything
+    else (a `null` above all, which a command line cannot carry) is a `capability-violation` naming its type."""
+    for a in arguments:
+        if not isinstance(a, str):
+            found = "null" if a is None else type(a).__name__
+            raise CapabilityViolationError(f"`run`: the arguments for {exe!r} must be strings, found {found}")
+    return arguments

@@ -452,8 +452,8 @@ class Runtime:
             raise evaluation(f"`run` takes an array of arguments, got {_values.type_of(arguments)}")
         args = []
         for a in arguments:
-            if isinstance(a, (list, dict)):
-                raise evaluation(f"`run` arguments must be scalars, got {_values.type_of(a)}")
+            if a is None or isinstance(a, (list, dict)):
+                raise evaluation(f"`run` arguments must be strings, numbers or booleans, got {_values.type_of(a)}")
             args.append(_values.text(a))
         if stdin is not None and not isinstance(stdin, str):
             raise evaluation(f"the `stdin` of `run` must be a string, got {_values.type_of(stdin)}")
