@@ -495,6 +495,9 @@ class AgentPipeline:
         record = self.checkpoint.replayed(position("agent", call.payload, attempt), _attempt_request(call, repair_of))
         if record is None:
             return None
+        provider = self.providers.get(call.provider)
+        if isinstance(provider, ScriptedProvider):  # the script's cursor moves as the live attempt moved it
+            provider.passed(call.spec.name, str(call.payload.get("prompt")))
         if "error" in record:
             raise FlowError.from_dto(dict(record["error"]))
         result = record.get("result")

@@ -78,7 +78,11 @@ def parse_script(agent: ast.AgentDecl) -> Script:
 
 
 class ScriptedProvider:
-    """One cursor per agent per run; a matching `when` answers every attempt of its call."""
+    """One cursor per agent per run; a matching `when` answers every attempt of its call.
+
+    The cursor counts the run's attempts, wherever their answers come from: an attempt
+    answered from the run's journal (a resumed run) moves it as the live attempt did
+    (`passed`), so a resumed run goes on with the entry the journal's last attempt left."""
 
     def __init__(self, scripts: dict[str, Script]) -> None:
         self.scripts = scripts
@@ -87,14 +91,26 @@ class ScriptedProvider:
     async def attempt(self, request: ProviderRequest) -> ProviderReply:
         return ProviderReply(await self.reply(request.agent, self.scripts[request.agent], request.call_prompt))
 
-    async def reply(self, agent: str, script: Script, prompt: str) -> Any:
+    def passed(self, agent: str, prompt: str) -> None:
+        """An attempt of `agent` answered elsewhere (the journal): the entry it took is taken."""
+        script = self.scripts.get(agent)
+        if script is not None:
+            self._take(agent, script, prompt)
+
+    def _take(self, agent: str, script: Script, prompt: str) -> Reply | None:
+        """The attempt's entry: the first matching `when`, else the next ordered one (the
+        cursor moves); None when the script has neither."""
         reply = next((w.reply for w in script.whens if w.matches(prompt)), None)
-        if reply is None:
-            if not script.ordered:
-                raise AgentInvocationError(f"the script of `{agent}` has no reply for this prompt")
+        if reply is None and script.ordered:
             cursor = self.cursors.get(agent, 0)
             self.cursors[agent] = cursor + 1
             reply = script.ordered[cursor % len(script.ordered)]
+        return reply
+
+    async def reply(self, agent: str, script: Script, prompt: str) -> Any:
+        reply = self._take(agent, script, prompt)
+        if reply is None:
+            raise AgentInvocationError(f"the script of `{agent}` has no reply for this prompt")
         if reply.delay_ms:
             await asyncio.sleep(reply.delay_ms / 1000)
         if reply.fail is not None:
