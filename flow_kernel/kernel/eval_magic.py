@@ -1,4 +1,4 @@
-"""`%eval` in the Flow kernel (docs/eval.md): an eval or a batch of a workflow the notebook
+"""`%eval` in the Flow kernel (docs/eval.md): an eval of a workflow the notebook
 declared, shown as the results table; `--compare OLD.jsonl` shows it beside an earlier one.
 
     %eval classify --data cases.jsonl --scorer field:parity --scorer judge:grader,pass=0.7 --out run2.jsonl
@@ -78,9 +78,10 @@ def eval_needs(session: Session, args: str) -> list[Capability]:
 
 async def run_eval_magic(session: Session, args: str) -> tuple[list[dict[str, Any]], Any]:
     """Run the eval (its grants checked by the caller, and again here) and give the bundles
-    to show (its results, then the comparison) and the report."""
+    to show (its results, then the comparison) and the report. With no `--scorer` it scores
+    like `flow eval`: `exact` against the data's `expected`, a MagicError when no case has one."""
     from flow_kernel.runtime.eval.report_html import compare_bundle, report_bundle
-    from flow_kernel.runtime.eval.runner import EvalUsageError, reread_report
+    from flow_kernel.runtime.eval.runner import EvalUsageError, NothingToScore, reread_report
     from flow_kernel.runtime.eval.scorers import ScorerError
 
     parsed = parse_eval(args)
@@ -89,19 +90,16 @@ async def run_eval_magic(session: Session, args: str) -> tuple[list[dict[str, An
     try:
         report = await session.eval_async(parsed.workflow, parsed.data, scorers=parsed.scorers, epochs=parsed.epochs,
                                           concurrency=parsed.concurrency, executor=parsed.executor, out=parsed.out,
-                                          resume=parsed.resume)
+                                          resume=parsed.resume, default_scorer="exact")
         bundles = [report_bundle(report)]
         if parsed.compare:
             before = reread_report(session.directory / parsed.compare, report.plan)
             bundles.append(compare_bundle(before, report))
+    except NothingToScore as exc:
+        raise MagicError(f"%eval: {exc.saying('`flow batch` in a terminal')}") from None
     except (EvalUsageError, ScorerError, ImportError) as exc:
         raise MagicError(f"%eval: {exc}") from None
     return bundles, report
-
-
-
-
-
 
 
 async def eval_in_kernel(kernel: Any, args: str, silent: bool) -> None:
@@ -122,4 +120,6 @@ async def eval_in_kernel(kernel: Any, args: str, silent: bool) -> None:
         bundles[0] = EvalTable(report, session.journal_dir).mimebundle()
     for bundle in bundles:
         kernel._display(bundle, silent)
+
+
 __all__ = ["USAGE", "EvalArgs", "eval_in_kernel", "eval_needs", "parse_eval", "run_eval_magic"]

@@ -409,7 +409,7 @@ class FlowKernel(Kernel):
                 self._approve_magic(args.strip(), silent)
             elif word == "%wait":
                 await self._wait_magic(args.strip(), silent)
-            elif word == "%eval":  # an eval or a batch, shown as its results (kernel/eval_magic.py)
+            elif word == "%eval":  # an eval, shown as its results (kernel/eval_magic.py)
                 from flow_kernel.kernel.eval_magic import eval_in_kernel
 
                 await eval_in_kernel(self, args.strip(), silent)

@@ -533,7 +533,7 @@ def _kernel_only(name: str) -> Callable[[Session, str, CellPlan], None]:
 
 
 MAGICS["eval"] = Magic("eval", "%eval WORKFLOW --data CASES [--scorer SPEC]… [--out RESULTS] [--compare OLD]",
-                       "score a workflow over a dataset (no --scorer: a batch); docs/eval.md", _kernel_only("eval"),
+                       "score a workflow over a dataset (no --scorer: exact against `expected`); docs/eval.md", _kernel_only("eval"),
                        kernel_only=True)
 for _name, _usage, _help in (
         ("background", "%background", "the cell returns at once with the live view; the run goes on"),

@@ -47,3 +47,25 @@ def test_eval_magic_shows_the_results_and_compares(kernel: tuple[object, object,
     outside = execute(kc, "%eval classify --data /etc/passwd.jsonl")
     assert outside.status == "error" and outside.error is not None
     assert outside.error["ename"] == "CapabilityDenied" or "CapabilityDenied" in str(outside.error)
+
+
+def test_eval_magic_with_no_scorer_scores_exact_or_says_there_is_nothing_to_score(
+        kernel: tuple[object, object, Path]) -> None:
+    """Like `flow eval`: no `--scorer` compares with the data's `expected` by `exact` (n9 is
+    misclassified); data with no `expected` is an error before anything runs, naming the way out."""
+    _, kc, folder = kernel
+    (folder / "inputs.jsonl").write_text("".join(f'{{"n": {n}}}\n' for n in range(3)), encoding="utf-8")
+    declared = execute(kc, PROGRAM)
+    assert declared.status == "ok", declared.error
+    scored = execute(kc, "%eval classify --data cases.jsonl")
+    assert scored.status == "ok", scored.error
+    text = scored.of("display_data")[0]["data"]["text/plain"]
+    assert "eval of classify on cases.jsonl: 12 items, 12 ran, 0 failed" in text
+    assert "\n  exact " in text and "NOT PASSED" in text, text
+    nothing = execute(kc, "%eval classify --data inputs.jsonl")
+    assert nothing.status == "error" and nothing.error is not None
+    assert nothing.error["evalue"] == (
+        "%eval: nothing to score: no scorer was named and no case of inputs.jsonl has `expected`; name one "
+        "(--scorer exact, field:PATH, schema:FILE, workflow:NAME, judge:AGENT, ...), or run the cases unscored "
+        "with `flow batch` in a terminal")
+    assert nothing.of("display_data") == []

@@ -47,6 +47,20 @@ class EvalUsageError(ValueError):
     """What the eval was asked is wrong before anything runs (the CLI's exit 2)."""
 
 
+class NothingToScore(EvalUsageError):
+    """An eval asked to score by default whose data has no `expected`: nothing to compare with."""
+
+    def __init__(self, data_name: str) -> None:
+        self.data_name = data_name
+        super().__init__(self.saying("`flow batch`"))
+
+    def saying(self, unscored: str) -> str:
+        """The error in the words of a front end whose way to run the cases unscored is `unscored`."""
+        return (f"nothing to score: no scorer was named and no case of {self.data_name} has `expected`; "
+                "name one (--scorer exact, field:PATH, schema:FILE, workflow:NAME, judge:AGENT, ...), "
+                f"or run the cases unscored with {unscored}")
+
+
 @dataclass
 class EvalPlan:
     compiled: Compiled
@@ -147,9 +161,7 @@ def prepare(compiled: Compiled, workflow: str, scorers: list[Scorer], data: str 
 
 def _default_scorer(spec: str, cases: list[Case], data_name: str) -> Scorer:
     if not any(case.has_expected for case in cases):
-        raise EvalUsageError(f"nothing to score: no scorer was named and no case of {data_name} has `expected`; "
-                             "name one (--scorer exact, field:PATH, schema:FILE, workflow:NAME, judge:AGENT, ...), "
-                             "or run the cases unscored with `flow batch`")
+        raise NothingToScore(data_name)
     return parse_scorers([spec])[0]
 
 
@@ -294,5 +306,5 @@ def reread_report(path: Path, like: EvalPlan | None = None) -> EvalReport:
     return EvalReport(plan, results, summarize(results, scorers), path)
 
 
-__all__ = ["EvalPlan", "EvalReport", "EvalUsageError", "ItemExecutor", "LocalItems", "crashed", "judge_wrappers",
-           "parse_scorers", "prepare", "reread_report", "run_eval"]
+__all__ = ["EvalPlan", "EvalReport", "EvalUsageError", "ItemExecutor", "LocalItems", "NothingToScore", "crashed",
+           "judge_wrappers", "parse_scorers", "prepare", "reread_report", "run_eval"]
