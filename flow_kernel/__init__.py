@@ -43,7 +43,7 @@ _LAZY = {"REGISTRY": "flow_kernel.diagnostics", "Diagnostic": "flow_kernel.diagn
          "SessionScope": "flow_kernel.lang", "check": "flow_kernel.lang", "SourceFile": "flow_kernel.source",
          "Span": "flow_kernel.source", "Session": "flow_kernel.runtime.session", "CompileError": "flow_kernel.runtime.session",
          "RunOutcome": "flow_kernel.runtime.run", "FlowError": "flow_kernel.errors",
-         "FlowConfig": "flow_kernel.runtime.config", "Operator": "flow_kernel.runtime.operator",
+         "FlowConfig": "flow_kernel.runtime.config", "Operator": "flow_kernel.runtime.policy.operator",
          "flow_tool": "flow_kernel.runtime.tools", "__version__": "flow_kernel.version"}
 
 

@@ -36,7 +36,7 @@ class FileSystemLoader:
 
     `guard`, when given, is asked about every resolved path before it is read: it returns
     None to allow it, or the reason it is refused (a file outside the notebook's folder
-    that the person did not grant, runtime/trust.py), reported as F2011 at the `use`.
+    that the person did not grant, runtime/policy/trust.py), reported as F2011 at the `use`.
     """
 
     def __init__(self, base: str | None = None, *, guard: Callable[[str], str | None] | None = None) -> None:

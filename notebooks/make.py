@@ -100,7 +100,7 @@ def make(name: str) -> Path:
 
 
 def main(argv: list[str]) -> int:
-    from flow_kernel.runtime.trust import TrustStore
+    from flow_kernel.runtime.policy.trust import TrustStore
 
     if not TrustStore().is_trusted(HERE):
         print(f"{HERE} is not trusted: its lessons use %tools, %allow run and auto-approve, which only you "

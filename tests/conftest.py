@@ -31,7 +31,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def trust_folder() -> Iterator[Callable[[Path], None]]:
     """`trust_folder(path)` trusts a folder as `flow trust` would (in the test store);
     the trust is revoked when the test ends."""
-    from flow_kernel.runtime.trust import TrustStore
+    from flow_kernel.runtime.policy.trust import TrustStore
 
     store = TrustStore()
     trusted: list[Path] = []

@@ -189,8 +189,8 @@ def test_every_statement_and_expression_form_is_in_a_cell() -> None:
 
 
 def test_every_provider_and_operator_policy_is_in_a_cell() -> None:
-    from flow_kernel.runtime.operator import POLICIES
-    from flow_kernel.runtime.provider_table import PROVIDERS
+    from flow_kernel.runtime.policy.operator import POLICIES
+    from flow_kernel.runtime.providers.table import PROVIDERS
 
     sources = ["".join(cell["source"]) for path in NOTEBOOKS for cell in _load(path)["cells"]
                if cell["cell_type"] == "code"]

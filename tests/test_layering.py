@@ -38,7 +38,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("lang", ("flow_kernel.lang",)),
     ("sandbox", ("flow_kernel.sandbox", "flowbox")),
     ("runtime", ("flow_kernel.runtime",)),
-    ("front ends", ("flow_kernel.kernel", "flow_kernel.cli", "flow_kernel.views", "flow_kernel.highlight",
+    ("front ends", ("flow_kernel.kernel", "flow_kernel.cli", "flow_kernel.serve", "flow_kernel.views", "flow_kernel.highlight",
                     "flow_kernel.bench", "flow_kernel.__main__")),
     # `flow_kernel/__init__.py` alone (a new module beside it is no part of it), the
     # library's public names: for its users, never for the package itself.

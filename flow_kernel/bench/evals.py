@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from flow_kernel.bench.measure import Figures, Row, Target, stats
-from flow_kernel.runtime.ceilings import Ceilings
+from flow_kernel.runtime.policy.ceilings import Ceilings
 
 NAME = "evals"
 

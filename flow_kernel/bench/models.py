@@ -20,9 +20,9 @@ from typing import Any
 
 from flow_kernel.bench.measure import Figures, Row, Target, stats
 from flow_kernel.runtime.agents import AgentPipeline
-from flow_kernel.runtime.provider_base import ProviderReply, ProviderRequest
-from flow_kernel.runtime.resilience import Limits, ProviderGuard, RealClock
-from flow_kernel.runtime.streaming import Delta
+from flow_kernel.runtime.providers.base import ProviderReply, ProviderRequest
+from flow_kernel.runtime.providers.resilience import Limits, ProviderGuard, RealClock
+from flow_kernel.runtime.providers.streaming import Delta
 from flow_kernel.views.run_model import RunModel
 
 NAME = "models"

@@ -47,7 +47,7 @@ def print_warning(message: str, *, command: str | None = None) -> None:
 
 def warn_unpinned(allow_run: Iterable[str], *, command: str) -> None:
     """A warning for each executable the run may start with any arguments (processes.py)."""
-    from flow_kernel.runtime.processes import unpinned, unpinned_warning
+    from flow_kernel.runtime.policy.processes import unpinned, unpinned_warning
 
     for name in unpinned(allow_run):
         print_warning(unpinned_warning(name), command=command)
@@ -115,13 +115,13 @@ def _mcp_servers_for(path: str) -> list[str]:
 
 
 def guarded_loader(path: str, allow_paths: Sequence[str] = ()) -> FileSystemLoader:
-    """A loader for FILE's `use`s: files outside FILE's folder need a grant (runtime/trust.py:
+    """A loader for FILE's `use`s: files outside FILE's folder need a grant (runtime/policy/trust.py:
     `--allow-path`, `FLOW_ALLOW`, `flow trust`), else F2011 says how to grant them."""
     from pathlib import Path
 
     from flow_kernel.files import FileSystemLoader
     from flow_kernel.runtime.config import config_folder
-    from flow_kernel.runtime.trust import Capability, Trust
+    from flow_kernel.runtime.policy.trust import Capability, Trust
 
     grants = [Capability.of("path", raw, Path.cwd()) for raw in allow_paths]
     trust = Trust(config_folder(path), grants=grants, asker="This file")

@@ -79,11 +79,11 @@ def _refused(command: str, exc: Any, json_mode: bool) -> int:
 def cmd_resume(args: argparse.Namespace) -> int:
     from flow_kernel.cli.run import _PrintSink, report
     from flow_kernel.runtime.config import ConfigError, config_folder, find_config, load_config
-    from flow_kernel.runtime.operator import Operator
-    from flow_kernel.runtime.processes import RunPolicy
-    from flow_kernel.runtime.resume import ResumeRefused, load_checkpoint
+    from flow_kernel.runtime.durable.resume import ResumeRefused, load_checkpoint
+    from flow_kernel.runtime.policy.operator import Operator
+    from flow_kernel.runtime.policy.processes import RunPolicy
+    from flow_kernel.runtime.policy.trust import Capability, Trust, operator_capability
     from flow_kernel.runtime.session import Session
-    from flow_kernel.runtime.trust import Capability, Trust, operator_capability
 
     json_mode = args.format == "json"
     here = Path.cwd()
@@ -133,7 +133,7 @@ def parse_answer(text: str) -> Any:
 
 
 def cmd_answer(args: argparse.Namespace) -> int:
-    from flow_kernel.runtime.resume import ResumeRefused, record_answer
+    from flow_kernel.runtime.durable.resume import ResumeRefused, record_answer
 
     json_mode = args.format == "json"
     try:
@@ -150,7 +150,7 @@ def cmd_answer(args: argparse.Namespace) -> int:
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
-    from flow_kernel.runtime.resume import list_runs, runs_table
+    from flow_kernel.runtime.durable.resume import list_runs, runs_table
 
     infos = list_runs(Path.cwd() / JOURNALS, waiting=args.waiting)
     if args.format == "json":

@@ -8,7 +8,7 @@ scorers. Exit 0 when every scorer meets its threshold (a batch: every item ran),
 not, 2 on a usage error or compile errors. Bad data lines are reported on stderr with their
 line numbers and skipped.
 
-The flags are the person's grants, as for `flow run` (runtime/trust.py): `--operator`,
+The flags are the person's grants, as for `flow run` (runtime/policy/trust.py): `--operator`,
 `--allow-run`, `--allow-path`, `--record`/`--replay`, `--config`; a flow.toml in an
 untrusted folder is not applied. `--concurrency N` is the person's too: it lets the eval
 keep N sandboxes (above FLOW_MAX_SANDBOXES when N is larger).
@@ -77,14 +77,14 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from flow_kernel.diagnostics.render import render_text
     from flow_kernel.files import FileSystemLoader
     from flow_kernel.lang.compiler import compile_checked
-    from flow_kernel.runtime.ceilings import Ceilings
     from flow_kernel.runtime.config import ConfigError, config_folder, find_config, load_config
     from flow_kernel.runtime.eval.runner import EvalUsageError
     from flow_kernel.runtime.eval.scorers import ScorerError
-    from flow_kernel.runtime.operator import Operator
-    from flow_kernel.runtime.processes import RunPolicy
+    from flow_kernel.runtime.policy.ceilings import Ceilings
+    from flow_kernel.runtime.policy.operator import Operator
+    from flow_kernel.runtime.policy.processes import RunPolicy
+    from flow_kernel.runtime.policy.trust import CapabilityDenied
     from flow_kernel.runtime.session import Session
-    from flow_kernel.runtime.trust import CapabilityDenied
 
     command = args.command_name
     scorers = getattr(args, "scorer", [])
@@ -112,7 +112,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
             raise UsageError("an eval answers no questions interactively: use --operator auto-approve, auto-deny, "
                              "answers:PATH or none")
         if args.record:
-            from flow_kernel.runtime.cassette import check_recordable
+            from flow_kernel.runtime.durable.cassette import check_recordable
 
             check_recordable(args.record)
     except (UsageError, ValueError, ConfigError) as exc:

@@ -6,7 +6,7 @@ error, 2 compile errors or a usage error, 3 waiting (`--operator defer`). Human 
 terminal, the result on stdout. `--format json`: one object on stdout, `print` on
 stderr.
 
-The flags are the person's grants (runtime/trust.py), with `FLOW_ALLOW` and folders
+The flags are the person's grants (runtime/policy/trust.py), with `FLOW_ALLOW` and folders
 trusted by `flow trust`; FILE's content grants itself nothing. A flow.toml found beside or
 above FILE in an untrusted folder is not applied (a warning on stderr says so). What the
 file asks for and nothing granted is refused with how to grant it: `use` of a file outside
@@ -91,13 +91,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     from flow_kernel.files import FileSystemLoader
     from flow_kernel.lang.compiler import compile_checked
     from flow_kernel.runtime.config import ConfigError, config_folder, find_config, load_config
-    from flow_kernel.runtime.operator import Operator
+    from flow_kernel.runtime.policy.operator import Operator
+    from flow_kernel.runtime.policy.trust import CapabilityDenied
     from flow_kernel.runtime.session import Session
-    from flow_kernel.runtime.trust import CapabilityDenied
 
     try:
-        from flow_kernel.runtime.ceilings import Ceilings
-        from flow_kernel.runtime.processes import RunPolicy
+        from flow_kernel.runtime.policy.ceilings import Ceilings
+        from flow_kernel.runtime.policy.processes import RunPolicy
 
         RunPolicy(args.allow_run)  # a malformed entry is a usage error, before anything runs
         Ceilings.from_env()  # so is a bad FLOW_MAX_* value
@@ -113,11 +113,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         if args.replay and args.record:
             raise UsageError("--replay and --record cannot be combined")
         if args.replay:
-            from flow_kernel.runtime.cassette import CassettePlayer
+            from flow_kernel.runtime.durable.cassette import CassettePlayer
 
             CassettePlayer(args.replay)  # a missing or malformed cassette is a usage error, before anything runs
         if args.record:
-            from flow_kernel.runtime.cassette import check_recordable
+            from flow_kernel.runtime.durable.cassette import check_recordable
 
             check_recordable(args.record)  # a link there, or a file that is not a cassette: refused, untouched
     except (UsageError, ValueError, ConfigError) as exc:  # CapabilityDenied is not reached: flags grant
@@ -141,7 +141,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     live = args.progress if args.progress is not None else (sys.stderr.isatty() and not json_mode)
     sinks: list[Any] = [_PrintSink(json_mode)]
     if live:
-        from flow_kernel.runtime.terminal import TerminalProgress
+        from flow_kernel.runtime.events.terminal import TerminalProgress
 
         sinks.append(TerminalProgress(sys.stderr, color=wants_color(sys.stderr)))
     try:
@@ -171,7 +171,7 @@ def report(outcome: Any, json_mode: bool) -> int:
 
             sys.stdout.write(terminal_safe(render_value(outcome.result)) + "\n")
     else:
-        from flow_kernel.runtime.failure_report import describe_error
+        from flow_kernel.runtime.events.failure_report import describe_error
 
         described = describe_error(outcome.error, outcome.source_line, outcome.events)
         sys.stderr.write(terminal_safe("\n".join(described)) + "\n")
@@ -202,7 +202,7 @@ def _trust(args: argparse.Namespace) -> Any:
     """The grants of this run: the flags (paths as typed, relative to the working
     directory), `FLOW_ALLOW`, and `flow trust`; FILE's folder needs none."""
     from flow_kernel.runtime.config import config_folder
-    from flow_kernel.runtime.trust import Capability, Trust, operator_capability
+    from flow_kernel.runtime.policy.trust import Capability, Trust, operator_capability
 
     here = Path.cwd()
     grants = [Capability.of("run", exe, here) for exe in args.allow_run]

@@ -34,7 +34,7 @@ from flow_kernel.cli.common import (
     wants_color,
     warn_unpinned,
 )
-from flow_kernel.cli.serve_limits import DEFAULT_QUESTION_TIMEOUT, MIB
+from flow_kernel.serve.limits import DEFAULT_QUESTION_TIMEOUT, MIB
 
 # Tasks an A2A server keeps in memory for each caller (the journals in .flow/runs keep every run).
 DEFAULT_KEPT_TASKS = 100
@@ -85,7 +85,7 @@ def add_command(commands: Any) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from flow_kernel.cli.serve_door import NO_AUTH_WARNING, ExposureError, open_door, parse_address
+    from flow_kernel.serve.door import NO_AUTH_WARNING, ExposureError, open_door, parse_address
 
     try:
         if args.http and not args.mcp:
@@ -123,16 +123,16 @@ async def _serve(args: argparse.Namespace, workflow_host: Any, name: str, door: 
 
     try:
         if args.mcp and not args.http:
-            from flow_kernel.cli.serve_mcp import serve_stdio
+            from flow_kernel.serve.mcp import serve_stdio
 
             await serve_stdio(workflow_host, name)
         elif args.mcp:
-            from flow_kernel.cli.serve_mcp import serve_streamable_http
+            from flow_kernel.serve.mcp import serve_streamable_http
 
             await serve_streamable_http(workflow_host, name, door, ready)
         else:
-            from flow_kernel.cli.a2a_tasks import KeptLimits
-            from flow_kernel.cli.serve_a2a import serve_a2a
+            from flow_kernel.serve.a2a import serve_a2a
+            from flow_kernel.serve.a2a_tasks import KeptLimits
 
             await serve_a2a(workflow_host, name, door, KeptLimits(args.keep_tasks, args.keep_finished), ready)
     finally:
@@ -152,7 +152,7 @@ def _stop_now(workflow_host: Any, sig: int) -> None:
     process exits before any run sees it, so the journal of every run still going (one waiting
     on a question among them) has no end and reads `interrupted`, and `flow resume RUN` goes
     on from it (docs/durability.md). Letting the runs end instead would journal them failed."""
-    from flow_kernel.runtime.journal import wait_for_syncs
+    from flow_kernel.runtime.durable.journal import wait_for_syncs
 
     runs = workflow_host.stop_now()
     said = f"flow serve: stopped by {signal.Signals(sig).name}"
@@ -166,15 +166,15 @@ def _stop_now(workflow_host: Any, sig: int) -> None:
 
 def _workflow_host(args: argparse.Namespace) -> Any:
     """The checked file and a Session to run its workflows, or None (compile errors printed)."""
-    from flow_kernel.cli.serve_common import WorkflowHost, file_folder
-    from flow_kernel.cli.serve_limits import Bounds
     from flow_kernel.diagnostics.render import render_text
     from flow_kernel.files import FileSystemLoader
     from flow_kernel.lang.compiler import compile_checked
     from flow_kernel.runtime.config import config_folder, find_config, load_config
-    from flow_kernel.runtime.operator import Operator
+    from flow_kernel.runtime.policy.operator import Operator
+    from flow_kernel.runtime.policy.trust import Capability, Trust, operator_capability
     from flow_kernel.runtime.session import Session
-    from flow_kernel.runtime.trust import Capability, Trust, operator_capability
+    from flow_kernel.serve.common import WorkflowHost, file_folder
+    from flow_kernel.serve.limits import Bounds
 
     if args.max_body < 1 or not 0 < args.question_timeout < math.inf:
         raise UsageError("--max-body and --question-timeout must be positive (a number of bytes, of seconds)")

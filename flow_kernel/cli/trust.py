@@ -1,7 +1,7 @@
 """`flow trust`: the person trusts a folder, lists what is trusted, revokes it.
 
 `flow trust [DIR]` records DIR (default: the working directory) in the person's trust store
-(runtime/trust.py) with a hash of the configuration that applies there; from then on the
+(runtime/policy/trust.py) with a hash of the configuration that applies there; from then on the
 content in DIR and below — its flow.toml, its notebooks and `.flow` files — gets what it
 asks for, until that configuration changes (any edit revokes it) or `flow trust --revoke DIR`.
 Exit 0 on success, 1 when `--revoke` names something that was not trusted, 2 on a usage
@@ -33,7 +33,7 @@ def add_command(commands: Any) -> None:
 
 
 def cmd_trust(args: argparse.Namespace) -> int:
-    from flow_kernel.runtime.trust import TrustStore
+    from flow_kernel.runtime.policy.trust import TrustStore
 
     store = TrustStore()
     try:
@@ -53,7 +53,7 @@ def cmd_trust(args: argparse.Namespace) -> int:
 
 def _trust(store: Any, folder: Path) -> int:
     from flow_kernel.runtime.config import ConfigError, load_config
-    from flow_kernel.runtime.trust import applied_config_file
+    from flow_kernel.runtime.policy.trust import applied_config_file
 
     if not folder.is_dir():
         raise ValueError(f"{folder}: not a folder")
@@ -83,7 +83,7 @@ def _describe(config: Any) -> list[str]:
             lines.append(f"providers.{name}.base_url = {settings.base_url!r} (agent prompts are sent there)")
         if settings.api_key_env:
             lines.append(f"providers.{name}.api_key_env = {settings.api_key_env!r} (that variable is sent as the key)")
-    for name, server in sorted(config.mcp.items()):  # runtime/remote_config.py
+    for name, server in sorted(config.mcp.items()):  # runtime/remote/config.py
         how = f"starts {' '.join(server.command)}" if server.command else f"connects to {server.url}"
         lines.append(f"mcp.{name}: {how} (its tools are lent to agents)"
                      + (f"; {server.token_env!r} is sent as its token" if server.token_env else "")

@@ -17,7 +17,7 @@ import asyncio
 from typing import Any
 
 from flow_kernel.kernel.magics import MagicError, waiting_run
-from flow_kernel.runtime.resume import ResumeRefused, load_checkpoint
+from flow_kernel.runtime.durable.resume import ResumeRefused, load_checkpoint
 from flow_kernel.runtime.session import Resumption
 from flow_kernel.views.pending_prompt import pending_request, typed_answer
 

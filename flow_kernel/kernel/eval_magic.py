@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flow_kernel.kernel.magics import MagicError, path_needs
+from flow_kernel.runtime.policy.trust import Capability
 from flow_kernel.runtime.session import Session
-from flow_kernel.runtime.trust import Capability
 
 USAGE = ("%eval WORKFLOW --data CASES [--scorer SPEC]… [--epochs N] [--concurrency N] [--executor local|ray] "
          "[--out RESULTS] [--resume] [--compare OLD_RESULTS]")
@@ -105,7 +105,7 @@ async def run_eval_magic(session: Session, args: str) -> tuple[list[dict[str, An
 async def eval_in_kernel(kernel: Any, args: str, silent: bool) -> None:
     """`%eval` at the top of a Flow kernel cell: ask the person for what it needs (a refusal
     is the kernel's usual CapabilityDenied), run it on the kernel's loop, show the results."""
-    from flow_kernel.runtime.trust import CapabilityDenied
+    from flow_kernel.runtime.policy.trust import CapabilityDenied
 
     session: Session = kernel.flow
     missing = [c for c in eval_needs(session, args) if not session.trust.granted(c)]

@@ -35,7 +35,7 @@ from flow_kernel.diagnostics import Diagnostic
 from flow_kernel.errors import FlowError
 from flow_kernel.kernel.magics import type_of_json
 from flow_kernel.lang.session_scope import SessionBinding
-from flow_kernel.runtime.failure_report import describe_error
+from flow_kernel.runtime.events.failure_report import describe_error
 from flow_kernel.runtime.session import Session
 from flow_kernel.runtime.tools import TOOLS, flow_tool
 from flow_kernel.runtime.value_text import render_value
@@ -88,7 +88,7 @@ _parser.add_argument("--operator", metavar="POLICY")
 
 class FlowMagics:
     def __init__(self, shell: Any) -> None:
-        from flow_kernel.runtime.operator import Operator
+        from flow_kernel.runtime.policy.operator import Operator
 
         self.shell = shell
         from flow_kernel.kernel.magics import notebook_trust
@@ -142,7 +142,7 @@ class FlowMagics:
         if args.operator is not None:
             await self._grant_operator(args.operator)
         if args.operator == "interactive":  # the person at the run view's prompts
-            from flow_kernel.runtime.operator import Operator
+            from flow_kernel.runtime.policy.operator import Operator
 
             self.session.set_operator(Operator("interactive", callback=self._ask))
         elif args.operator is not None:
@@ -196,7 +196,7 @@ class FlowMagics:
         """`--operator` policies that answer for the person must be granted by the person:
         the capability prompt when one is at the frontend, else a FlowCapabilityError."""
         from flow_kernel.kernel.magics import operator_needs
-        from flow_kernel.runtime.trust import CapabilityDenied
+        from flow_kernel.runtime.policy.trust import CapabilityDenied
 
         trust = self.session.trust
         missing = [c for c in operator_needs(self.session, policy) if not trust.granted(c)]

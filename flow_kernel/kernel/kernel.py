@@ -42,15 +42,15 @@ from flow_kernel.kernel.magics import (
 from flow_kernel.kernel.status import StatusGate
 from flow_kernel.lang.compiler import Compiled
 from flow_kernel.markup import escape
-from flow_kernel.runtime.ceilings import Ceilings
 from flow_kernel.runtime.config import FlowConfig
-from flow_kernel.runtime.failure_report import describe_error
+from flow_kernel.runtime.events.failure_report import describe_error
 from flow_kernel.runtime.gc_policy import older_objects_frozen
-from flow_kernel.runtime.operator import Operator
-from flow_kernel.runtime.processes import unpinned, unpinned_warning
+from flow_kernel.runtime.policy.ceilings import Ceilings
+from flow_kernel.runtime.policy.operator import Operator
+from flow_kernel.runtime.policy.processes import unpinned, unpinned_warning
+from flow_kernel.runtime.policy.trust import Capability, CapabilityDenied, Trust
 from flow_kernel.runtime.run import RunOutcome, new_run_id
 from flow_kernel.runtime.session import Session
-from flow_kernel.runtime.trust import Capability, CapabilityDenied, Trust
 from flow_kernel.runtime.value_text import render_value
 from flow_kernel.version import VERSION
 from flow_kernel.views.artifacts import artifact_bundle

@@ -32,17 +32,17 @@ from typing import Any
 from flow_kernel.lang import types as T
 from flow_kernel.lang.session_scope import SessionBinding
 from flow_kernel.markup import escape
-from flow_kernel.runtime.operator import POLICIES as OPERATOR_POLICIES
-from flow_kernel.runtime.processes import parse_entry
-from flow_kernel.runtime.provider_table import is_model, model_forms, model_names
-from flow_kernel.runtime.session import Session
-from flow_kernel.runtime.trust import (
+from flow_kernel.runtime.policy.operator import POLICIES as OPERATOR_POLICIES
+from flow_kernel.runtime.policy.processes import parse_entry
+from flow_kernel.runtime.policy.trust import (
     Capability,
     Trust,
     is_inside,
     operator_capability,
     resolve_path,
 )
+from flow_kernel.runtime.providers.table import is_model, model_forms, model_names
+from flow_kernel.runtime.session import Session
 from flow_kernel.short_text import shorten
 
 Bundle = dict[str, Any]  # a MIME bundle: {"text/plain": ..., "text/html": ...}
@@ -206,7 +206,7 @@ def _provider(session: Session, args: str, plan: CellPlan) -> None:
     if not args:
         plan.outputs.append(text_output(f"default model: {session.config.default_model or '(not set)'}"))
         return
-    if not is_model(args):  # the provider table (runtime/provider_table.py)
+    if not is_model(args):  # the provider table (runtime/providers/table.py)
         *others, last = model_forms()
         raise MagicError(f"%provider: {args!r} is not a model: use {', '.join(others)} or {last}")
     session.config = dataclasses.replace(session.config, default_model=args)
@@ -334,7 +334,7 @@ def _tools(session: Session, args: str, plan: CellPlan) -> None:
 def _mcp(session: Session, args: str, plan: CellPlan) -> None:
     """The servers are the configuration's, which applies only when the person granted it
     (config.py), so listing them needs no capability of its own."""
-    from flow_kernel.runtime.mcp_client import server_report
+    from flow_kernel.runtime.remote.mcp import server_report
 
     servers = session.config.mcp
     wanted = _words(args, "mcp")
@@ -451,7 +451,7 @@ def _who(session: Session, args: str, plan: CellPlan) -> None:
 @magic("runs", "%runs [--waiting]", "the runs journaled in .flow/runs with their status (completed, failed, waiting, "
        "interrupted, running), and what each waiting run asks")
 def _runs(session: Session, args: str, plan: CellPlan) -> None:
-    from flow_kernel.runtime.resume import list_runs, runs_table
+    from flow_kernel.runtime.durable.resume import list_runs, runs_table
 
     if args.strip() not in ("", "--waiting"):
         raise MagicError("usage: %runs [--waiting]")
@@ -477,7 +477,7 @@ def waiting_run(session: Session, run: str, magic: str) -> str:
 @magic("answer", "%answer RUN|last PENDING_ID VALUE", "answer a waiting run's approval (true/false) or question (text); "
        "then %resume RUN goes on (`last`: the run this kernel last left waiting)")
 def _answer(session: Session, args: str, plan: CellPlan) -> None:
-    from flow_kernel.runtime.resume import ResumeRefused
+    from flow_kernel.runtime.durable.resume import ResumeRefused
 
     words = args.split(maxsplit=2)
     if len(words) != 3:
@@ -497,8 +497,8 @@ def _answer(session: Session, args: str, plan: CellPlan) -> None:
 
 @magic("events", "%events RUN", "the events of a run, in canonical order")
 def _events(session: Session, args: str, plan: CellPlan) -> None:
-    from flow_kernel.runtime.events import canonical
-    from flow_kernel.runtime.journal import read_journal
+    from flow_kernel.runtime.durable.journal import read_journal
+    from flow_kernel.runtime.events.vocabulary import canonical
 
     run = args.strip()
     if not run:

@@ -471,7 +471,7 @@ class ToolDecl(Decl):
     returns: TypeExpr | None
     requires_approval: bool
     # `from mcp "server"` or `from mcp "server/remote-name"`: the tool is lent by an MCP server
-    # the configuration declares (runtime/mcp_client.py), not a Python function on the host.
+    # the configuration declares (runtime/remote/mcp.py), not a Python function on the host.
     mcp: str | None = field(default=None, kw_only=True)
 
 

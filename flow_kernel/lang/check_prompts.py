@@ -4,7 +4,7 @@
 `instructions` or `uncertainty`, for an item of its `constraints` or `hints`, and for a
 rubric criterion's `description`. The path is resolved like `use`: through the loader,
 relative to the file that declares it (or the notebook's folder for a cell), and inside
-that folder unless the person granted the path (runtime/trust.py); a missing or refused
+that folder unless the person granted the path (runtime/policy/trust.py); a missing or refused
 file is F2011 naming the path. The text is read here, at compile time, so what runs is
 what was checked, and its digest goes into the cassette's prompt identity (an edited file
 is a replay miss, runtime/agents.py).

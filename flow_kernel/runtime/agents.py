@@ -37,31 +37,31 @@ from flow_kernel.lang.prompt_files import PromptFile
 from flow_kernel.lang.purposes import purpose_of, unset_message
 from flow_kernel.lang.schema import type_schema
 from flow_kernel.runtime.budgets import CostReservations, FrameBudget, Reservation
-from flow_kernel.runtime.cassette import CassettePlayer, CassetteRecorder
-from flow_kernel.runtime.checkpoint import RunCheckpoint, position
 from flow_kernel.runtime.config import FlowConfig
-from flow_kernel.runtime.events import Event, sub_order
-from flow_kernel.runtime.journal import digest
-from flow_kernel.runtime.mcp_client import McpConnections
+from flow_kernel.runtime.durable.cassette import CassettePlayer, CassetteRecorder
+from flow_kernel.runtime.durable.checkpoint import RunCheckpoint, position
+from flow_kernel.runtime.durable.journal import digest
+from flow_kernel.runtime.events.vocabulary import Event, sub_order
 from flow_kernel.runtime.prompts import TRUST_OPTIONS, system_prompt, user_prompt
-from flow_kernel.runtime.provider_base import (
+from flow_kernel.runtime.providers.base import (
     Provider,
     ProviderReply,
     ProviderRequest,
     ToolSpec,
     is_plain_text,
 )
-from flow_kernel.runtime.provider_table import LOCAL_PROVIDERS, PROVIDERS
-from flow_kernel.runtime.providers import MockProvider, ScriptedProvider, parse_script
-from flow_kernel.runtime.resilience import (
+from flow_kernel.runtime.providers.local import MockProvider, ScriptedProvider, parse_script
+from flow_kernel.runtime.providers.resilience import (
     Notify,
     ProviderGuard,
     Resilience,
     Ticket,
     estimate_tokens,
 )
-from flow_kernel.runtime.streaming import INTERVAL as DELTA_INTERVAL
-from flow_kernel.runtime.streaming import Delta, DeltaMerger, DeltaSink
+from flow_kernel.runtime.providers.streaming import INTERVAL as DELTA_INTERVAL
+from flow_kernel.runtime.providers.streaming import Delta, DeltaMerger, DeltaSink
+from flow_kernel.runtime.providers.table import LOCAL_PROVIDERS, PROVIDERS
+from flow_kernel.runtime.remote.mcp import McpConnections
 from flow_kernel.runtime.tools import ToolRegistry, call_tool, narrow
 from flow_kernel.runtime.validation import schema_errors, schema_validator
 
@@ -158,7 +158,7 @@ class AgentPipeline:
         self.providers.setdefault("scripted", ScriptedProvider({n: parse_script(s.decl) for n, s in self.agents.items()}))
         self.providers.setdefault("mock", MockProvider())
         # calls so far by (agent, label): the cassette key's `occurrence`, counted within this run
-        # (one pipeline per run), so a re-run cell replays the same answers (runtime/cassette.py)
+        # (one pipeline per run), so a re-run cell replays the same answers (runtime/durable/cassette.py)
         self._occurrences: dict[tuple[str, str], int] = {}
         self.scope = scope  # the cassette key's program and workflow: cassette.source_scope
         # Each remote provider's rate limits, Retry-After, breaker and bulkhead (resilience.py):

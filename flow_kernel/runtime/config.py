@@ -23,7 +23,7 @@ committed `flow.toml` cannot leak it.
 A discovered configuration is content, not the person: it can point a provider's
 `base_url` at any server with `api_key_env` naming any variable (the key travels as a
 bearer token), set `operator = "auto-approve"` and `allow_run = ["sh"]`. So it applies only
-when the person granted it (runtime/trust.py): the folder is trusted with `flow trust`
+when the person granted it (runtime/policy/trust.py): the folder is trusted with `flow trust`
 and the file is unchanged since, or `FLOW_ALLOW` grants `config:DIR`. Otherwise nothing of it
 applies and `FlowConfig.ignored` names it, for the caller's warning. A path the person gives
 (`Session(config=PATH)`, `flow run --config PATH`) is read with `load_config`: that is a grant.
@@ -38,14 +38,14 @@ from typing import TYPE_CHECKING, Any
 
 from flow_kernel.lang.prices import Price
 from flow_kernel.lang.purposes import PURPOSES
-from flow_kernel.runtime.processes import entries_from_config
-from flow_kernel.runtime.provider_table import (
+from flow_kernel.runtime.policy.processes import entries_from_config
+from flow_kernel.runtime.providers.table import (
     KEY_WORDS,
     LOCAL_PROVIDERS,
     PROVIDERS,
     ProviderSettings,
 )
-from flow_kernel.runtime.remote_config import (
+from flow_kernel.runtime.remote.config import (
     A2AAgentSettings,
     McpServerSettings,
     parse_a2a,
@@ -53,7 +53,7 @@ from flow_kernel.runtime.remote_config import (
 )
 
 if TYPE_CHECKING:
-    from flow_kernel.runtime.trust import Trust
+    from flow_kernel.runtime.policy.trust import Trust
 
 
 
@@ -96,7 +96,7 @@ def find_config(start: Path | str, *, trust: Trust | None = None) -> FlowConfig:
     the nearest `flow.toml`, else the nearest `pyproject.toml` with `[tool.flow]` — if the
     person granted it (`trust`, by default the person's store and `FLOW_ALLOW` for that
     folder); else the defaults, with `ignored` naming the file."""
-    from flow_kernel.runtime.trust import Capability, Trust, applied_config_file
+    from flow_kernel.runtime.policy.trust import Capability, Trust, applied_config_file
 
     folder = config_folder(start)
     found = applied_config_file(folder)
@@ -133,7 +133,7 @@ def parse_config(table: dict[str, Any], path: Path | None = None) -> FlowConfig:
     if default_model is not None and "/" not in default_model and default_model not in LOCAL_PROVIDERS:
         raise ConfigError(f"{where}: `default_model` must be \"provider/model\", \"mock\" or \"scripted\", "
                           f"not {default_model!r}")
-    try:  # names, or names with pinned argument patterns (runtime/processes.py)
+    try:  # names, or names with pinned argument patterns (runtime/policy/processes.py)
         allow = entries_from_config(table.get("allow_run", []), where)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
@@ -142,14 +142,14 @@ def parse_config(table: dict[str, Any], path: Path | None = None) -> FlowConfig:
     if not isinstance(raw_providers, dict):
         raise ConfigError(f"{where}: `providers` must be a table")
     for name, raw in raw_providers.items():
-        if name not in PROVIDERS:  # the provider table (runtime/provider_table.py)
+        if name not in PROVIDERS:  # the provider table (runtime/providers/table.py)
             raise ConfigError(f"{where}: unknown provider `{name}` (known: {', '.join(PROVIDERS)})")
         if not isinstance(raw, dict):
             raise ConfigError(f"{where}: `providers.{name}` must be a table")
         table_name = f"tool.flow.providers.{name}" if path is not None and path.name == "pyproject.toml" \
             else f"providers.{name}"
         providers[name] = _provider(name, raw, where, f"{where} [{table_name}]")
-    try:  # other agents' doors (runtime/remote_config.py)
+    try:  # other agents' doors (runtime/remote/config.py)
         mcp = parse_mcp(table.get("mcp", {}), where)
         a2a = parse_a2a(table.get("a2a", {}), where)
     except ValueError as exc:

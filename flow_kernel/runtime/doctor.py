@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from flow_kernel.runtime.provider_table import LOCAL_PROVIDERS, PROVIDERS
+from flow_kernel.runtime.providers.table import LOCAL_PROVIDERS, PROVIDERS
 
 
 def doctor_report() -> list[tuple[str, bool | None, str]]:
@@ -43,7 +43,7 @@ def doctor_report() -> list[tuple[str, bool | None, str]]:
     ns = network_namespace()
     rows.append(("network", True if ns else None, f"sandboxes run without network ({' '.join(ns)})" if ns else
                  "no network namespace on this OS: the sandbox relies on stubbed net/tls modules only"))
-    from flow_kernel.runtime.processes import isolation_prefix
+    from flow_kernel.runtime.policy.processes import isolation_prefix
 
     child = isolation_prefix()
     rows.append(("run", True if child else None, f"`run` children are isolated ({' '.join(child[1:])})" if child else
@@ -71,8 +71,8 @@ def doctor_report() -> list[tuple[str, bool | None, str]]:
     except ValueError as exc:  # ConfigError, or a malformed FLOW_ALLOW
         rows.append(("config", False, str(exc)))
         return rows
-    if config.mcp:  # each declared MCP server started and listed (runtime/mcp_client.py)
-        from flow_kernel.runtime.mcp_client import server_report
+    if config.mcp:  # each declared MCP server started and listed (runtime/remote/mcp.py)
+        from flow_kernel.runtime.remote.mcp import server_report
 
         folder = config.path.parent if config.path is not None else None
         for name, started, detail, _ in server_report(config.mcp, folder):

@@ -27,7 +27,7 @@ o.a + len(o.b)
 @functools.cache
 def warm_up_payload() -> dict[str, Any]:
     from flow_kernel.lang.compiler import compile_source
-    from flow_kernel.runtime.ceilings import Ceilings
+    from flow_kernel.runtime.policy.ceilings import Ceilings
     from flow_kernel.source import SourceFile
 
     compiled = compile_source(SourceFile("<warm-up>", WARM_UP_SOURCE))

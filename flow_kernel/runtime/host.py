@@ -26,19 +26,25 @@ from flow_kernel.errors import (
 )
 from flow_kernel.lang.check_result import CheckResult
 from flow_kernel.lang.env import DEFAULT_LIMITS
-from flow_kernel.runtime import processes
 from flow_kernel.runtime.agents import AgentPipeline, SandboxCall, TraceSink
 from flow_kernel.runtime.budgets import FrameBudget
-from flow_kernel.runtime.cassette import CassettePlayer, CassetteRecorder
-from flow_kernel.runtime.ceilings import Ceilings
-from flow_kernel.runtime.checkpoint import RunCheckpoint, position
 from flow_kernel.runtime.config import FlowConfig
-from flow_kernel.runtime.events import HOST_ONLY_PREFIXES, LAST, Event, is_live, sub_order
-from flow_kernel.runtime.journal import digest
-from flow_kernel.runtime.operator import Operator
-from flow_kernel.runtime.prompt_deadline import PromptDeadline, answer_by
-from flow_kernel.runtime.provider_base import Provider
-from flow_kernel.runtime.resilience import Resilience
+from flow_kernel.runtime.durable.cassette import CassettePlayer, CassetteRecorder
+from flow_kernel.runtime.durable.checkpoint import RunCheckpoint, position
+from flow_kernel.runtime.durable.deadlines import PromptDeadline, answer_by
+from flow_kernel.runtime.durable.journal import digest
+from flow_kernel.runtime.events.vocabulary import (
+    HOST_ONLY_PREFIXES,
+    LAST,
+    Event,
+    is_live,
+    sub_order,
+)
+from flow_kernel.runtime.policy import processes
+from flow_kernel.runtime.policy.ceilings import Ceilings
+from flow_kernel.runtime.policy.operator import Operator
+from flow_kernel.runtime.providers.base import Provider
+from flow_kernel.runtime.providers.resilience import Resilience
 from flow_kernel.runtime.tools import ToolRegistry
 from flow_kernel.runtime.validation import require_valid, schema_validator
 
@@ -98,7 +104,7 @@ class HostServices:
                                     scope=self.cassette_scope, checkpoint=self.checkpoint, resilience=self.resilience)
         self.agents.sandbox_call = self._call_sandbox
         self.agents.emit_kept = self.emit_kept
-        self.agents.ask_operator = self.ask  # an A2A agent's input-required (runtime/provider_a2a.py)
+        self.agents.ask_operator = self.ask  # an A2A agent's input-required (runtime/remote/a2a.py)
 
     async def _call_sandbox(self, op: str, payload: dict[str, Any]) -> Any:
         """Ask the sandbox (set by the executor once the run has one): `expect` clauses."""
@@ -190,7 +196,7 @@ class HostServices:
     def _emit_live(self, event: dict[str, Any]) -> None:
         """A live-only event (streamed text, events.py `Kind.live`): to the sinks that show
         the run as it goes, not kept in the run's events, not journaled, not numbered."""
-        from flow_kernel.runtime.journal import Journal
+        from flow_kernel.runtime.durable.journal import Journal
 
         full = {"type": event["type"], "run": self.run_id, "seq": self.seq,
                 "ts": datetime.datetime.now(datetime.UTC).isoformat(timespec="milliseconds"),

@@ -26,7 +26,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
-from flow_kernel.runtime.provider_base import is_plain_text
+from flow_kernel.runtime.providers.base import is_plain_text
 
 UNTRUSTED_OPEN = "<untrusted-context>"
 UNTRUSTED_CLOSE = "</untrusted-context>"

@@ -23,18 +23,18 @@ from flow_kernel.errors import (
 from flow_kernel.lang.compiler import Compiled
 from flow_kernel.lang.sourcemap import span_to_json
 from flow_kernel.runtime.agents import TraceSink
-from flow_kernel.runtime.cassette import CassettePlayer, CassetteRecorder, source_scope
-from flow_kernel.runtime.ceilings import Ceilings, name_the_ceiling
-from flow_kernel.runtime.checkpoint import RunCheckpoint
 from flow_kernel.runtime.config import FlowConfig
+from flow_kernel.runtime.durable.cassette import CassettePlayer, CassetteRecorder, source_scope
+from flow_kernel.runtime.durable.checkpoint import RunCheckpoint
+from flow_kernel.runtime.durable.journal import Checkpoint, Journal, RunLocked, now_text
+from flow_kernel.runtime.durable.nofollow import LinkRefused
+from flow_kernel.runtime.durable.resume import program_header
 from flow_kernel.runtime.gc_policy import older_objects_frozen
 from flow_kernel.runtime.host import EventSink, HostServices
-from flow_kernel.runtime.journal import Checkpoint, Journal, RunLocked, now_text
-from flow_kernel.runtime.nofollow import LinkRefused
-from flow_kernel.runtime.operator import Operator
-from flow_kernel.runtime.provider_base import Provider
-from flow_kernel.runtime.resilience import Resilience
-from flow_kernel.runtime.resume import program_header
+from flow_kernel.runtime.policy.ceilings import Ceilings, name_the_ceiling
+from flow_kernel.runtime.policy.operator import Operator
+from flow_kernel.runtime.providers.base import Provider
+from flow_kernel.runtime.providers.resilience import Resilience
 from flow_kernel.runtime.tools import ToolRegistry
 from flow_kernel.runtime.validation import require_valid
 

@@ -28,24 +28,24 @@ from flow_kernel.lang.check_result import CheckResult
 from flow_kernel.lang.compiler import Compiled, compile_checked
 from flow_kernel.lang.session_scope import SessionBinding, SessionScope
 from flow_kernel.runtime.agents import TraceSink
-from flow_kernel.runtime.cassette import CassettePlayer, CassetteRecorder
-from flow_kernel.runtime.ceilings import Ceilings
 from flow_kernel.runtime.compile_cache import CompileCache
 from flow_kernel.runtime.config import FlowConfig, find_config, load_config
+from flow_kernel.runtime.durable.cassette import CassettePlayer, CassetteRecorder
+from flow_kernel.runtime.durable.journal import Checkpoint
 from flow_kernel.runtime.host import EventSink
-from flow_kernel.runtime.journal import Checkpoint
-from flow_kernel.runtime.operator import Operator
-from flow_kernel.runtime.provider_base import Provider
-from flow_kernel.runtime.resilience import Resilience
-from flow_kernel.runtime.run import Executor, RunOutcome, run_compiled
-from flow_kernel.runtime.tools import ToolFunction, ToolRegistry
-from flow_kernel.runtime.trust import (
+from flow_kernel.runtime.policy.ceilings import Ceilings
+from flow_kernel.runtime.policy.operator import Operator
+from flow_kernel.runtime.policy.trust import (
     Capability,
     Trust,
     operator_capability,
     parse_allow,
     resolve_path,
 )
+from flow_kernel.runtime.providers.base import Provider
+from flow_kernel.runtime.providers.resilience import Resilience
+from flow_kernel.runtime.run import Executor, RunOutcome, run_compiled
+from flow_kernel.runtime.tools import ToolFunction, ToolRegistry
 from flow_kernel.source import SourceFile
 
 
@@ -87,7 +87,7 @@ class Session:
         tests only: it is not a security boundary. `journal_dir=None` keeps no journal.
         `spare_sandbox=False` keeps no second sandbox warm (one run, as `flow run` makes).
 
-        The arguments are the person's grants (runtime/trust.py): `allow_run`, an `operator`
+        The arguments are the person's grants (runtime/policy/trust.py): `allow_run`, an `operator`
         that answers for the person, `config=PATH`, `record`/`replay` paths, and `allow`
         (capabilities, or `FLOW_ALLOW` words such as "path:/data" or "tools:shop.py").
         What the session's content asks for later — `session.record(path)` outside the
@@ -122,14 +122,14 @@ class Session:
         self.tools = ToolRegistry(set(tool_policy) if tool_policy is not None else None)
         self.providers = dict(providers or {})
         # Each remote provider's rate limits, breaker and bulkhead, shared by all the session's
-        # runs (runtime/resilience.py), configured under [providers.NAME].
+        # runs (runtime/providers/resilience.py), configured under [providers.NAME].
         self.resilience = Resilience(lambda name: self.config.provider(name).options)
         self.debug = debug
         self.journal_dir = (self.directory / journal_dir) if journal_dir is not None else None
         self.sandbox = sandbox
         self.spare_sandbox = spare_sandbox
         # The person's maximums for every run's limits, output and sandboxes: set here or in
-        # FLOW_MAX_* variables, never by a notebook, a program or a flow.toml (runtime/ceilings.py).
+        # FLOW_MAX_* variables, never by a notebook, a program or a flow.toml (runtime/policy/ceilings.py).
         self.ceilings = ceilings if ceilings is not None else Ceilings.from_env()
         self.scope = SessionScope()
         self.compiled_cells = CompileCache()
@@ -249,7 +249,7 @@ class Session:
         self._bound_history()
         return outcome
 
-    # -- durable runs (runtime/resume.py, docs/durability.md) ------------------------------------
+    # -- durable runs (runtime/durable/resume.py, docs/durability.md) ------------------------------------
     def prepare_resume(self, run_id: str, *, input: dict[str, Any] | None = None) -> Resumption:
         """Everything `resume_async` checks before it runs (a front end with its own run path,
         the kernel, runs what this gives with `run_async(..., resume=…)`). A file run reads
@@ -257,7 +257,7 @@ class Session:
         values it used from this session. `ResumeRefused` (with a `code`) when the run cannot
         go on or its source, input, declarations or session values changed, naming what."""
         from flow_kernel.files import FileSystemLoader, SourceReadError
-        from flow_kernel.runtime.resume import (
+        from flow_kernel.runtime.durable.resume import (
             ResumeRefused,
             check_unchanged,
             load_checkpoint,
@@ -319,7 +319,7 @@ class Session:
     def answer(self, run_id: str, pending: str, value: Any, *, by: str = "api") -> dict[str, Any]:
         """Answer a waiting run's pending request (then `resume` goes on); `ResumeRefused`
         for an unknown or ended run, an unknown request, a wrong kind of value, a second answer."""
-        from flow_kernel.runtime.resume import record_answer
+        from flow_kernel.runtime.durable.resume import record_answer
 
         return record_answer(self.journal_dir, run_id, pending, value, by)
 

@@ -20,13 +20,13 @@ from typing import Any
 
 from flow_kernel.lang import ast
 from flow_kernel.lang.check_result import CheckResult
-from flow_kernel.runtime.mcp_client import (
+from flow_kernel.runtime.providers.base import ToolSpec
+from flow_kernel.runtime.remote.mcp import (
     McpConnections,
     McpUnavailable,
     needs_approval,
     split_source,
 )
-from flow_kernel.runtime.provider_base import ToolSpec
 from flow_kernel.runtime.validation import schema_errors
 
 ToolFunction = Callable[..., Any]

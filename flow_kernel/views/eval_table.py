@@ -68,7 +68,7 @@ class EvalTable:
         self.table.value = f"<p>{len(rows)} of {len(self.report.results)} items</p>" + items_html(rows, names, keep_order=True)
 
     def open_run(self, run_id: str) -> None:
-        from flow_kernel.runtime.journal import read_journal
+        from flow_kernel.runtime.durable.journal import read_journal
         from flow_kernel.views.run_html import summary_bundle
         from flow_kernel.views.run_model import RunModel
 

@@ -1,7 +1,7 @@
 """A panel in the run view: for each round, a table of experts × criteria with each
 expert's scores, the per-criterion means, the weighted aggregate and the spread (issue 22).
 
-`PanelTable` is the view-model, folded from the run's `panel.*` events (runtime/events.py)
+`PanelTable` is the view-model, folded from the run's `panel.*` events (runtime/events/vocabulary.py)
 by `fold`; `RunModel` keeps one per panel call (by label) and shows it where the call
 happened. `panel_text` and `panel_html` render it for the text summary (nbval) and the
 static HTML summary. Event data come from the sandbox: every value is checked for its type

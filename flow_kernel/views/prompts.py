@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from flow_kernel.markup import escape
-from flow_kernel.runtime.prompt_deadline import PromptDeadline
+from flow_kernel.runtime.durable.deadlines import PromptDeadline
 
 # The capability prompt's answers (its buttons).
 ALLOW_ONCE, ALLOW_NOTEBOOK, DENY = "Allow once", "Allow for this notebook", "Deny"

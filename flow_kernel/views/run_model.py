@@ -12,7 +12,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from flow_kernel.runtime.events import (
+from flow_kernel.runtime.events.failure_report import where_text
+from flow_kernel.runtime.events.vocabulary import (
     POINTS,
     Event,
     canonical,
@@ -20,7 +21,6 @@ from flow_kernel.runtime.events import (
     scope_name,
     scope_of,
 )
-from flow_kernel.runtime.failure_report import where_text
 from flow_kernel.short_text import shorten
 from flow_kernel.views.panel_view import PanelTable, panel_text
 from flow_kernel.views.panel_view import fold as fold_panel
@@ -46,7 +46,7 @@ class Node:
     started: str | None = None  # ISO timestamps, for the HTML view only
     ended: str | None = None
     progress: dict[str, Any] | None = None
-    # An agent call as the model writes it (live `agent.delta` events, runtime/streaming.py):
+    # An agent call as the model writes it (live `agent.delta` events, runtime/providers/streaming.py):
     # the answer's text so far, the partial structured value, the tool calls being written.
     partial_text: str = ""
     partial_value: Any = None
@@ -473,7 +473,7 @@ def declared_agents(decls: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def item_of(order: Any) -> tuple[str, int] | None:
-    """A `parallelMap` item's (group, index) from an event's `order` (runtime/events.py):
+    """A `parallelMap` item's (group, index) from an event's `order` (runtime/events/vocabulary.py):
     its innermost `[fork, key]` when the key is an int (a `parallel` branch or a task is
     keyed by its name). The group is the path to the fork, so two maps are two groups."""
     if not isinstance(order, list):

@@ -34,7 +34,7 @@ def main() -> int:
 
     from flow_kernel import Session
     from flow_kernel.runtime.config import FlowConfig
-    from flow_kernel.runtime.remote_config import A2AAgentSettings
+    from flow_kernel.runtime.remote.config import A2AAgentSettings
 
     port = free_port()
     os.environ["GREETER_TOKEN"] = secrets.token_urlsafe(32)  # the server's, and the client's to send

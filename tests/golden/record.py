@@ -65,7 +65,7 @@ def _plain(value: Any, root: str) -> Any:
 
 
 def outcome_record(outcome: Any, root: str) -> dict[str, Any]:
-    from flow_kernel.runtime.events import comparable
+    from flow_kernel.runtime.events.vocabulary import comparable
 
     events = comparable(outcome.events)
     for event in events:

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from flow_kernel.runtime.journal import read_checkpoint
+from flow_kernel.runtime.durable.journal import read_checkpoint
 from tests.kernel.kernel_helpers import collect, execute, start
 from tests.kernel.test_kernel_widgets import click_when_shown
 from tests.reliability.test_kill_resume import CALLS, EXPECTED, PROGRAM, CountingServer

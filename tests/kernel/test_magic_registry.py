@@ -19,7 +19,7 @@ from flow_kernel.kernel.magics import (
     text_output,
 )
 from flow_kernel.lang.session_scope import SessionScope
-from flow_kernel.runtime.provider_table import model_names
+from flow_kernel.runtime.providers.table import model_names
 from flow_kernel.runtime.session import Session
 
 

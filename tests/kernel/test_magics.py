@@ -10,8 +10,8 @@ import pytest
 
 from flow_kernel.kernel.magics import MAGICS, MagicError, parse_cell, plan_cell, type_of_json
 from flow_kernel.lang import types as T
+from flow_kernel.runtime.policy.trust import Capability, CapabilityDenied
 from flow_kernel.runtime.session import Session
-from flow_kernel.runtime.trust import Capability, CapabilityDenied
 
 
 @pytest.fixture()

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from flow_kernel.runtime.provider_base import ProviderReply, ProviderRequest
+from flow_kernel.runtime.providers.base import ProviderReply, ProviderRequest
 
 HERE = Path(__file__).resolve().parent
 DOCS_SERVER = HERE.parents[1] / "notebooks" / "docs_server.py"  # the MCP server of gallery lesson 13

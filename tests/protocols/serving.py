@@ -17,7 +17,10 @@ from typing import Any
 
 import pytest
 
-from flow_kernel.cli import main, serve_a2a, serve_common, serve_mcp
+from flow_kernel.cli import main
+from flow_kernel.serve import a2a as serve_a2a
+from flow_kernel.serve import common as serve_common
+from flow_kernel.serve import mcp as serve_mcp
 from tests.protocols.helpers import free_port, wait_for_port
 
 TOKEN = "bounds-test-token-0123456789"

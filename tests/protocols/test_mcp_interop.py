@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from flow_kernel.cli import serve_mcp
-from flow_kernel.cli.serve_mcp import ProgressClock
+from flow_kernel.serve import mcp as serve_mcp
+from flow_kernel.serve.mcp import ProgressClock
 from tests.protocols.helpers import HERE
 from tests.protocols.serving import InProcess, flow_serve_child, journals, mcp
 

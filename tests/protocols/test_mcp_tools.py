@@ -15,7 +15,7 @@ import pytest
 from flow_kernel import Session
 from flow_kernel.lang import check
 from flow_kernel.runtime.config import parse_config
-from flow_kernel.runtime.mcp_client import McpUnavailable, flow_signature, probe
+from flow_kernel.runtime.remote.mcp import McpUnavailable, flow_signature, probe
 from flow_kernel.source import SourceFile
 from tests.protocols.helpers import DOCS_SERVER, PYTHON, ToolUser, free_port, server_process
 

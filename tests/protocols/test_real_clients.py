@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from flow_kernel.cli import serve_mcp
 from flow_kernel.sandbox.node import find_node
+from flow_kernel.serve import mcp as serve_mcp
 from tests.protocols.helpers import HERE
 from tests.protocols.serving import TOKEN, Child, InProcess, flow_serve_child
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from flow_kernel.cli import a2a_tasks
+from flow_kernel.serve import a2a_tasks
 from tests.protocols.helpers import Served, flow_serve, free_port
 from tests.security.serve_helpers import InProcessServer, reply_message, rpc, start_message
 

@@ -37,7 +37,7 @@ def waiting(tmp_path: Path) -> Path:
 
 def _decided_by(folder: Path) -> dict[str, str]:
     """Each question of the folder's journaled runs, and who decided it (`by`)."""
-    from flow_kernel.runtime.journal import read_journal
+    from flow_kernel.runtime.durable.journal import read_journal
 
     return {e["data"]["question"]: e["data"].get("by", e["data"].get("error"))
             for path in journals(folder) for e in read_journal(path) if e.get("type") == "approval.resolved"}

@@ -16,7 +16,7 @@ import psutil
 from jupyter_client.blocking import BlockingKernelClient
 from jupyter_client.manager import KernelManager, start_new_kernel
 
-from flow_kernel.runtime.journal import read_checkpoint, read_journal
+from flow_kernel.runtime.durable.journal import read_checkpoint, read_journal
 
 TIMEOUT = 120
 

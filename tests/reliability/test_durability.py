@@ -15,9 +15,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from flow_kernel.runtime.cassette import CassettePlayer
-from flow_kernel.runtime.events import comparable
-from flow_kernel.runtime.journal import read_journal
+from flow_kernel.runtime.durable.cassette import CassettePlayer
+from flow_kernel.runtime.durable.journal import read_journal
+from flow_kernel.runtime.events.vocabulary import comparable
 from tests.kernel.kernel_helpers import execute
 from tests.reliability.fault_helpers import (
     FakeModel,

@@ -31,7 +31,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from flow_kernel.runtime.journal import read_checkpoint
+from flow_kernel.runtime.durable.journal import read_checkpoint
 
 CALLS = 30
 RUNS = 10

@@ -17,8 +17,8 @@ from flow_kernel.lang.compiler import compile_source
 from flow_kernel.lang.prices import Price
 from flow_kernel.runtime.config import FlowConfig
 from flow_kernel.runtime.executors import SandboxExecutor
-from flow_kernel.runtime.provider_table import ProviderSettings
-from flow_kernel.runtime.resilience import estimate_tokens
+from flow_kernel.runtime.providers.resilience import estimate_tokens
+from flow_kernel.runtime.providers.table import ProviderSettings
 from flow_kernel.runtime.run import RunOutcome, run_compiled
 from tests.runtime.sse_servers import SSEServer, openai_text
 

@@ -127,7 +127,7 @@ t.member(who, "hi")'''
 
 
 def test_an_interactive_operator_is_a_callback() -> None:
-    from flow_kernel.runtime.operator import Operator
+    from flow_kernel.runtime.policy.operator import Operator
 
     asked: list[dict[str, Any]] = []
 

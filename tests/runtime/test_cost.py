@@ -17,7 +17,7 @@ from flow_kernel import Session, SourceFile
 from flow_kernel.lang.compiler import compile_source
 from flow_kernel.lang.prices import BUILTIN, Price, price_of
 from flow_kernel.runtime.config import FlowConfig, parse_config
-from flow_kernel.runtime.provider_table import ProviderSettings
+from flow_kernel.runtime.providers.table import ProviderSettings
 from flow_kernel.runtime.run import RunOutcome, run_compiled
 from flow_kernel.sandbox.inprocess import InProcessExecutor
 from flow_kernel.views.run_model import RunModel
@@ -139,7 +139,7 @@ def test_the_cost_limit_is_in_the_compiled_limits_and_the_view() -> None:
 
 def test_runs_lists_each_journaled_run_with_its_cost(server: SSEServer, tmp_path: Path) -> None:
     """`flow runs` / `%runs` read the cost from the run's journal."""
-    from flow_kernel.runtime.resume import list_runs, runs_table
+    from flow_kernel.runtime.durable.resume import list_runs, runs_table
 
     server.replies.append(openai_text(["a"], usage=(1000, 500)))
     session = Session(directory=tmp_path, sandbox=False)  # journals in tmp_path/.flow/runs

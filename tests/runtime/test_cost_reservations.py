@@ -15,7 +15,7 @@ import pytest
 
 from flow_kernel.errors import LimitExceededError
 from flow_kernel.runtime.budgets import CostReservations, FrameBudget
-from flow_kernel.runtime.events import comparable
+from flow_kernel.runtime.events.vocabulary import comparable
 from flow_kernel.runtime.session import Session
 from tests.runtime.fan_out import (  # noqa: F401 - fixtures
     CONFIG,

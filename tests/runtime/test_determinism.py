@@ -9,9 +9,9 @@ from typing import Any
 
 from flow_kernel import SourceFile
 from flow_kernel.lang.compiler import compile_source
-from flow_kernel.runtime.events import canonical, comparable
+from flow_kernel.runtime.events.vocabulary import canonical, comparable
 from flow_kernel.runtime.executors import SandboxExecutor
-from flow_kernel.runtime.operator import Operator
+from flow_kernel.runtime.policy.operator import Operator
 from flow_kernel.runtime.run import RunOutcome, run_compiled
 from flow_kernel.sandbox.inprocess import InProcessExecutor
 from flow_kernel.sandbox.pool import SandboxPool

@@ -13,7 +13,7 @@ from flow_kernel import SourceFile
 from flow_kernel.lang.compiler import compile_source
 from flow_kernel.runtime.agents import AgentPipeline
 from flow_kernel.runtime.executors import SandboxExecutor
-from flow_kernel.runtime.provider_base import ProviderReply, ProviderRequest
+from flow_kernel.runtime.providers.base import ProviderReply, ProviderRequest
 from flow_kernel.runtime.run import RunOutcome, run_compiled
 from flow_kernel.sandbox import process as process_module
 

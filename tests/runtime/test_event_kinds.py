@@ -1,4 +1,4 @@
-"""The event vocabulary (runtime/events.py) against what real runs emit: every event's
+"""The event vocabulary (runtime/events/vocabulary.py) against what real runs emit: every event's
 type is a declared kind, and its data has the declared fields — the required ones, and
 no others unless the kind says its data is open (an error's details)."""
 
@@ -13,7 +13,7 @@ import pytest
 
 from flow_kernel import SourceFile
 from flow_kernel.lang.compiler import compile_source
-from flow_kernel.runtime.events import (
+from flow_kernel.runtime.events.vocabulary import (
     HOST_ONLY_PREFIXES,
     KINDS,
     POINTS,
@@ -22,7 +22,7 @@ from flow_kernel.runtime.events import (
     kind_of,
     scope_of,
 )
-from flow_kernel.runtime.operator import Operator
+from flow_kernel.runtime.policy.operator import Operator
 from flow_kernel.runtime.run import run_compiled
 from flow_kernel.sandbox.inprocess import InProcessExecutor
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from flow_kernel import SourceFile
 from flow_kernel.lang.compiler import compile_source
-from flow_kernel.runtime.journal import read_journal
+from flow_kernel.runtime.durable.journal import read_journal
 from flow_kernel.runtime.run import run_compiled
 from flow_kernel.sandbox.inprocess import InProcessExecutor
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from flow_kernel.runtime import journal
+from flow_kernel.runtime.durable import journal
 from flow_kernel.runtime.session import Session
 
 

@@ -21,7 +21,7 @@ from opentelemetry.trace import StatusCode
 
 from flow_kernel import SourceFile
 from flow_kernel.lang.compiler import compile_source
-from flow_kernel.runtime.otel import OpenTelemetrySink
+from flow_kernel.runtime.events.otel import OpenTelemetrySink
 from flow_kernel.runtime.run import RunOutcome, run_compiled
 from flow_kernel.sandbox.inprocess import InProcessExecutor
 

@@ -17,9 +17,9 @@ from flow_kernel.lang.compiler import compile_source
 from flow_kernel.lang.prices import DEFAULT_MAX_OUTPUT_TOKENS, Price
 from flow_kernel.runtime.budgets import CostReservations, FrameBudget
 from flow_kernel.runtime.config import FlowConfig
-from flow_kernel.runtime.provider_anthropic import AnthropicProvider
-from flow_kernel.runtime.provider_openai import cap_fields
-from flow_kernel.runtime.provider_table import ProviderSettings
+from flow_kernel.runtime.providers.anthropic import AnthropicProvider
+from flow_kernel.runtime.providers.openai import cap_fields
+from flow_kernel.runtime.providers.table import ProviderSettings
 from flow_kernel.runtime.run import RunOutcome, run_compiled
 from flow_kernel.sandbox.inprocess import InProcessExecutor
 from tests.runtime.sse_servers import SSEServer, anthropic_text, openai_text

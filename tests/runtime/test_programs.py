@@ -138,7 +138,7 @@ def test_programs_cover_every_form_and_builtin() -> None:
     ("auto-deny", [False, "x"]),
 ])
 def test_operator_policies(inprocess: InProcessExecutor, policy: str, expected: list[Any]) -> None:
-    from flow_kernel.runtime.operator import Operator
+    from flow_kernel.runtime.policy.operator import Operator
 
     compiled = compile_source(SourceFile("op.flow", 'let ok = approve "Go?" details {n: 1}\nlet chosen = ask "Which?" choice ["x", "y"]\n[ok, chosen]'))
     outcome = asyncio.run(run_compiled(compiled, inprocess, operator=Operator.parse(policy)))
@@ -148,7 +148,7 @@ def test_operator_policies(inprocess: InProcessExecutor, policy: str, expected: 
 
 
 def test_answers_file(inprocess: InProcessExecutor, tmp_path: Any) -> None:
-    from flow_kernel.runtime.operator import Operator
+    from flow_kernel.runtime.policy.operator import Operator
 
     answers = tmp_path / "answers.json"
     answers.write_text('{"Go?": true, "Note?": "be brief"}')

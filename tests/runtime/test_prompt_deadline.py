@@ -19,10 +19,10 @@ import pytest
 from flow_kernel import Session, SourceFile
 from flow_kernel.errors import CapabilityViolationError
 from flow_kernel.lang.compiler import compile_source
-from flow_kernel.runtime import operator as operator_module
+from flow_kernel.runtime.durable.deadlines import PromptDeadline, expired
 from flow_kernel.runtime.host import HostServices
-from flow_kernel.runtime.operator import Operator
-from flow_kernel.runtime.prompt_deadline import PromptDeadline, expired
+from flow_kernel.runtime.policy import operator as operator_module
+from flow_kernel.runtime.policy.operator import Operator
 from flow_kernel.runtime.run import RunOutcome, run_compiled
 from flow_kernel.sandbox.inprocess import InProcessExecutor
 
@@ -191,8 +191,9 @@ def test_a_deferred_question_keeps_its_deadline_and_it_is_checked_on_resume(
     default; resumed before it with no answer, the run waits again; an answer given before
     it stands; past it — no answer, or one given too late — the default is the answer,
     `by: "timeout"`, and answering then is refused. The clock is moved, nothing sleeps."""
-    from flow_kernel.runtime import prompt_deadline, resume
-    from flow_kernel.runtime.journal import read_checkpoint
+    from flow_kernel.runtime.durable import deadlines as prompt_deadline
+    from flow_kernel.runtime.durable import resume
+    from flow_kernel.runtime.durable.journal import read_checkpoint
 
     program = 'let ship = approve "Ship?" timeout 2h else false\nship'
     later = datetime.datetime.now(datetime.UTC) + datetime.timedelta(hours=3)

@@ -72,7 +72,7 @@ def test_editing_a_prompt_file_invalidates_its_replay_entries(tmp_path: Path) ->
 def test_a_cassette_of_an_agent_without_prompt_files_is_unchanged(tmp_path: Path) -> None:
     """The prompt identity gains lines only for prompt files: older cassettes still replay."""
     from flow_kernel.runtime.agents import prompt_files_identity
-    from flow_kernel.runtime.cassette import prompt_hash
+    from flow_kernel.runtime.durable.cassette import prompt_hash
 
     assert prompt_files_identity([]) == ""
     tape = tmp_path / "tape.jsonl"

@@ -9,7 +9,7 @@ from typing import Any
 
 from flow_kernel import Session
 from flow_kernel.runtime.prompts import UNTRUSTED_CLOSE, UNTRUSTED_OPEN, system_prompt, user_prompt
-from flow_kernel.runtime.provider_base import ProviderReply, ProviderRequest
+from flow_kernel.runtime.providers.base import ProviderReply, ProviderRequest
 
 
 def test_constraints_come_first_and_the_schema_is_stated() -> None:

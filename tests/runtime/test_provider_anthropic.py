@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from flow_kernel.errors import AgentInvocationError
-from flow_kernel.runtime.provider_anthropic import AnthropicProvider
-from flow_kernel.runtime.provider_base import (
+from flow_kernel.runtime.providers.anthropic import AnthropicProvider
+from flow_kernel.runtime.providers.base import (
     MAX_TOOL_ROUNDS,
     ProviderReply,
     ProviderRequest,

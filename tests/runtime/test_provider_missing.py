@@ -16,7 +16,7 @@ import pytest
 
 from flow_kernel.errors import AgentInvocationError
 from flow_kernel.runtime.config import parse_config
-from flow_kernel.runtime.provider_table import PROVIDERS
+from flow_kernel.runtime.providers.table import PROVIDERS
 
 PROGRAM = """type Greeting = { text: string }
 agent greeter {

@@ -184,7 +184,7 @@ def test_tool_calls_round_trip_through_the_official_client(fake: FakeOpenAI, tmp
 
 def test_a_model_that_never_stops_calling_tools_fails_the_call(fake: FakeOpenAI, tmp_path: Any) -> None:
     from flow_kernel import Session
-    from flow_kernel.runtime.provider_base import MAX_TOOL_ROUNDS
+    from flow_kernel.runtime.providers.base import MAX_TOOL_ROUNDS
 
     fake.replies += [(200, {"tool_calls": [_tool_call(f"c{i}", "lookup", '{"order_id": "A1"}')]})
                      for i in range(MAX_TOOL_ROUNDS)]
@@ -198,7 +198,7 @@ def test_a_model_that_never_stops_calling_tools_fails_the_call(fake: FakeOpenAI,
 
 def test_recorded_against_the_endpoint_then_replayed_with_it_unreachable(fake: FakeOpenAI, tmp_path: Any,
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    from flow_kernel.runtime.events import comparable
+    from flow_kernel.runtime.events.vocabulary import comparable
 
     fake.replies += [(200, "not json"), (200, '{"id": "T1", "severity": "high"}'), (200, '{"id": "T2", "severity": "low"}')]
     program = AGENT + 'parallelMap(["T1", "T2"], t => t("Ticket ${t}"), concurrency: 1)'

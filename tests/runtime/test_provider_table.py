@@ -1,4 +1,4 @@
-"""The provider table (runtime/provider_table.py) is what every part reads: config keys,
+"""The provider table (runtime/providers/table.py) is what every part reads: config keys,
 `%provider`, completion, `flow doctor` and the `providers` extra follow it."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 
 from flow_kernel.runtime.config import ConfigError, parse_config
 from flow_kernel.runtime.doctor import doctor_report
-from flow_kernel.runtime.provider_table import (
+from flow_kernel.runtime.providers.table import (
     EXTRA,
     LOCAL_PROVIDERS,
     PROVIDERS,

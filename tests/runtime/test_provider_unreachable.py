@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from flow_kernel.runtime.provider_base import Endpoint
-from flow_kernel.runtime.provider_table import PROVIDERS, ProviderSettings
+from flow_kernel.runtime.providers.base import Endpoint
+from flow_kernel.runtime.providers.table import PROVIDERS, ProviderSettings
 from flow_kernel.runtime.session import Session
 
 VARIABLES = ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "A2A_BASE_URL")

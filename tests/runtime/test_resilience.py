@@ -1,5 +1,5 @@
 """Resilience per provider (issue 19): token buckets, `429` + Retry-After, the circuit
-breaker and the bulkhead (runtime/resilience.py), through the real pipeline and the
+breaker and the bulkhead (runtime/providers/resilience.py), through the real pipeline and the
 official `openai` client against a loopback server. Minutes of rate limiting run on a
 fake clock in a second or two."""
 
@@ -15,9 +15,9 @@ import pytest
 from flow_kernel import Session, SourceFile
 from flow_kernel.lang.compiler import compile_source
 from flow_kernel.runtime.config import FlowConfig
-from flow_kernel.runtime.events import KINDS, Event, comparable
-from flow_kernel.runtime.provider_table import ProviderSettings
-from flow_kernel.runtime.resilience import Resilience, TokenBucket
+from flow_kernel.runtime.events.vocabulary import KINDS, Event, comparable
+from flow_kernel.runtime.providers.resilience import Resilience, TokenBucket
+from flow_kernel.runtime.providers.table import ProviderSettings
 from flow_kernel.runtime.run import RunOutcome, run_compiled
 from flow_kernel.sandbox.inprocess import InProcessExecutor
 from flow_kernel.views.run_model import RunModel

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from flow_kernel.runtime.journal import read_checkpoint, read_journal
-from flow_kernel.runtime.provider_base import ProviderReply, ProviderRequest
-from flow_kernel.runtime.resume import ResumeRefused, list_runs
+from flow_kernel.runtime.durable.journal import read_checkpoint, read_journal
+from flow_kernel.runtime.durable.resume import ResumeRefused, list_runs
+from flow_kernel.runtime.providers.base import ProviderReply, ProviderRequest
 from flow_kernel.runtime.session import Session
 
 
@@ -181,7 +181,7 @@ def test_an_interrupted_run_resumes_from_its_last_effect_in_the_sandbox(tmp_path
     kept = [line.replace(complete.run_id, "r0123456789ab") for line in lines[:effects[1] + 1]]
     # A journal can only be resumed under its own id: its seals say so. Re-seal for the copy.
     cut.write_text("", encoding="utf-8")
-    from flow_kernel.runtime.journal import Journal
+    from flow_kernel.runtime.durable.journal import Journal
 
     journal = Journal(tmp_path / ".flow" / "runs", "r0123456789ab", append=True)
     for line in kept:
@@ -202,7 +202,7 @@ def test_an_interrupted_run_resumes_from_its_last_effect_in_the_sandbox(tmp_path
 
 
 def test_runs_are_listed_with_their_status(tmp_path: Path) -> None:
-    from flow_kernel.runtime.journal import Journal
+    from flow_kernel.runtime.durable.journal import Journal
 
     provider = Counting()
     s = session(tmp_path, provider, operator="none")

@@ -8,7 +8,7 @@ import asyncio
 from pathlib import Path
 
 from flow_kernel import Session
-from flow_kernel.runtime.failure_report import describe_error
+from flow_kernel.runtime.events.failure_report import describe_error
 from flow_kernel.runtime.run import RunOutcome
 
 FAILING_WORKFLOW = "workflow nth(i: int) -> int {\n  let xs = [1, 2]\n  return xs[i]\n}"

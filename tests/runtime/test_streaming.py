@@ -16,9 +16,9 @@ import pytest
 
 from flow_kernel import SourceFile
 from flow_kernel.lang.compiler import compile_source
-from flow_kernel.runtime.events import KINDS, Event, canonical
+from flow_kernel.runtime.events.vocabulary import KINDS, Event, canonical
+from flow_kernel.runtime.providers.streaming import Delta, DeltaMerger, partial_value
 from flow_kernel.runtime.run import RunOutcome, run_compiled
-from flow_kernel.runtime.streaming import Delta, DeltaMerger, partial_value
 from flow_kernel.sandbox.inprocess import InProcessExecutor
 from flow_kernel.views.run_model import RunModel
 from tests.runtime.sse_servers import (
@@ -201,7 +201,7 @@ def test_the_merger_on_its_own() -> None:
 def test_the_terminal_shows_a_call_writing_at_most_once_a_second() -> None:
     import io
 
-    from flow_kernel.runtime.terminal import TerminalProgress
+    from flow_kernel.runtime.events.terminal import TerminalProgress
 
     now = [0.0]
     out = io.StringIO()

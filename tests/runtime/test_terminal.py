@@ -8,9 +8,9 @@ from pathlib import Path
 
 from flow_kernel import SourceFile
 from flow_kernel.lang.compiler import compile_source
-from flow_kernel.runtime.operator import Operator
+from flow_kernel.runtime.events.terminal import TerminalProgress
+from flow_kernel.runtime.policy.operator import Operator
 from flow_kernel.runtime.run import run_compiled
-from flow_kernel.runtime.terminal import TerminalProgress
 from flow_kernel.sandbox.inprocess import InProcessExecutor
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from flow_kernel import Session
-from flow_kernel.runtime.provider_base import ProviderReply, ProviderRequest
+from flow_kernel.runtime.providers.base import ProviderReply, ProviderRequest
 from flow_kernel.runtime.tools import ToolRegistry, narrow
 
 TOOLS = '''## Searches the knowledge base.
@@ -190,7 +190,7 @@ def test_tools_in_the_sandbox(tmp_path: Path) -> None:
 
 
 def test_a_replay_does_not_call_tools_again_and_gives_the_same_events(tmp_path: Path) -> None:
-    from flow_kernel.runtime.events import comparable
+    from flow_kernel.runtime.events.vocabulary import comparable
 
     program = TOOLS + 'agent m { model: "mock", tools: [search_kb, refund], output: { done: bool } }\nm("go")'
     recording, _ = make(tmp_path, [])

@@ -1,4 +1,4 @@
-"""The trust model's core (flow_kernel/runtime/trust.py): capabilities, grants, the store."""
+"""The trust model's core (flow_kernel/runtime/policy/trust.py): capabilities, grants, the store."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from flow_kernel.runtime.trust import (
+from flow_kernel.runtime.policy.trust import (
     Capability,
     CapabilityDenied,
     Trust,

@@ -12,10 +12,12 @@ from typing import Any
 
 import httpx
 
-from flow_kernel.cli import build_parser, serve_a2a, serve_mcp
-from flow_kernel.cli.a2a_tasks import KeptLimits
+from flow_kernel.cli import build_parser
 from flow_kernel.cli.serve import DEFAULT_KEPT_SECONDS, DEFAULT_KEPT_TASKS, _workflow_host
-from flow_kernel.cli.serve_door import MAIN, open_door
+from flow_kernel.serve import a2a as serve_a2a
+from flow_kernel.serve import mcp as serve_mcp
+from flow_kernel.serve.a2a_tasks import KeptLimits
+from flow_kernel.serve.door import MAIN, open_door
 
 A2A_VERSION = {"A2A-Version": "1.0"}
 DEFAULT_KEPT = KeptLimits(DEFAULT_KEPT_TASKS, DEFAULT_KEPT_SECONDS)

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from flow_kernel import Session
-from flow_kernel.runtime import cassette
-from flow_kernel.runtime.cassette import CassetteRecorder
+from flow_kernel.runtime.durable import cassette
+from flow_kernel.runtime.durable.cassette import CassetteRecorder
 
 PROGRAM = 'agent w { model: "mock", output: { title: string } }\nw("hello").title\n'
 PRECIOUS = "def keep_me():\n    return 'the notes of a person'\n"

@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from flow_kernel.runtime.ceilings import CeilingError, Ceilings
-from flow_kernel.runtime.provider_base import ProviderReply, ProviderRequest
+from flow_kernel.runtime.policy.ceilings import CeilingError, Ceilings
+from flow_kernel.runtime.providers.base import ProviderReply, ProviderRequest
 from flow_kernel.runtime.run import RunOutcome
 from flow_kernel.runtime.session import Session
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from flow_kernel.runtime import provider_openai
+from flow_kernel.runtime.providers import openai as provider_openai
 from tests.runtime.fan_out import (  # noqa: F401 - fixtures
     MAX_OUTPUT,
     PRICE,

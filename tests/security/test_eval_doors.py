@@ -23,8 +23,8 @@ from flow_kernel.kernel import eval_magic
 from flow_kernel.kernel.magics import MagicError, notebook_trust
 from flow_kernel.runtime.eval import results as results_module
 from flow_kernel.runtime.eval.runner import EvalUsageError
+from flow_kernel.runtime.policy.trust import CapabilityDenied
 from flow_kernel.runtime.session import Session
-from flow_kernel.runtime.trust import CapabilityDenied
 
 PROGRAM = "workflow double(n: int) -> int { return n * 2 }\n"
 PRECIOUS = "the person's own file\n"

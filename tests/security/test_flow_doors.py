@@ -19,7 +19,7 @@ import pytest
 from flow_kernel import Session, SourceFile
 from flow_kernel.lang.compiler import compile_source
 from flow_kernel.runtime.host import HostServices
-from flow_kernel.runtime.provider_base import ProviderReply, ProviderRequest
+from flow_kernel.runtime.providers.base import ProviderReply, ProviderRequest
 from flow_kernel.runtime.run import RunOutcome
 from tests.sandbox.sandbox_helpers import Sandbox, sandbox
 from tests.security.door_helpers import attempt

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from flow_kernel.runtime.operator import Operator
-from flow_kernel.runtime.prompt_deadline import PromptDeadline
+from flow_kernel.runtime.durable.deadlines import PromptDeadline
+from flow_kernel.runtime.policy.operator import Operator
 from tests.sandbox.sandbox_helpers import Sandbox, sandbox
 from tests.security.test_flow_doors import ask_host, host_for
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from flow_kernel.runtime import journal as journal_module
-from flow_kernel.runtime import processes
-from flow_kernel.runtime.resume import ResumeRefused
+from flow_kernel.runtime.durable import journal as journal_module
+from flow_kernel.runtime.durable.resume import ResumeRefused
+from flow_kernel.runtime.policy import processes
 from flow_kernel.runtime.session import Session
 
 DANGER = '''agent a { model: "scripted", script: [when("plan", "the plan")] }

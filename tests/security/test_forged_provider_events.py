@@ -1,6 +1,6 @@
 """A bypassed sandbox cannot announce what only the host knows about a provider (issue 19):
 a circuit breaker's state, a call waiting for a rate limit, or text a model is streaming.
-Those kinds (`provider.*`, `agent.delta`) are host-only (runtime/events.py): forged, they
+Those kinds (`provider.*`, `agent.delta`) are host-only (runtime/events/vocabulary.py): forged, they
 would show a person a breaker open that is not, or words the model never wrote. Real
 sandbox; the same attack against the host with the `provider.` family taken off the
 host-only list gets its breaker event into the run."""

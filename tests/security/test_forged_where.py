@@ -12,7 +12,12 @@ from typing import Any
 import pytest
 
 from flow_kernel.errors import FlowError
-from flow_kernel.runtime.failure_report import WHERE_FRAMES, WHERE_NAME, describe_error, where_text
+from flow_kernel.runtime.events.failure_report import (
+    WHERE_FRAMES,
+    WHERE_NAME,
+    describe_error,
+    where_text,
+)
 from flow_kernel.terminal_text import terminal_safe
 from flow_kernel.views import run_html
 from flow_kernel.views.run_html import STYLE, render_html

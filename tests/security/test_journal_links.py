@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from flow_kernel import Session
-from flow_kernel.runtime import journal as journal_module
-from flow_kernel.runtime.journal import Journal
+from flow_kernel.runtime.durable import journal as journal_module
+from flow_kernel.runtime.durable.journal import Journal
 
 PROGRAM = 'print("ran")\n1 + 1\n'
 PRECIOUS = "the person's own file\n"
@@ -113,8 +113,8 @@ def test_the_reopened_door_writes_through_the_link(tmp_path: Path, outside: Path
 
 
 def test_a_planted_link_is_not_read_as_a_journal(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
-    from flow_kernel.runtime.journal import read_journal
-    from flow_kernel.runtime.nofollow import LinkRefused
+    from flow_kernel.runtime.durable.journal import read_journal
+    from flow_kernel.runtime.durable.nofollow import LinkRefused
 
     secret = tmp_path_factory.mktemp("elsewhere") / "secret.json"
     secret.write_text('{"api_key": "sk-not-for-the-notebook"}\n', encoding="utf-8")

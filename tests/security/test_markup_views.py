@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from flow_kernel.runtime.events import POINTS, SCOPES
+from flow_kernel.runtime.events.vocabulary import POINTS, SCOPES
 from flow_kernel.views import prompts as prompts_module
 from flow_kernel.views import run_html
 from flow_kernel.views.run_html import STYLE, render_html
@@ -246,7 +246,7 @@ def test_a_forged_error_span_is_no_span() -> None:
     """An error's span from the sandbox feeds carets and source lines (the view, `flow run`,
     the kernel): anything but a Flow location is dropped, not trusted."""
     from flow_kernel.errors import FlowError
-    from flow_kernel.runtime.failure_report import describe_error
+    from flow_kernel.runtime.events.failure_report import describe_error
 
     good = {"file": "<cell 1>", "line": 2, "column": 3, "end_line": 2, "end_column": 5}
     assert FlowError.from_dto({"code": "assertion", "message": "m", "span": good}).span == good

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
+from flow_kernel.runtime.policy.trust import Trust
 from flow_kernel.runtime.run import RunOutcome
 from flow_kernel.runtime.session import Session
-from flow_kernel.runtime.trust import Trust
 from tests.protocols.helpers import ToolUser
 
 ROOT = Path(__file__).resolve().parents[2]

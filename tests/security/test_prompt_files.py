@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from flow_kernel.runtime import trust as trust_module
+from flow_kernel.runtime.policy import trust as trust_module
 from flow_kernel.runtime.session import Session
 
 SECRET = "sk-live-do-not-send-4242"

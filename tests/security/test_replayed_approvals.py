@@ -17,9 +17,9 @@ import pytest
 
 from flow_kernel import Session
 from flow_kernel.runtime import host as host_module
-from flow_kernel.runtime.events import sub_order
-from flow_kernel.runtime.journal import read_journal
-from flow_kernel.runtime.terminal import TerminalProgress
+from flow_kernel.runtime.durable.journal import read_journal
+from flow_kernel.runtime.events.terminal import TerminalProgress
+from flow_kernel.runtime.events.vocabulary import sub_order
 from flow_kernel.views.run_model import RunModel
 from tests.sandbox.sandbox_helpers import Sandbox, sandbox
 from tests.security.test_flow_doors import host_for

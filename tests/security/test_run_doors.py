@@ -25,7 +25,7 @@ from typing import Any
 import psutil
 import pytest
 
-from flow_kernel.runtime import processes
+from flow_kernel.runtime.policy import processes
 from flow_kernel.runtime.run import RunOutcome
 from flow_kernel.runtime.session import Session
 from flow_kernel.sandbox.lifetime import child_namespace
@@ -135,7 +135,7 @@ def test_patterns_match_the_argument_list() -> None:
 # -- the host's environment ----------------------------------------------------------------------
 HOST = """
 import asyncio, json, os, sys
-from flow_kernel.runtime import processes
+from flow_kernel.runtime.policy import processes
 from flow_kernel.runtime.session import Session
 from flow_kernel.sandbox.lifetime import make_undumpable
 if sys.argv[1] == "reopened":  # as before: no namespace, the host's whole environment, dumpable
@@ -288,7 +288,7 @@ def test_reopened_a_child_outlives_a_cancel(monkeypatch: pytest.MonkeyPatch) -> 
 # -- non-dumpable, where it is what holds: an unprivileged host, no namespace -------------------------
 UNPRIVILEGED_HOST = """
 import os, sys
-from flow_kernel.runtime import processes
+from flow_kernel.runtime.policy import processes
 from flow_kernel.sandbox import lifetime
 processes.isolation_prefix = lambda: []  # no namespace: non-dumpable alone has to hold
 if sys.argv[1] != "reopened":

@@ -28,7 +28,7 @@ import pytest
 from flow_kernel.lang import check_decls
 from flow_kernel.runtime import agents
 from flow_kernel.runtime.agents import AgentPipeline
-from flow_kernel.runtime.journal import Journal, read_journal
+from flow_kernel.runtime.durable.journal import Journal, read_journal
 from flow_kernel.runtime.session import CompileError, Session
 from tests.sandbox.sandbox_helpers import Sandbox, sandbox
 from tests.security.door_helpers import Listener, listener

@@ -22,9 +22,11 @@ import pytest
 from a2a.helpers.proto_helpers import new_message, new_text_part
 from a2a.types import Role, SendMessageRequest, TaskState
 
-from flow_kernel.cli import build_parser, serve_common, serve_limits
+from flow_kernel.cli import build_parser
 from flow_kernel.cli.serve import _workflow_host
-from flow_kernel.cli.serve_limits import MIB
+from flow_kernel.serve import common as serve_common
+from flow_kernel.serve import limits as serve_limits
+from flow_kernel.serve.limits import MIB
 from tests.protocols.helpers import HERE
 from tests.protocols.serving import (
     AUTH,

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from flow_kernel.cli import serve_door
+from flow_kernel.serve import door as serve_door
 from tests.browser.lab import CHROMIUM, launch
 from tests.protocols.helpers import free_port
 from tests.security.serve_helpers import InProcessServer

@@ -19,8 +19,9 @@ from typing import Any
 
 import pytest
 
-from flow_kernel.cli import main, serve_door
-from flow_kernel.cli.serve_door import ExposureError, open_door
+from flow_kernel.cli import main
+from flow_kernel.serve import door as serve_door
+from flow_kernel.serve.door import ExposureError, open_door
 from tests.protocols.helpers import HERE, flow_serve, free_port
 from tests.security.serve_helpers import InProcessServer
 

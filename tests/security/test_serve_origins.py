@@ -18,7 +18,8 @@ from typing import Any
 import httpx
 import pytest
 
-from flow_kernel.cli import serve_door, serve_mcp
+from flow_kernel.serve import door as serve_door
+from flow_kernel.serve import mcp as serve_mcp
 from tests.protocols.helpers import HERE, free_port
 from tests.security.serve_helpers import A2A_VERSION, InProcessServer
 

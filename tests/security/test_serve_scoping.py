@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from flow_kernel.cli import a2a_tasks
+from flow_kernel.serve import a2a_tasks
 from tests.protocols.helpers import free_port
 from tests.security.serve_helpers import (
     A2A_VERSION,

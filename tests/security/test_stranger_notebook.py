@@ -26,7 +26,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from flow_kernel.runtime.trust import Capability, Trust, TrustStore
+from flow_kernel.runtime.policy.trust import Capability, Trust, TrustStore
 from tests.kernel.kernel_helpers import execute, start
 from tests.kernel.test_kernel_widgets import run_and_click
 
@@ -116,8 +116,8 @@ def test_the_old_magics_would_import_evil_py(stranger: dict[str, Path], monkeypa
     """In-process, the door as it was (a magic granting itself: grants never checked) runs
     evil.py; with the door as it is, the same call is refused and nothing runs."""
     from flow_kernel.kernel.magics import plan_cell
+    from flow_kernel.runtime.policy.trust import CapabilityDenied
     from flow_kernel.runtime.session import Session
-    from flow_kernel.runtime.trust import CapabilityDenied
 
     session = Session(directory=stranger["folder"], operator="none", sandbox=False, journal_dir=None)
     with pytest.raises(CapabilityDenied, match="run the Python tool file"):

@@ -112,7 +112,7 @@ def test_the_reopened_door_reaches_the_terminal(tmp_path: Path, monkeypatch: pyt
     from flow_kernel import cli
     from flow_kernel.cli import common
     from flow_kernel.cli import run as cli_run
-    from flow_kernel.runtime import terminal
+    from flow_kernel.runtime.events import terminal
 
     for module in (terminal_text, cli, common, cli_run, terminal):
         if hasattr(module, "terminal_safe"):

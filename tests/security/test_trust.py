@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 
 from flow_kernel import Session
-from flow_kernel.runtime import trust as trust_module
-from flow_kernel.runtime.trust import CapabilityDenied, Trust, TrustStore
+from flow_kernel.runtime.policy import trust as trust_module
+from flow_kernel.runtime.policy.trust import CapabilityDenied, Trust, TrustStore
 from tests.security.door_helpers import Listener
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from flow_kernel.cli import main
-from flow_kernel.runtime import processes
+from flow_kernel.runtime.policy import processes
 from tests.kernel.kernel_helpers import execute, start
 from tests.security.test_run_doors import sort_attack
 

@@ -10,8 +10,8 @@ from typing import Any
 
 from flow_kernel import SourceFile
 from flow_kernel.lang.compiler import compile_source
-from flow_kernel.runtime.journal import read_journal
-from flow_kernel.runtime.operator import Operator
+from flow_kernel.runtime.durable.journal import read_journal
+from flow_kernel.runtime.policy.operator import Operator
 from flow_kernel.runtime.run import RunOutcome, run_compiled
 from flow_kernel.sandbox.inprocess import InProcessExecutor
 from flow_kernel.views.run_html import render_html

@@ -18,15 +18,15 @@ from typing import Any
 
 from flow_kernel.errors import FlowError
 from flow_kernel.lang.compiler import Compiled
-from flow_kernel.runtime.cassette import CassettePlayer, CassetteRecorder, Key, source_scope
-from flow_kernel.runtime.ceilings import Ceilings
 from flow_kernel.runtime.config import FlowConfig
+from flow_kernel.runtime.durable.cassette import CassettePlayer, CassetteRecorder, Key, source_scope
 from flow_kernel.runtime.eval.data import Case
 from flow_kernel.runtime.eval.results import ItemResult
 from flow_kernel.runtime.eval.scorers import Scorer, ScorerRun
 from flow_kernel.runtime.host import EventSink
-from flow_kernel.runtime.operator import Operator
-from flow_kernel.runtime.provider_base import Provider
+from flow_kernel.runtime.policy.ceilings import Ceilings
+from flow_kernel.runtime.policy.operator import Operator
+from flow_kernel.runtime.providers.base import Provider
 from flow_kernel.runtime.run import Executor, RunOutcome, new_run_id, run_compiled
 from flow_kernel.runtime.tools import ToolRegistry
 

@@ -48,7 +48,7 @@ from flow_kernel.lang.compiler import Compiled
 from flow_kernel.lang.literals import NOT_LITERAL, literal_value
 from flow_kernel.lang.purposes import purpose_of
 from flow_kernel.runtime.config import FlowConfig
-from flow_kernel.runtime.provider_table import LOCAL_PROVIDERS, PROVIDERS
+from flow_kernel.runtime.providers.table import LOCAL_PROVIDERS, PROVIDERS
 
 # A variable whose name says it holds a secret (OPENAI_API_KEY, GITHUB_TOKEN, AWS_SECRET_ACCESS_KEY, …).
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE", re.IGNORECASE)

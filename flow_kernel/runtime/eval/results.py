@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from flow_kernel.runtime.durable.nofollow import LinkRefused
 from flow_kernel.runtime.eval.scorers import Score, Scorer
-from flow_kernel.runtime.nofollow import LinkRefused
 
 VERSION = 1
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from flow_kernel.lang.compiler import Compiled
+from flow_kernel.runtime.durable.journal import Journal
 from flow_kernel.runtime.eval.data import Case, DataProblem, load_cases
 from flow_kernel.runtime.eval.items import ItemDone, ItemRunner, replay_into
 from flow_kernel.runtime.eval.results import (
@@ -38,7 +39,6 @@ from flow_kernel.runtime.eval.scorers import (
     judge_source,
     parse_scorer,
 )
-from flow_kernel.runtime.journal import Journal
 
 SCORER_PARAMS = ("input", "output", "expected")
 

@@ -138,7 +138,7 @@ class Runtime:
         self.session_values = (payload.get("args") or {}).get("session") or {}
         self.expectations = {}
         self.cancel_reason = None  # set by `cancel`: "cancelled" or "workflow-timeout"
-        # The host's ceilings (runtime/ceilings.py): every frame's limits are at most these.
+        # The host's ceilings (runtime/policy/ceilings.py): every frame's limits are at most these.
         # The host enforces the deadline and agent budgets itself; steps only the sandbox counts.
         ceilings = payload.get("ceilings")
         self.ceilings = {k: v for k, v in ceilings.items() if _values.is_number(v)} if isinstance(ceilings, dict) else {}

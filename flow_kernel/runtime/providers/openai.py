@@ -5,7 +5,7 @@ output contract as a JSON Schema response format and tools as function tools
 
 With a delta sink on the request (the agent pipeline always gives one) the call streams:
 `stream=True` with usage in the last chunk, the answer's text and each tool call's
-arguments reported as they arrive (runtime/streaming.py), the reply assembled from the
+arguments reported as they arrive (runtime/providers/streaming.py), the reply assembled from the
 chunks. An endpoint that ignores `stream` and answers one JSON completion is read as one.
 A stream that breaks off is `agent-invocation`; what arrived stays in the call's trace.
 
@@ -30,7 +30,7 @@ import os
 from typing import Any
 
 from flow_kernel.errors import AgentInvocationError
-from flow_kernel.runtime.provider_base import (
+from flow_kernel.runtime.providers.base import (
     MAX_TOOL_ROUNDS,
     Endpoint,
     ProviderReply,
@@ -46,7 +46,7 @@ from flow_kernel.runtime.provider_base import (
     too_many_tool_rounds,
     transport_errors,
 )
-from flow_kernel.runtime.streaming import Delta, DeltaSink
+from flow_kernel.runtime.providers.streaming import Delta, DeltaSink
 from flow_kernel.short_text import shorten
 
 OPENAI_HOST = "api.openai.com"  # OpenAI's own API: the output cap goes by its new name only

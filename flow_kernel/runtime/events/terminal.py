@@ -1,7 +1,7 @@
 """The terminal view of a run for `flow run` (runtime.md §8): one line per thing that
 happened, indented by where it happened (workflow → pipeline → stage → agent), on stderr
 while the run goes on. `print` output is not shown here: it goes to stdout. The kinds and
-their tree are the vocabulary's (`runtime/events.py`); this module only says how each looks.
+their tree are the vocabulary's (`runtime/events/vocabulary.py`); this module only says how each looks.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from flow_kernel.runtime.events import Event, is_default_label, scope_name, scope_of
+from flow_kernel.runtime.events.vocabulary import Event, is_default_label, scope_name, scope_of
 from flow_kernel.short_text import shorten
 from flow_kernel.terminal_text import terminal_safe
 

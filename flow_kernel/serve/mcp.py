@@ -20,16 +20,16 @@ import math
 from collections.abc import Awaitable
 from typing import Any, TypeGuard
 
-from flow_kernel.cli.serve_common import (
+from flow_kernel.runtime.events.vocabulary import Event
+from flow_kernel.runtime.run import RunOutcome
+from flow_kernel.serve.common import (
     ServedWorkflow,
     WorkflowHost,
     outcome_error,
     progress_message,
     serve_http,
 )
-from flow_kernel.cli.serve_door import Door, guarded_app, is_loopback
-from flow_kernel.runtime.events import Event
-from flow_kernel.runtime.run import RunOutcome
+from flow_kernel.serve.door import Door, guarded_app, is_loopback
 
 # How long a cancelled call waits for its run to stop (the sandbox is asked, then killed).
 STOP_WAIT = 10.0

@@ -2,7 +2,7 @@
 with the official `a2a-sdk` client.
 
 NAME is an agent of the configuration (`[a2a.NAME]`: its base URL, `token_env`, `timeout_ms`;
-runtime/remote_config.py), else the agent at `[providers.a2a] base_url`. An attempt sends the
+runtime/remote/config.py), else the agent at `[providers.a2a] base_url`. An attempt sends the
 compiled prompt (the call's prompt with its context as untrusted data) as a text part, and
 the output contract and the Flow agent's compiled instructions in the message's metadata
 (`flow.output_schema`, `flow.instructions`); the reply is the task's `result` artifact's data
@@ -21,14 +21,14 @@ from dataclasses import replace
 from typing import Any
 
 from flow_kernel.errors import AgentInvocationError
-from flow_kernel.runtime.provider_base import (
+from flow_kernel.runtime.providers.base import (
     Endpoint,
     ProviderReply,
     ProviderRequest,
     decode_output,
     repair_message,
 )
-from flow_kernel.runtime.remote_config import A2AAgentSettings
+from flow_kernel.runtime.remote.config import A2AAgentSettings
 
 # An agent that keeps asking questions without answering is an invocation failure.
 MAX_QUESTIONS = 8

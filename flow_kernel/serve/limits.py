@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from flow_kernel.cli.serve_door import ASGIApp
+    from flow_kernel.serve.door import ASGIApp
 
 MIB = 1 << 20
 DEFAULT_QUESTION_TIMEOUT = 600.0  # seconds

@@ -29,20 +29,20 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from flow_kernel.cli.serve_common import (
+from flow_kernel.runtime.events.vocabulary import Event
+from flow_kernel.runtime.remote.a2a import whole_numbers
+from flow_kernel.runtime.run import RunOutcome
+from flow_kernel.serve.common import (
     ServedWorkflow,
     WorkflowHost,
     outcome_error,
     progress_message,
     serve_http,
 )
-from flow_kernel.cli.serve_door import Door, authority, guarded_app
-from flow_kernel.runtime.events import Event
-from flow_kernel.runtime.provider_a2a import whole_numbers
-from flow_kernel.runtime.run import RunOutcome
+from flow_kernel.serve.door import Door, authority, guarded_app
 
 if TYPE_CHECKING:
-    from flow_kernel.cli.a2a_tasks import KeptLimits
+    from flow_kernel.serve.a2a_tasks import KeptLimits
 
 _YES = ("y", "yes", "approve", "approved", "true", "ok")
 
@@ -315,7 +315,7 @@ def build_app(host: WorkflowHost, name: str, door: Door, kept: KeptLimits) -> An
     from starlette.applications import Starlette
     from starlette.routing import Route
 
-    from flow_kernel.cli.a2a_tasks import KeptTasks, checked_list_params
+    from flow_kernel.serve.a2a_tasks import KeptTasks, checked_list_params
 
     class Executor(FlowAgentExecutor, AgentExecutor):
         pass

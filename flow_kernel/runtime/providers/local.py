@@ -17,7 +17,7 @@ from typing import Any
 from flow_kernel.errors import AgentInvocationError, OutputValidationError
 from flow_kernel.lang import ast, patterns
 from flow_kernel.lang.literals import NOT_LITERAL, literal_value
-from flow_kernel.runtime.provider_base import ProviderReply, ProviderRequest
+from flow_kernel.runtime.providers.base import ProviderReply, ProviderRequest
 
 
 @dataclass(frozen=True)

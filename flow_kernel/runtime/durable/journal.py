@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from flow_kernel.runtime.nofollow import LinkRefused, create_new_file, open_folder
+from flow_kernel.runtime.durable.nofollow import LinkRefused, create_new_file, open_folder
 
 OWN_FOLDERS = 2  # `.flow/runs`: the folders the runtime makes; above them, the person's folder
 RECORD = "journal"  # the key of a checkpoint record (an event has `type` instead)
@@ -91,7 +91,7 @@ def now_text() -> str:
 def _seal_key() -> bytes:
     """This user's journal key, made on first use (0600, never through a link). It lives in
     the person's config folder, never beside the journals it seals."""
-    from flow_kernel.runtime.trust import config_home
+    from flow_kernel.runtime.policy.trust import config_home
 
     home = config_home()
     home.mkdir(parents=True, exist_ok=True)
@@ -222,7 +222,7 @@ def wait_for_syncs() -> None:
 
 
 def _open_existing(folder: int, path: Path) -> int:
-    from flow_kernel.runtime.nofollow import _NOFOLLOW, _refusal
+    from flow_kernel.runtime.durable.nofollow import _NOFOLLOW, _refusal
 
     try:
         return os.open(path.name, os.O_RDWR | os.O_APPEND | _NOFOLLOW | os.O_CLOEXEC, dir_fd=folder)

@@ -32,8 +32,8 @@ from flow_kernel.errors import (
     FlowIsolateError,
     OperatorUnavailableError,
 )
-from flow_kernel.runtime.journal import Checkpoint, Journal, digest, now_text
-from flow_kernel.runtime.prompt_deadline import PromptDeadline, expired
+from flow_kernel.runtime.durable.deadlines import PromptDeadline, expired
+from flow_kernel.runtime.durable.journal import Checkpoint, Journal, digest, now_text
 
 DEFER = "defer"
 

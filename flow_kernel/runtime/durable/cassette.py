@@ -44,8 +44,8 @@ from pathlib import Path
 from typing import Any
 
 from flow_kernel.errors import AgentInvocationError, FlowError
-from flow_kernel.runtime.nofollow import LinkRefused, open_file_in_place
-from flow_kernel.runtime.provider_base import ProviderReply
+from flow_kernel.runtime.durable.nofollow import LinkRefused, open_file_in_place
+from flow_kernel.runtime.providers.base import ProviderReply
 
 Key = tuple[str, str, str, int, int]  # scope, agent, label, occurrence, attempt
 LEGACY = ""  # the scope of an entry recorded before scopes existed: it answers any scope

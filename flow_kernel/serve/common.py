@@ -21,8 +21,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from flow_kernel.cli.serve_door import ASGIApp
-from flow_kernel.cli.serve_limits import Bounds
 from flow_kernel.errors import (
     LimitExceededError,
     OperatorUnavailableError,
@@ -30,12 +28,14 @@ from flow_kernel.errors import (
 )
 from flow_kernel.lang import ast
 from flow_kernel.lang.check_result import CheckResult
-from flow_kernel.runtime.events import Event
-from flow_kernel.runtime.operator import Decided, Operator
-from flow_kernel.runtime.prompt_deadline import duration_text
+from flow_kernel.runtime.durable.deadlines import duration_text
+from flow_kernel.runtime.events.vocabulary import Event
+from flow_kernel.runtime.policy.operator import Decided, Operator
 from flow_kernel.runtime.run import RunOutcome, new_run_id
 from flow_kernel.runtime.session import Session
 from flow_kernel.runtime.validation import require_valid
+from flow_kernel.serve.door import ASGIApp
+from flow_kernel.serve.limits import Bounds
 
 
 class Channel(Protocol):
@@ -215,7 +215,7 @@ async def serve_http(app: ASGIApp, host: str, port: int, ready: Callable[[Any], 
     `flow serve`'s (serve.py), not uvicorn's."""
     import uvicorn
 
-    from flow_kernel.cli.serve_limits import body_cap, bounded_protocol
+    from flow_kernel.serve.limits import body_cap, bounded_protocol
 
     class Server(uvicorn.Server):
         @contextlib.contextmanager

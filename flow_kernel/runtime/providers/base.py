@@ -19,7 +19,7 @@ from typing import Any, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
 from flow_kernel.errors import AgentInvocationError
-from flow_kernel.runtime.streaming import DeltaSink
+from flow_kernel.runtime.providers.streaming import DeltaSink
 
 # A model that keeps asking for tools without answering is an invocation failure.
 MAX_TOOL_ROUNDS = 8
@@ -54,10 +54,10 @@ class ProviderRequest:
     # (question, choices or None) -> the answer. Given by the agent pipeline.
     ask_operator: Callable[[str, list[str] | None], Awaitable[str]] | None = None
     # Given: the provider streams (its SDK's streaming API) and reports each piece here
-    # (runtime/streaming.py); None: it asks for the whole reply at once.
+    # (runtime/providers/streaming.py); None: it asks for the whole reply at once.
     on_delta: DeltaSink | None = None
     # Awaited before each request after the first within the attempt (a tool loop's later
-    # rounds), so the provider's rate limits count them too (runtime/resilience.py).
+    # rounds), so the provider's rate limits count them too (runtime/providers/resilience.py).
     before_request: Callable[[], Awaitable[None]] | None = None
     # The output tokens the attempt's cost reservation assumed (runtime/budgets.py): the request
     # must not allow more (`output_cap`). None: the attempt is not cost-limited.

@@ -2,7 +2,7 @@
 
 A program names a lent tool with a Flow signature, `tool search(query: string) -> any from mcp
 "docs"`, so the checker types it like any tool and the model sees that contract; the server
-is one the configuration declares (`[mcp.docs]`, runtime/remote_config.py), which applies only
+is one the configuration declares (`[mcp.docs]`, runtime/remote/config.py), which applies only
 when the person granted it. One run opens a server on its first call (a child over stdio, or
 streamable HTTP) and closes it when the run ends (`McpConnections.aclose`).
 
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from flow_kernel.runtime.remote_config import McpServerSettings
+from flow_kernel.runtime.remote.config import McpServerSettings
 
 if TYPE_CHECKING:
     from mcp import Client

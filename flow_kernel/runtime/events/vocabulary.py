@@ -186,7 +186,7 @@ class PanelCompleted(TypedDict):   # how the panel ended (the record's status)
     spread: float | None
 
 
-class AgentDelta(TypedDict, total=False):  # live only (Kind.live): streaming, runtime/streaming.py
+class AgentDelta(TypedDict, total=False):  # live only (Kind.live): streaming, runtime/providers/streaming.py
     agent: Required[str]
     label: Required[str | None]
     attempt: int                   # the attempt (or repair, retry) being written
@@ -197,7 +197,7 @@ class AgentDelta(TypedDict, total=False):  # live only (Kind.live): streaming, r
     tools: list[dict[str, Any]]    # tool calls being written: [{tool, arguments (partial)}]
 
 
-class ProviderWaiting(TypedDict, total=False):  # a call held by the provider's limits (runtime/resilience.py)
+class ProviderWaiting(TypedDict, total=False):  # a call held by the provider's limits (runtime/providers/resilience.py)
     provider: Required[str]
     reason: Required[str]          # rpm | tpm | bulkhead | retry-after
     wait_ms: int                   # how long it expects to wait (unknown for the bulkhead)

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from flow_kernel.errors import FlowError
-from flow_kernel.runtime.events import Event, scope_name, scope_of
+from flow_kernel.runtime.events.vocabulary import Event, scope_name, scope_of
 
 
 def describe_error(error: FlowError, source_line: Callable[[str, int], str | None],

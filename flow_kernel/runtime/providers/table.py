@@ -6,7 +6,7 @@ keys of `flow.toml` (runtime/config.py), the `flow doctor` line (runtime/doctor.
 Adding a remote provider is one `ProviderEntry` in `PROVIDERS` (plus its client module,
 `provider_NAME.py`, and its package in pyproject's `providers` extra, which
 tests/runtime/test_provider_table.py checks). The local providers `mock` and `scripted`
-are made per run from the program (runtime/providers.py), so they have no entry, only
+are made per run from the program (runtime/providers/local.py), so they have no entry, only
 their names in `LOCAL_PROVIDERS`.
 
 Imports only the standard library, `errors` and `provider_base` at module level: config.py reads
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flow_kernel.errors import AgentInvocationError
-from flow_kernel.runtime.provider_base import Endpoint, Provider, resolve_endpoint
+from flow_kernel.runtime.providers.base import Endpoint, Provider, resolve_endpoint
 
 # Made from the program itself (an agent's `script`, seeded schema-valid values).
 LOCAL_PROVIDERS: tuple[str, ...] = ("mock", "scripted")
@@ -69,8 +69,8 @@ def _count(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
-# A remote provider's resilience (runtime/resilience.py, `Limits`: unset keys keep its defaults)
-# and whether it streams (runtime/streaming.py; default true).
+# A remote provider's resilience (runtime/providers/resilience.py, `Limits`: unset keys keep its defaults)
+# and whether it streams (runtime/providers/streaming.py; default true).
 RESILIENCE: dict[str, Option] = {
     "requests_per_minute": Option(_positive_number, "a positive number"),
     "tokens_per_minute": Option(_positive_number, "a positive number"),
@@ -154,13 +154,13 @@ class ProviderEntry:
 
 
 def _openai(settings: ProviderSettings, key: str | None) -> Provider:
-    from flow_kernel.runtime.provider_openai import OpenAIProvider
+    from flow_kernel.runtime.providers.openai import OpenAIProvider
 
     return OpenAIProvider(api_key=key, max_tokens=settings.max_tokens, endpoint=PROVIDERS["openai"].endpoint(settings))
 
 
 def _anthropic(settings: ProviderSettings, key: str | None) -> Provider:
-    from flow_kernel.runtime.provider_anthropic import AnthropicProvider
+    from flow_kernel.runtime.providers.anthropic import AnthropicProvider
 
     endpoint = PROVIDERS["anthropic"].endpoint(settings)
     if settings.max_tokens is not None:
@@ -170,7 +170,7 @@ def _anthropic(settings: ProviderSettings, key: str | None) -> Provider:
 
 def _a2a(settings: ProviderSettings, key: str | None) -> Provider:
     """`a2a/NAME` without a configuration's [a2a.*] tables: only [providers.a2a] base_url."""
-    from flow_kernel.runtime.provider_a2a import A2AProvider
+    from flow_kernel.runtime.remote.a2a import A2AProvider
 
     return A2AProvider({}, _a2a_default(settings), key)
 
@@ -179,7 +179,7 @@ def _a2a_configured(config: Any) -> Provider:
     """`a2a/NAME`: the agent [a2a.NAME] declares, else the one at [providers.a2a] base_url
     (or $A2A_BASE_URL); the bearer token of agents without their own `token_env` from
     [providers.a2a] api_key_env (or $A2A_TOKEN)."""
-    from flow_kernel.runtime.provider_a2a import A2AProvider
+    from flow_kernel.runtime.remote.a2a import A2AProvider
 
     settings = config.provider("a2a")
     entry = PROVIDERS["a2a"]
@@ -202,7 +202,7 @@ PROVIDERS: dict[str, ProviderEntry] = {entry.name: entry for entry in (
                   {"max_tokens": MAX_TOKENS, "stream": STREAM, **RESILIENCE}),
     ProviderEntry("anthropic", _anthropic, "anthropic", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL",
                   {"max_tokens": MAX_TOKENS, "stream": STREAM, **RESILIENCE}),
-    # A remote A2A agent as the model (runtime/provider_a2a.py, docs/protocols.md).
+    # A remote A2A agent as the model (runtime/remote/a2a.py, docs/protocols.md).
     ProviderEntry("a2a", _a2a, "a2a", "A2A_TOKEN", "A2A_BASE_URL", extra="protocols", distribution="a2a-sdk",
                   configured=_a2a_configured),
 )}

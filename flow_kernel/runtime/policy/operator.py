@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from flow_kernel.errors import OperatorUnavailableError
-from flow_kernel.runtime.prompt_deadline import PromptDeadline
+from flow_kernel.runtime.durable.deadlines import PromptDeadline
 
 POLICIES = ("interactive", "auto-approve", "auto-deny", "none", "defer")
 # `defer`: the run records the request and stops `waiting`; `flow answer` / `%answer` / the
-# widget answers later and `flow resume` goes on (runtime/checkpoint.py, docs/durability.md).
+# widget answers later and `flow resume` goes on (runtime/durable/checkpoint.py, docs/durability.md).
 
 # What an interactive frontend is asked: {"kind": "approve" | "ask", "question", "details",
 # "choice", "run"}; it answers True/False for `approve`, a string for `ask` (or a `Decided`).
@@ -112,7 +112,7 @@ class Operator:
     def _not_deferred(self) -> None:
         """`defer` is the host's (its checkpoint stops the run); reached here, no journal is kept."""
         if self.policy == "defer":
-            from flow_kernel.runtime.checkpoint import no_journal_for_defer
+            from flow_kernel.runtime.durable.checkpoint import no_journal_for_defer
 
             raise no_journal_for_defer()
 

@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from flow_kernel.lang.check_result import CheckResult
-from flow_kernel.runtime.journal import (
+from flow_kernel.runtime.durable.deadlines import expired
+from flow_kernel.runtime.durable.journal import (
     FORMAT,
     Checkpoint,
     JournalForged,
@@ -39,8 +40,7 @@ from flow_kernel.runtime.journal import (
     read_checkpoint,
     read_journal,
 )
-from flow_kernel.runtime.nofollow import LinkRefused
-from flow_kernel.runtime.prompt_deadline import expired
+from flow_kernel.runtime.durable.nofollow import LinkRefused
 
 STATUSES = ("completed", "failed", "waiting", "interrupted", "running")
 

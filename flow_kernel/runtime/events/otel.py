@@ -5,7 +5,7 @@ trace whose spans mirror the run's tree. Every `workflow`, `pipeline`, `stage` a
 `agent` frame is a span; the point events (`log`, `print`, `progress`,
 `verify.evaluated`, `require.failed`, `approval.*`, `artifact.published`) are span
 events on the nearest open span. The kinds, which scope each opens or closes, and
-their data are the vocabulary's (`runtime/events.py`): a new point kind becomes a span
+their data are the vocabulary's (`runtime/events/vocabulary.py`): a new point kind becomes a span
 event here without a change.
 
 How the run's events map onto spans. A frame's `*.started` event and its matching
@@ -39,7 +39,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-from flow_kernel.runtime.events import Event, kind_of, scope_name
+from flow_kernel.runtime.events.vocabulary import Event, kind_of, scope_name
 from flow_kernel.short_text import shorten
 
 Attributes = dict[str, str | int | float | bool]

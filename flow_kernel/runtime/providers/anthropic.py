@@ -18,7 +18,7 @@ system prompt spells the schema out, and validation and repair hold the answer t
 
 With a delta sink on the request (the agent pipeline always gives one) the call streams
 through the client's `messages.stream`: text and tool-use input are reported as they
-arrive (runtime/streaming.py) and the final message is the client's own accumulation, read
+arrive (runtime/providers/streaming.py) and the final message is the client's own accumulation, read
 as an unstreamed reply is. An endpoint that answers the streaming request with one JSON
 message is read as one. A stream that breaks off is `agent-invocation`; what arrived stays
 in the call's trace.
@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from flow_kernel.errors import AgentInvocationError
 from flow_kernel.lang.prices import DEFAULT_MAX_OUTPUT_TOKENS
-from flow_kernel.runtime.provider_base import (
+from flow_kernel.runtime.providers.base import (
     MAX_TOOL_ROUNDS,
     Endpoint,
     ProviderReply,
@@ -53,7 +53,7 @@ from flow_kernel.runtime.provider_base import (
     too_many_tool_rounds,
     transport_errors,
 )
-from flow_kernel.runtime.streaming import Delta, DeltaSink
+from flow_kernel.runtime.providers.streaming import Delta, DeltaSink
 from flow_kernel.short_text import shorten
 
 if TYPE_CHECKING:
