@@ -1,4 +1,4 @@
-"""Text made safe for a terminal: the one place that decides it (issue 15, item 7).
+"""Text made safe for a terminal: the one place that decides it.
 
 Model replies, tool results, `print` output, error messages and file names reach `flow
 run`'s and `flow check`'s terminal. A control character in them is an instruction to the

@@ -1,4 +1,4 @@
-"""Eval section of `flow bench` (issue 21): items per second of `flow eval`'s local executor
+"""Eval section of `flow bench`: items per second of `flow eval`'s local executor
 with a 50 ms agent at concurrency 50 (a warm sandbox per item in flight), against the
 ideal — concurrency / 50 ms — and the same through the in-process executor (what the eval
 driver itself costs). `--quick`: 4 at once, 40 items. The Ray figure is its own section

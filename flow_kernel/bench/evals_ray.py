@@ -1,4 +1,4 @@
-"""Ray section of `flow bench` (issue 21): 1,000 items of a CPU-bound workflow through
+"""Ray section of `flow bench`: 1,000 items of a CPU-bound workflow through
 `flow eval`'s local executor with one sandbox, then through `--executor ray` with two
 workers on a local cluster (ray.init(num_cpus=2), started before the timing), and the
 ratio of items/s — the target is ≥ 1.6× on 2 cores. Items/s are counted from the first

@@ -1,5 +1,5 @@
 """What every benchmark section shares: timing after a warm-up, median/min/max, the rows
-of the report, the targets of issue 8, and the process memory readings.
+of the report, the targets (docs/performance.md, "The figures"), and the process memory readings.
 
 A section is a module with `NAME`, `measure(quick) -> Figures`, `rows(figures) -> [Row]`
 and `TARGETS`; `flow_kernel.bench.run` runs them in one process and prints one report.
@@ -124,8 +124,8 @@ class Row:
 
 @dataclass(frozen=True)
 class Target:
-    """A figure of issue 8 and its bound: `value(figures)` ≤ `bound` (or ≥ when `at_least`);
-    `goal`, when set, is the tighter bound issue 23 aims at for the same figure."""
+    """A target figure and its bound: `value(figures)` ≤ `bound` (or ≥ when `at_least`);
+    `goal`, when set, is a tighter bound for the same figure."""
 
     figure: str
     measured: Callable[[Figures], str]
@@ -134,7 +134,7 @@ class Target:
     bound: float
     at_least: bool = False
     unit: str = "×"
-    goal: float | None = None  # issue 23's (round two) bound for the same figure, if it sets one
+    goal: float | None = None  # the tighter bound, when the figure has one
 
     def met(self, figures: Figures) -> bool:
         return self.within(self.value(figures), self.bound)

@@ -51,9 +51,9 @@ def _cpu_ticks(pids: list[int]) -> int:
 def _settle(pids: list[int], quiet: float = 0.3, most: float = 10.0) -> None:
     """Wait until the processes have used no CPU for `quiet` seconds (at most `most`): the
     pool's spare has started and run its warm-up, and no V8 thread still compiles. A fixed
-    0.5 s no longer covered the spare's start once spares warm up before joining the pool
-    (~1 s, more under load): the reading caught it mid-start, its snapshot bytes and its
-    compiler's memory still held (up to ~180 MB for ~1 s, then ~130)."""
+    0.5 s is too short: a spare warms up before it joins the pool (~1 s, more under load),
+    and a reading taken mid-start counts its snapshot bytes and its compiler's memory (up
+    to ~180 MB for ~1 s, then ~130)."""
     time.sleep(0.5)
     deadline = time.monotonic() + most
     ticks = _cpu_ticks(pids)

@@ -1,4 +1,4 @@
-"""Models-at-scale section of `flow bench` (issue 19): what streaming and resilience cost.
+"""Models-at-scale section of `flow bench`: what streaming and resilience cost.
 
 - **Delta events per second into a run view model**: agent calls whose provider streams
   (an in-process provider that reports 200 pieces per call as fast as it can, through the

@@ -4,8 +4,9 @@ the change per figure from an earlier `--json` file; `--from AFTER.json` reports
 run instead of measuring.
 
 Each section times its measurements several times after a warm-up and keeps the
-median, min and max; the report prints the targets of issue 8 (met or not, with the
-figure each is compared with in the same run) and issue 23's tighter goals beside them and then every section's details.
+median, min and max; the report prints the targets (met or not, with the figure each
+is compared with in the same run), the tighter goals beside them (the report's "issue 23
+goal" column; docs/performance.md) and then every section's details.
 `--quick` uses fewer repeats and smaller inputs: a smoke run for CI, whose times mean
 little. Nothing here fails because of a time.
 """

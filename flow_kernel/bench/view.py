@@ -1,4 +1,4 @@
-"""Run view section of `flow bench` (issue 18): what the live view costs per event.
+"""Run view section of `flow bench`: what the live view costs per event.
 
 For runs of 100, 1,000 and 10,000 zero-latency scripted agent calls in one `parallelMap`
 (real runs in the sandbox; their events recorded), the host's side of the view is replayed
@@ -7,8 +7,8 @@ the cards' details and the summary), the compact record (views/run_stream.py) an
 batches, cut every 50 ms of the run's own time (`Batcher.RATE`). Reported per event:
 bytes sent to the front end — the batches' JSON plus, once per run, the widget's code and
 stylesheet (anywidget sends them when the widget opens) — and host CPU time (process time).
-Bytes grow linearly with events (a record is bounded); the old view re-sent the whole HTML
-(~47 KB a message at 5,000 items, issue 18)."""
+Bytes grow linearly with events (a record is bounded); the view that sent HTML re-sent all
+of it each time (~47 KB a message at 5,000 items; docs/performance.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Catalogue entries for deadlines on the person (issue 17, item 4): `approve … timeout T
+"""Catalogue entries for deadlines on the person: `approve … timeout T
 else V` and `ask … timeout T else V`. Codes beyond the normative catalogue (see
 `catalogue.py`); the same shape as the family tables."""
 

@@ -1,4 +1,4 @@
-"""Codes of issue 22 beyond the normative catalogue: prompt files, models chosen by purpose,
+"""Codes beyond the normative catalogue: prompt files, models chosen by purpose,
 and `rubric` / `panel` declarations (docs/language-guide.md, "Panels"). Registered through
 `catalogue._ADDED`; the numbers are this topic's range (F1017-F1019, F2020-F2022,
 F4025-F4034)."""

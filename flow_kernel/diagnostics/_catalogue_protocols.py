@@ -1,4 +1,4 @@
-"""Codes of issue 20 beyond the normative catalogue: tools lent by MCP servers
+"""Codes beyond the normative catalogue: tools lent by MCP servers
 (`tool … from mcp "server"`, docs/protocols.md). Registered through `catalogue._ADDED`; the
 numbers are this topic's range (F2017-F2019, F4021-F4024)."""
 

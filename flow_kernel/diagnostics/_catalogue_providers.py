@@ -1,4 +1,4 @@
-"""Catalogue entries for models at real scale (issue 19): the `cost` limit. Codes beyond the
+"""Catalogue entries for models at real scale: the `cost` limit. Codes beyond the
 normative catalogue (see `catalogue.py`); the same shape as the family tables."""
 
 from __future__ import annotations

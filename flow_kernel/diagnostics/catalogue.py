@@ -21,10 +21,13 @@ Entry = tuple[str, str, str, str, str, str]
 
 # Codes added by issues beyond the normative catalogue, one table per topic (each file
 # defines ENTRIES like the family tables). Add an import and a name to `_ADDED`.
-_ADDED: tuple[tuple[Entry, ...], ...] = (_PANELS, _DURABILITY)
-_ADDED += (_PROTOCOLS,)  # issue 20: tools lent by MCP servers
-_ADDED += (_PROVIDERS,)  # issue 19: the `cost` limit
-_ADDED += (_BUDGETS,)  # issue 32: budgets checked before a run
+_ADDED: tuple[tuple[Entry, ...], ...] = (
+    _PANELS,  # prompt files, models chosen by purpose, rubrics and panels
+    _DURABILITY,  # deadlines on the person
+    _PROTOCOLS,  # tools lent by MCP servers
+    _PROVIDERS,  # the `cost` limit
+    _BUDGETS,  # budgets checked before a run
+)
 
 # (code, severity letter E/W/I, one-line summary, explanation, failing example, fixed example)
 ENTRIES: tuple[Entry, ...] = _EARLY + _LATE + tuple(entry for table in _ADDED for entry in table)

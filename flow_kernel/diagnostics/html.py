@@ -101,7 +101,7 @@ _SEVERITY_ORDER = (Severity.ERROR, Severity.WARNING, Severity.INFO)
 
 # The same looks again as inline styles, on the elements that carry meaning: sanitisers drop
 # `<style>` (JupyterLab in an untrusted notebook, GitHub) and keep a safelist of inline
-# properties, so a saved notebook's diagnostics keep their colours (issue 18). Fixed strings:
+# properties, so a saved notebook's diagnostics keep their colours. Fixed strings:
 # nothing from a diagnostic goes into a style.
 _COLOURS = {"error": ("#cf222e", "#ffebe9"), "warning": ("#9a6700", "#fff8c5"), "info": ("#0969da", "#ddf4ff")}
 _SECTION = "border:1px solid #d0d7de;border-left:4px solid {0};border-radius:6px;padding:6px 10px;margin:6px 0"

@@ -2,8 +2,8 @@
 
 Both run the whole checker on the cell being typed (assist.py). ipykernel handles shell
 messages one at a time, so a slow check held back every later request, a trivial cell
-included, and on the loop an interrupt could not even be delivered (issue 15: a
-catastrophic regex made the checker take tens of seconds). Here the check runs in a
+included, and on the loop an interrupt could not even be delivered (a catastrophic
+regex once made the checker take tens of seconds). Here the check runs in a
 worker thread on a snapshot of the session's declarations, and a reply that is not ready
 within `BUDGET_S` is an empty one: the loop answers the next request at once, and the
 abandoned check ends on its own (the checker has no I/O and no side effects).

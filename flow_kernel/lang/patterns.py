@@ -2,7 +2,7 @@
 `pattern`/`patternProperties`, a scripted agent's `when("/re/", …)`) runs on RE2, whose
 matching time is linear in the text: Python's `re` backtracks, and `^(a+)+$` against 30
 characters takes tens of seconds, on the kernel's loop, in `flow check` and in output
-validation alike (issue 15).
+validation alike.
 
 RE2 has no back-references and no lookaround; a pattern that needs them is refused when
 the program is checked (F3013 for a constraint, F3016 in a raw schema, F4017 in `when`), so nothing at run time meets one. Compiling is pure (no

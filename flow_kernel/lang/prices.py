@@ -1,4 +1,4 @@
-"""Model prices (issue 19): what a call costs, per million input and output tokens, in the
+"""Model prices: what a call costs, per million input and output tokens, in the
 currency of the table.
 
 A small built-in table of common models (list prices in US dollars as published when it

@@ -1,4 +1,4 @@
-"""What a raw `schema { … }` may hold beyond being valid JSON Schema (issue 15).
+"""What a raw `schema { … }` may hold beyond being valid JSON Schema.
 
 A schema is one self-contained document. The host validates with a `referencing` registry
 that retrieves nothing, and the checker refuses here, with a path into the schema, what

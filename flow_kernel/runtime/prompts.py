@@ -1,7 +1,7 @@
 """Prompt compilation (language.md §4.2): the agent's structured fields become the system
 prompt, the call's prompt and its `context` the user message.
 
-Data a call gives the model carries a trust level (issue 19), set by the option that
+Data a call gives the model carries a trust level, set by the option that
 passes it and rendered as such, highest first:
 
 | option       | trust  | for                                          | fenced as                 |

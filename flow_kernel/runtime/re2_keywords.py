@@ -3,7 +3,7 @@
 jsonschema matches `pattern`, `patternProperties` (and, through them, `additionalProperties`
 and `unevaluatedProperties`) with Python's backtracking `re`: `^(a+)+$` against 30
 characters of a model's reply held the host's loop for tens of seconds, past the run's
-`duration` (issue 15). These are jsonschema 4.26's own keyword functions (MIT licence) with
+`duration`. These are jsonschema 4.26's own keyword functions (MIT licence) with
 the one change that matters: every match is `patterns.search`, linear in the text.
 `validation.schema_validator` installs them."""
 

@@ -36,7 +36,7 @@ def _nothing_remote() -> Any:
     """A registry that retrieves nothing: its default `retrieve` raises, so only references
     inside the schema itself resolve (and the draft's own meta-schemas, which jsonschema
     holds in memory). Without `registry=`, jsonschema falls back to its deprecated remote
-    retrieval: any `http://` or `file://` reference was fetched on the host (issue 15)."""
+    retrieval: any `http://` or `file://` reference would be fetched on the host."""
     import referencing
 
     registry: referencing.Registry[Any] = referencing.Registry()

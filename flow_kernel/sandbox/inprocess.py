@@ -1,7 +1,7 @@
 """Run a generated module in this (host) CPython, with no sandbox around it.
 
-For the benchmark that compares the sandbox with host CPython (runtime.md §8 of
-issue 8's table), and for tests that exercise language semantics quickly. It loads
+For the benchmark that compares the sandbox with host CPython (docs/performance.md,
+"The figures"), and for tests that exercise language semantics quickly. It loads
 the same `flowbox` sources the sandbox runs. Never use it for untrusted code: it is
 not a sandbox.
 """

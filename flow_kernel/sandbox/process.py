@@ -89,7 +89,7 @@ def sandbox_command(node: NodeInfo, *, snapshot: Path | None, memory_mb: int, is
     # --expose-gc: the runner takes `gc` off the global object at once and collects once,
     # after start-up, to give the snapshot's bytes back (runner.mjs).
     # No --allow-worker: the watchdog runs on the main thread (runner.mjs), so the permission
-    # model refuses any Worker (a whole V8 isolate, ~12 MB resident, the old watchdog's cost).
+    # model refuses any Worker (each one a whole V8 isolate, ~12 MB resident).
     command = [node.path, "--disallow-code-generation-from-strings", "--max-semi-space-size=1", "--expose-gc",
                node.permission_flag,
                *(f"--allow-fs-read={r}" for r in reads), "--no-warnings",

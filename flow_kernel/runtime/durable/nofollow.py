@@ -1,5 +1,5 @@
 """Files the host writes for a run (journals, cassettes), opened without following symbolic
-links (issue 15). A link planted where such a file, or a folder the runtime creates for it,
+links. A link planted where such a file, or a folder the runtime creates for it,
 should be (`.flow`, `.flow/runs`, `.flow/runs/<run>.jsonl`, a cassette's path) would turn
 the write into a write to any file the user can write: it is refused, never written through.
 

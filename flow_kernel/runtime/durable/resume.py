@@ -225,7 +225,7 @@ class RunInfo:
     events: int = 0
     pending: list[dict[str, Any]] = field(default_factory=list)
     error: str | None = None  # the failure's code, or why the journal cannot be read
-    cost: float | None = None  # what its priced agent calls cost (issue 19); None: none was priced
+    cost: float | None = None  # what its priced agent calls cost; None: none was priced
 
     def to_json(self) -> dict[str, Any]:
         return {"run": self.run, "status": self.status, "started": self.started, "program": self.program,
