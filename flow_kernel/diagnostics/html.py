@@ -41,18 +41,18 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from flow_kernel.diagnostics.excerpt import (
+    DisplayName,
+    char_width,
+    display_line,
+    excerpt,
+    location,
+    same_name,
+)
 from flow_kernel.diagnostics.explain import explain_markdown
 from flow_kernel.diagnostics.model import Diagnostic, Severity
 from flow_kernel.diagnostics.registry import lookup
-from flow_kernel.diagnostics.render import (
-    DisplayName,
-    _char_width,
-    _display_line,
-    _excerpt,
-    _location,
-    _same,
-    render_text,
-)
+from flow_kernel.diagnostics.render import render_text
 from flow_kernel.markup import escape as _e
 from flow_kernel.source import Span
 
@@ -164,7 +164,7 @@ def render_html(
 ) -> str:
     """The diagnostics view as one self-contained, deterministic HTML fragment (the
     module docstring shows its outline)."""
-    name = display_name or _same
+    name = display_name or same_name
     parts = ['<div class="flow-diagnostics">', STYLE]
     if title:
         parts.append(f'<p class="flow-title"><strong>{_e(title)}</strong></p>')
@@ -187,7 +187,7 @@ def _diagnostic(d: Diagnostic, display_name: DisplayName) -> str:
         f'<strong class="flow-badge flow-badge-{sev}" style="{_style(_BADGE, sev)}">{sev}</strong> '
         f'<code class="flow-code">{_e(d.code)}</code> '
         f'<span class="flow-message">{_inline(d.message)}</span> '
-        f'<span class="flow-location">at <code>{_e(_location(d.span, display_name))}</code></span>'
+        f'<span class="flow-location">at <code>{_e(location(d.span, display_name))}</code></span>'
         "</p>",
         _excerpt_html(d.span, width, sev),
     ]
@@ -196,7 +196,7 @@ def _diagnostic(d: Diagnostic, display_name: DisplayName) -> str:
         for rel in d.related:
             out.append(
                 '<li class="flow-note"><strong>note</strong>: '
-                f'<span class="flow-location"><code>{_e(_location(rel.span, display_name))}</code></span>: '
+                f'<span class="flow-location"><code>{_e(location(rel.span, display_name))}</code></span>: '
                 f'<span class="flow-message">{_inline(rel.message)}</span>\n'
                 f"{_excerpt_html(rel.span, width, 'info')}</li>"
             )
@@ -222,7 +222,7 @@ def _diagnostic(d: Diagnostic, display_name: DisplayName) -> str:
 def _excerpt_html(span: Span, width: int, severity: str = "error") -> str:
     """The source line and its caret line, aligned like `render_text` (same gutter, same
     display columns); the spanned characters are also wrapped in `<mark>`."""
-    line, shown, caret_col, carets = _excerpt(span)
+    line, shown, caret_col, carets = excerpt(span)
     start, end = _char_range(shown, caret_col, caret_col + carets)
     marked = (
         _e(shown[:start]) + f'<mark class="flow-span" style="{_style(_MARK, severity)}">{_e(shown[start:end])}</mark>'
@@ -240,13 +240,13 @@ def _excerpt_html(span: Span, width: int, severity: str = "error") -> str:
 def _char_range(shown: str, start_col: int, end_col: int) -> tuple[int, int]:
     """The character offsets in `shown` (a line as displayed: tabs expanded, controls
     made visible) covering display columns [start_col, end_col)."""
-    _, columns = _display_line(shown)
+    _, columns = display_line(shown)
     n = len(shown)
     start = next((i for i in range(n) if columns[i] >= start_col), n)
     end = start
     while end < n and columns[end] < end_col:
         end += 1
-    while end < n and _char_width(shown[end]) == 0:  # combining marks stay with their base
+    while end < n and char_width(shown[end]) == 0:  # combining marks stay with their base
         end += 1
     return start, end
 

@@ -13,26 +13,18 @@ triage.flow:12:7 [F2001] error: undefined name `triagr`
   = hint: did you mean `triager`?
 ```
 
-Source lines are shown as a terminal would show them: tabs expand to the next tab
-stop, East Asian wide characters take two columns, combining marks none, and control
-characters appear as their visible Control Pictures (so a stray `\\r` or NUL cannot
-garble the output or shift the carets).
+Source lines are shown as a terminal would show them (excerpt.py).
 """
 
 from __future__ import annotations
 
-import unicodedata
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
+from flow_kernel.diagnostics.excerpt import DisplayName, excerpt, location, same_name
 from flow_kernel.diagnostics.model import Diagnostic, Severity
 from flow_kernel.source import Span
-from flow_kernel.terminal_text import terminal_safe, visible_char
-
-TAB_WIDTH = 4
-
-# Maps a SourceFile name (often a canonical absolute path) to what a reader sees.
-DisplayName = Callable[[str], str]
+from flow_kernel.terminal_text import terminal_safe
 
 _RESET = "\x1b[0m"
 _BOLD = "\x1b[1m"
@@ -46,70 +38,8 @@ _HINT_COLOR = "\x1b[1;32m"
 _GUTTER_COLOR = "\x1b[34m"
 
 
-def _same(name: str) -> str:
-    return name
-
-
-# --- display columns ------------------------------------------------------------------
-
-
-def _visible(ch: str) -> str:
-    """A stand-in for characters that would move the cursor or vanish (terminal_text.py)."""
-    return visible_char(ch)
-
-
-def _char_width(ch: str) -> int:
-    if unicodedata.combining(ch) or ch in "\u200b\u200c\u200d\ufeff":
-        return 0
-    return 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
-
-
-def _display_line(text: str) -> tuple[str, list[int]]:
-    """The line as shown, and for each character offset the display column it starts
-    at (one entry more than characters: the column just past the end)."""
-    shown: list[str] = []
-    columns: list[int] = []
-    col = 0
-    for ch in text:
-        columns.append(col)
-        if ch == "\t":
-            width = TAB_WIDTH - col % TAB_WIDTH
-            shown.append(" " * width)
-        else:
-            ch = _visible(ch)
-            width = sum(_char_width(c) for c in ch)  # a stand-in such as `\x9b` is several columns
-            shown.append(ch)
-        col += width
-    columns.append(col)
-    return "".join(shown), columns
-
-
-def _excerpt(span: Span) -> tuple[int, str, int, int]:
-    """(line number, line as shown, caret start column, caret count) for the first line
-    of `span`. At least one caret, even for an empty span or one at the end of a line."""
-    start = span.start_pos
-    end = span.end_pos
-    raw = span.source.line_text(start.line)
-    if raw.endswith("\r"):  # a CRLF line: the \r is line ending, not content
-        raw = raw[:-1]
-    shown, columns = _display_line(raw)
-    first = min(start.column - 1, len(raw))
-    last = min(end.column - 1, len(raw)) if end.line == start.line else len(raw)
-    caret_start = columns[first]
-    width = columns[max(first, last)] - caret_start
-    return start.line, shown.rstrip(), caret_start, max(1, width)
-
-
-# --- text -------------------------------------------------------------------------
-
-
-def _location(span: Span, display_name: DisplayName) -> str:
-    p = span.start_pos
-    return f"{display_name(span.source.name)}:{p.line}:{p.column}"
-
-
 def _safe_location(span: Span, display_name: DisplayName) -> str:
-    return terminal_safe(_location(span, display_name))  # a file name may hold anything
+    return terminal_safe(location(span, display_name))  # a file name may hold anything
 
 
 def render_text(
@@ -125,7 +55,7 @@ def render_text(
     caret underline; without it, each diagnostic is its header line plus its notes and
     hints. `display_name` maps file names for display (the CLI shows paths relative to
     the working directory)."""
-    name = display_name or _same
+    name = display_name or same_name
     blocks = [_render_one(d, color=color, context=context, display_name=name) for d in diagnostics]
     if not blocks:
         return ""
@@ -140,8 +70,8 @@ def _render_one(d: Diagnostic, *, color: bool, context: bool, display_name: Disp
     spans = [d.span, *(r.span for r in d.related)]
     width = max(len(str(s.start_pos.line)) for s in spans)
 
-    def excerpt(span: Span, caret_color: str) -> list[str]:
-        line, shown, caret_col, carets = _excerpt(span)
+    def excerpt_lines(span: Span, caret_color: str) -> list[str]:
+        line, shown, caret_col, carets = excerpt(span)
         gutter = paint(_GUTTER_COLOR, f"  {line:>{width}} |")
         blank = paint(_GUTTER_COLOR, f"  {'':>{width}} |")
         text_line = f"{gutter} {shown}" if shown else gutter
@@ -154,13 +84,13 @@ def _render_one(d: Diagnostic, *, color: bool, context: bool, display_name: Disp
     )
     lines = [header]
     if context:
-        lines += excerpt(d.span, sev_color)
+        lines += excerpt_lines(d.span, sev_color)
     for rel in d.related:
         lines.append(
             f"  = {paint(_NOTE_COLOR, 'note')}: {_safe_location(rel.span, display_name)}: {terminal_safe(rel.message)}"
         )
         if context:
-            lines += excerpt(rel.span, _NOTE_COLOR)
+            lines += excerpt_lines(rel.span, _NOTE_COLOR)
     lines += [f"  = {paint(_HINT_COLOR, 'hint')}: {terminal_safe(hint)}" for hint in d.hints]
     return "\n".join(lines)
 
@@ -170,7 +100,7 @@ def _render_one(d: Diagnostic, *, color: bool, context: bool, display_name: Disp
 
 def diagnostic_json(d: Diagnostic, *, display_name: DisplayName | None = None) -> dict[str, Any]:
     """One diagnostic in the JSON form of diagnostics.md."""
-    name = display_name or _same
+    name = display_name or same_name
     return {
         "code": d.code,
         "severity": d.severity.value,

@@ -48,7 +48,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from flow_kernel.runtime.durable.nofollow import LinkRefused, create_new_file, open_folder
+from flow_kernel.runtime.durable.nofollow import (
+    LinkRefused,
+    create_new_file,
+    open_existing_file,
+    open_folder,
+)
 
 OWN_FOLDERS = 2  # `.flow/runs`: the folders the runtime makes; above them, the person's folder
 RECORD = "journal"  # the key of a checkpoint record (an event has `type` instead)
@@ -144,7 +149,7 @@ class Journal:
         folder = open_folder(Path(directory), own=OWN_FOLDERS)
         try:
             if append:
-                fd = _open_existing(folder, self.path)
+                fd = open_existing_file(folder, self.path)
             else:
                 fd = create_new_file(folder, self.path.name, self.path)
         finally:
@@ -221,15 +226,6 @@ def wait_for_syncs() -> None:
         future.result()
 
 
-def _open_existing(folder: int, path: Path) -> int:
-    from flow_kernel.runtime.durable.nofollow import _NOFOLLOW, _refusal
-
-    try:
-        return os.open(path.name, os.O_RDWR | os.O_APPEND | _NOFOLLOW | os.O_CLOEXEC, dir_fd=folder)
-    except OSError as exc:
-        raise _refusal(exc, path, folder, path.name) from None
-
-
 def _cut_torn_tail(fd: int) -> None:
     """Drop a last line without its newline: it was being written when the writer died."""
     size = os.fstat(fd).st_size
@@ -249,7 +245,7 @@ def locked_for_append(directory: Path | str, run_id: str) -> Any:
     path = journal_path(directory, run_id)
     folder = open_folder(Path(directory), own=OWN_FOLDERS)
     try:
-        fd = _open_existing(folder, path)
+        fd = open_existing_file(folder, path)
     finally:
         os.close(folder)
     _lock_run(fd, run_id)

@@ -63,6 +63,15 @@ def create_new_file(folder: int, name: str, where: Path, mode: int = 0o600) -> i
         raise _refusal(exc, where, folder, name) from None
 
 
+def open_existing_file(folder: int, path: Path) -> int:
+    """Open the existing file named `path.name` in the folder `folder` for reading and
+    appending; a link there is refused, never followed."""
+    try:
+        return os.open(path.name, os.O_RDWR | os.O_APPEND | _NOFOLLOW, dir_fd=folder)
+    except OSError as exc:
+        raise _refusal(exc, path, folder, path.name) from None
+
+
 def open_file_in_place(path: Path) -> int:
     """Open (or create) the plain file at `path` for reading and appending, without following
     a link at `path` itself; a link, a FIFO or a device there is refused."""
