@@ -18,7 +18,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from flow_kernel.runtime.config import FlowConfig
@@ -62,7 +61,7 @@ class RunContext:
     ceilings: Ceilings = dataclasses.field(default_factory=Ceilings.from_env)
     config: FlowConfig = dataclasses.field(default_factory=FlowConfig)
     tools: ToolRegistry = dataclasses.field(default_factory=ToolRegistry)
-    providers: Mapping[str, Provider] = dataclasses.field(default_factory=lambda: MappingProxyType({}))
+    providers: Mapping[str, Provider] = dataclasses.field(default_factory=dict)
     resilience: Resilience | None = None
     recorder: CassetteRecorder | None = None
     player: CassettePlayer | None = None
@@ -73,15 +72,15 @@ class RunContext:
     sinks: tuple[EventSink, ...] = ()
     trace_sinks: tuple[TraceSink, ...] = ()
     debug: bool = False
-    sources: Mapping[str, str] = dataclasses.field(default_factory=lambda: MappingProxyType({}))
+    sources: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        # Lists and dicts given by a caller become values the caller cannot change under a run.
+        # Lists, sets and dicts given by a caller are copied: changing them later changes no run.
+        # (Copies, not read-only views: a context travels pickled to Ray workers.)
         object.__setattr__(self, "allow_run", frozenset(self.allow_run))
         object.__setattr__(self, "sinks", tuple(self.sinks))
         object.__setattr__(self, "trace_sinks", tuple(self.trace_sinks))
-        if not isinstance(self.providers, MappingProxyType):
-            object.__setattr__(self, "providers", MappingProxyType(dict(self.providers)))
+        object.__setattr__(self, "providers", dict(self.providers))
         if self.journal_dir is not None and not isinstance(self.journal_dir, Path):
             object.__setattr__(self, "journal_dir", Path(self.journal_dir))
         if self.recorder is not None and self.player is not None:

