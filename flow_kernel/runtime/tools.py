@@ -77,7 +77,7 @@ def tool_spec(check: CheckResult, name: str) -> ToolSpec | None:
 
 
 def mcp_source(check: CheckResult, name: str) -> str | None:
-    """`from mcp "…"` of a tool declaration: the tool is lent by an MCP server (mcp_client.py)."""
+    """`from mcp "…"` of a tool declaration: the tool is lent by an MCP server (remote/mcp.py)."""
     entry = check.decls.get(name)
     return entry.node.mcp if entry is not None and isinstance(entry.node, ast.ToolDecl) else None
 

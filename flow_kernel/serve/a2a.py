@@ -16,7 +16,7 @@ message on the task answers it (text `yes`/`no`, or data `{"approve": bool}`; te
 speaks A2A 1.0 (`SendMessage`, `SendStreamingMessage`, `GetTask`, `ListTasks`, `CancelTask`)
 and the 0.3 names (`message/send`, `message/stream`, `tasks/get`, `tasks/cancel`).
 
-The door (serve_door.py) stands in front: the agent card is public, everything else needs a
+The door (door.py) stands in front: the agent card is public, everything else needs a
 principal's token, and each task is its principal's alone (a2a_tasks.py).
 """
 

@@ -12,7 +12,7 @@ answered (421, DNS rebinding); and the A2A JSON-RPC endpoint takes only
 `application/json` bodies (415), which a page cannot send without asking first.
 
 Each guard is an ASGI wrapper of its own, so that each can be tested with the others in
-place and switched off alone (tests/security/test_serve_auth.py).
+place and switched off alone (tests/security/test_serve_door.py, test_serve_origins.py).
 """
 
 from __future__ import annotations

@@ -123,7 +123,7 @@ class RunCheckpoint:
             return record.get("result"), str(record.get("by") or "journal")
         pid = pending_id(key, fingerprint)
         answer = self.prior.answers.get(pid) if self.prior is not None and pid in self.prior.pending else None
-        deadline = request.get("deadline")  # `timeout T else V`: checked when answered or resumed (prompt_deadline.py)
+        deadline = request.get("deadline")  # `timeout T else V`: checked when answered or resumed (durable/deadlines.py)
         waited = self.prior.pending.get(pid) if self.prior is not None else None
         if isinstance(deadline, dict) and waited is not None and \
                 expired(waited.get("due"), answer.get("at") if answer is not None else None):

@@ -194,7 +194,7 @@ def record_answer(journal_dir: Path | None, run_id: str, pending: str, value: An
             if problem is not None:
                 raise ResumeRefused("bad-answer", f"{problem} (request {pending}: {request.get('question')!r})",
                                     {"run": run_id, "pending": pending})
-            if expired(request.get("due")):  # `timeout T else V` (prompt_deadline.py): too late to answer
+            if expired(request.get("due")):  # `timeout T else V` (deadlines.py): too late to answer
                 raise ResumeRefused("deadline-passed", f"the deadline of request {pending} ({request.get('question')!r}) "
                                     f"passed at {request.get('due')}: resuming run {run_id} answers it with its default "
                                     f"({json.dumps(request.get('default'))}, by timeout)",
