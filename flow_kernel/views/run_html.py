@@ -19,12 +19,12 @@ import json
 from typing import Any
 
 from flow_kernel.markup import escape as _e
+from flow_kernel.runtime.events.tree import Point
 from flow_kernel.short_text import shorten
 from flow_kernel.views.panel_view import panel_html
 from flow_kernel.views.run_model import (
     CARDS,
     Group,
-    Item,
     Node,
     RunModel,
     call_label,
@@ -120,7 +120,7 @@ def _node(model: RunModel, node: Node, live: bool, budget: list[int]) -> str:
             body += _group(child, live, budget)
         elif isinstance(child, Node):
             body += _node(model, child, live, budget)
-        else:
+        elif isinstance(child, Point):
             body += _item(model, child)
     if node.progress is not None:
         fraction = progress_fraction(node.progress.get("done"), node.progress.get("total"))
@@ -209,7 +209,7 @@ def _attempt(a: dict[str, Any]) -> str:
     return f'<div style="{ERR}">{head}: {_e(a.get("error"))} {_e(a.get("message") or "")}</div>'
 
 
-def _item(model: RunModel, item: Item) -> str:
+def _item(model: RunModel, item: Point) -> str:
     d = item.data
     if item.kind == "log":
         return f'<div style="{ROW}">· {_e(d.get("text"))}</div>'
@@ -221,8 +221,8 @@ def _item(model: RunModel, item: Item) -> str:
         return f'<div style="{ERR}">✗ require {_e(d.get("message"))} <code style="{MUTED}">{_e(d.get("condition") or "")}</code></div>'
     if item.kind == "artifact.published":
         return f'<div style="{ROW}">⇪ published <code>{_e(d.get("name"))}</code></div>'
-    if item.kind == "panel":  # experts × criteria per round (views/panel_view.py)
-        table = model.panels.get(str(d.get("label")))
+    if item.kind == "panel.started":  # experts × criteria per round (views/panel_view.py)
+        table = model.panel_of(item)
         return f'<div style="{ROW}">{panel_html(table)}</div>' if table is not None else ""
     if item.kind == "approval.requested":
         approval = model.approval_of(item)

@@ -13,38 +13,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flow_kernel.runtime.events.failure_report import where_text
-from flow_kernel.runtime.events.vocabulary import (
-    POINTS,
-    Event,
-    canonical,
-    is_default_label,
-    scope_name,
-    scope_of,
-)
+from flow_kernel.runtime.events.tree import EventTree, Point, Scope, scope_label
+from flow_kernel.runtime.events.vocabulary import OPENS, Event, canonical, is_default_label
 from flow_kernel.short_text import shorten
 from flow_kernel.views.panel_view import PanelTable, panel_text
 from flow_kernel.views.panel_view import fold as fold_panel
 
 
-@dataclass
-class Item:
-    """Something that happened inside a scope: a log line, a verify result, an approval…"""
+@dataclass(eq=False)
+class Node(Scope):
+    """A scope as the run view shows it: the tree's scope, plus the live state of an agent
+    call and its place in a parallelMap."""
 
-    kind: str
-    data: dict[str, Any]
-
-
-@dataclass
-class Node:
-    kind: str  # workflow | pipeline | stage | agent
-    id: str
-    parent: str | None
-    name: str
-    state: str = "running"  # running | completed | failed
-    data: dict[str, Any] = field(default_factory=dict)  # the started event's data, then the end's
-    children: list[Node | Item] = field(default_factory=list)
-    started: str | None = None  # ISO timestamps, for the HTML view only
-    ended: str | None = None
     progress: dict[str, Any] | None = None
     # An agent call as the model writes it (live `agent.delta` events, runtime/providers/streaming.py):
     # the answer's text so far, the partial structured value, the tool calls being written.
@@ -54,6 +34,10 @@ class Node:
     partial_at: tuple[Any, Any] = (None, None)  # (attempt, round) the partial belongs to
     waiting: dict[str, Any] | None = None  # held by the provider's limits: {provider, reason, wait_ms}
     item: tuple[str, int] | None = None  # an agent call in a parallelMap: (its group, the item's index from 0)
+
+    def __post_init__(self) -> None:
+        if self.kind == "agent":
+            self.item = item_of(self.order)
 
     @property
     def attempts(self) -> list[dict[str, Any]]:
@@ -108,10 +92,10 @@ GROUP_LISTED = 10  # a parallelMap of more calls lists only its failed ones (tha
 CARDS = 60  # agent calls a summary lists at most; past that, how many more there were
 
 
-def grouped(children: list[Node | Item]) -> list[Node | Item | Group]:
+def grouped(children: list[Scope | Point]) -> list[Scope | Point | Group]:
     """A scope's children with the calls of each parallelMap gathered into one `Group` (at
     the place of its first call)."""
-    out: list[Node | Item | Group] = []
+    out: list[Scope | Point | Group] = []
     groups: dict[str, Group] = {}
     for child in children:
         if isinstance(child, Node) and child.kind == "agent" and child.item is not None:
@@ -136,12 +120,14 @@ def call_label(node: Node) -> str:
 
 
 class RunModel:
+    """A run as the view shows it, folded from its events over the one event tree
+    (runtime/events/tree.py)."""
+
     def __init__(self, run_id: str | None = None, title: str | None = None) -> None:
         self.run_id = run_id
         self.title = title
         self.status = "running"  # running | completed | failed
-        self.nodes: dict[str, Node] = {}
-        self.roots: list[Node] = []
+        self.tree: EventTree[Node] = EventTree(Node)
         self.limits: dict[str, Any] = {}
         self.agent_runs = 0  # attempts charged so far (repairs and retries included)
         self.steps: int | None = None
@@ -150,6 +136,7 @@ class RunModel:
         self.error: dict[str, Any] | None = None
         self.error_line: str | None = None  # the Flow source line the error points to
         self.approvals: list[Approval] = []
+        self._approval_at: dict[int, int] = {}  # id of an approval.requested point -> its index in approvals
         self.breakers: dict[str, str] = {}  # provider -> its circuit breaker's state, as last reported
         self.cost: float | None = None  # what the run's priced calls cost (agent.completed/failed `cost`)
         self.artifacts: list[dict[str, Any]] = []
@@ -157,6 +144,14 @@ class RunModel:
         self.started: str | None = None
         self.ended: str | None = None
         self.events = 0
+
+    @property
+    def nodes(self) -> dict[str, Node]:
+        return self.tree.scopes
+
+    @property
+    def roots(self) -> list[Node]:
+        return self.tree.roots
 
     @classmethod
     def from_events(cls, events: Iterable[Event], title: str | None = None) -> RunModel:
@@ -169,77 +164,53 @@ class RunModel:
     # -- folding events in ---------------------------------------------------------------------
     def apply(self, event: Event) -> None:
         self.events += 1
-        kind = str(event.get("type", ""))
-        data: dict[str, Any] = event.get("data") if isinstance(event.get("data"), dict) else {}  # type: ignore[assignment]
-        span = event.get("span") if isinstance(event.get("span"), dict) else {}
-        assert isinstance(span, dict)
-        scope = scope_of(kind)
         if self.run_id is None:
             self.run_id = event.get("run")
-        if scope is not None:
-            self._scope(*scope, data, span, event.get("ts"), event.get("order"))
-        elif kind in POINTS:
-            self._point(kind, data, span)
-
-    def _scope(self, head: str, phase: str, data: dict[str, Any], span: dict[str, Any], ts: Any,
-               order: Any = None) -> None:
-        node_id = str(span.get("id"))
-        parent = span.get("parent")
-        node = self.nodes.get(node_id)
-        if node is None:
-            name = str(scope_name(head, data))
-            node = Node(head, node_id, parent, name, started=ts if isinstance(ts, str) else None)
-            if head == "agent":
-                node.item = item_of(order)
-            self.nodes[node_id] = node
-            container = self.nodes.get(str(parent)) if parent is not None else None
-            if container is not None:
-                container.children.append(node)
-            else:
-                self.roots.append(node)
-            if head == "workflow" and parent is None:
-                limits = data.get("limits")
-                self.limits = dict(limits) if isinstance(limits, dict) else {}
-                self.started = node.started
-        node.data.update(data)
-        if phase != "started":
-            node.state = phase
-            node.ended = ts if isinstance(ts, str) else None
-            if head == "agent":
-                self.agent_runs += len(node.attempts)
-                cost = data.get("cost")  # priced calls only (lang/prices.py)
-                if isinstance(cost, int | float) and not isinstance(cost, bool) and cost >= 0:
-                    self.cost = (self.cost or 0.0) + cost
-            if head == "workflow" and parent is None:
-                self.ended = node.ended
-                self.status = phase
-                if phase == "failed" and self.error is None:
-                    self.error = {"code": data.get("code"), "message": data.get("message"), "span": data.get("span")}
-
-    def _point(self, kind: str, data: dict[str, Any], span: dict[str, Any]) -> None:
-        # Point events name their scope in span.id; a tool approval names its agent call.
-        container = self.nodes.get(str(span.get("id"))) or (self.roots[-1] if self.roots else None)
-        if kind.startswith("provider.") or kind == "agent.delta":
-            self._provider(kind, data, self.nodes.get(str(span.get("id"))))
+        placed = self.tree.add(event)
+        if placed is None:
             return
-        if kind == "progress" and container is not None:
+        data: dict[str, Any] = event.get("data") if isinstance(event.get("data"), dict) else {}  # type: ignore[assignment]
+        if isinstance(placed.node, Point):
+            span = event.get("span")
+            self._point(placed.node, span.get("id") if isinstance(span, dict) else None)
+        else:
+            self._scope(placed.node, placed.new, data, str(event.get("type")).rsplit(".", 1)[-1])
+
+    def _scope(self, node: Node, new: bool, data: dict[str, Any], phase: str) -> None:
+        top = node.kind == "workflow" and node.parent is None
+        if new and top:
+            limits = data.get("limits")
+            self.limits = dict(limits) if isinstance(limits, dict) else {}
+            self.started = node.started
+        if phase == OPENS:
+            return
+        if node.kind == "agent":
+            self.agent_runs += len(node.attempts)
+            cost = data.get("cost")  # priced calls only (lang/prices.py)
+            if isinstance(cost, int | float) and not isinstance(cost, bool) and cost >= 0:
+                self.cost = (self.cost or 0.0) + cost
+        if top:
+            self.ended = node.ended
+            self.status = node.state
+            if node.state == "failed" and self.error is None:
+                self.error = {"code": data.get("code"), "message": data.get("message"), "span": data.get("span")}
+
+    def _point(self, point: Point, scope_id: Any) -> None:
+        kind, data, container = point.kind, point.data, point.scope
+        if kind.startswith("provider.") or kind == "agent.delta":
+            self._provider(kind, data, self.tree.scope(scope_id))
+            return
+        if kind == "progress" and isinstance(container, Node):
             container.progress = dict(data)
             return
-        if kind == "print":
-            return  # print goes to the cell's stdout, not into the view
         if kind.startswith("panel."):  # a panel's rounds fold into one table, shown where it was called
-            table = fold_panel(self.panels, kind, data)
-            if kind == "panel.started" and table is not None and container is not None:
-                container.children.append(Item("panel", {"label": table.label}))
+            fold_panel(self.panels, kind, data)
             return
-        item = Item(kind, dict(data))
         if kind.startswith("approval."):
-            self._approval(kind, data, span)
-            item.data["_approval"] = len(self.approvals) - 1
+            self._approval(kind, data, scope_id)
+            self._approval_at[id(point)] = len(self.approvals) - 1
         if kind == "artifact.published":
             self.artifacts.append(dict(data))
-        if container is not None and kind != "approval.resolved":
-            container.children.append(item)
 
     def _provider(self, kind: str, data: dict[str, Any], node: Node | None) -> None:
         """Live state of a call (streamed text, waits for the provider's limits) and of the
@@ -270,9 +241,9 @@ class RunModel:
         """Agent calls held right now by a provider's rate limit, bulkhead or Retry-After."""
         return [n for n in self.nodes.values() if n.kind == "agent" and n.state == "running" and n.waiting is not None]
 
-    def _approval(self, kind: str, data: dict[str, Any], span: dict[str, Any]) -> None:
+    def _approval(self, kind: str, data: dict[str, Any], scope_id: Any) -> None:
         if kind == "approval.requested":
-            key = f"{span.get('id')}:{len(self.approvals)}"
+            key = f"{scope_id}:{len(self.approvals)}"
             choice = data.get("choice")
             self.approvals.append(Approval(key, str(data.get("kind")), str(data.get("question")), data.get("details"),
                                            choice if isinstance(choice, list) else None))
@@ -320,9 +291,15 @@ class RunModel:
                 approval.error = "cancelled"
 
     # -- reading it --------------------------------------------------------------------------------
-    def approval_of(self, item: Item) -> Approval | None:
-        index = item.data.get("_approval")
-        return self.approvals[index] if isinstance(index, int) and 0 <= index < len(self.approvals) else None
+    def approval_of(self, item: Point) -> Approval | None:
+        """The approval an `approval.requested` point asked, with its answer once given."""
+        index = self._approval_at.get(id(item))
+        return self.approvals[index] if index is not None else None
+
+    def panel_of(self, item: Point) -> PanelTable | None:
+        """The table of the panel a `panel.started` point began (its latest state)."""
+        label = item.data.get("label")
+        return self.panels.get(label if isinstance(label, str) else "")
 
     def pending_approvals(self) -> list[Approval]:
         return [a for a in self.approvals if a.pending]
@@ -392,7 +369,7 @@ class RunModel:
             lines.append(head)
             # What the agent did on the way: tool approvals, then its tool calls in order.
             for child in node.children:
-                line = self._text_item(child) if isinstance(child, Item) else None
+                line = self._text_item(child) if isinstance(child, Point) else None
                 if line:
                     lines.append(f"{pad}    {line}")
             calls = node.data.get("tool_calls")
@@ -402,8 +379,7 @@ class RunModel:
                 lines.append(f"{pad}    tool {call.get('tool')}({shorten(call.get('arguments'), 60)})"
                              f" → {shorten(call.get('result'), 80)}")
             return
-        title = f'stage "{node.name}"' if node.kind == "stage" else f"{node.kind} {node.name}"
-        head = f"{pad}{mark} {title}"
+        head = f"{pad}{mark} {scope_label(node.kind, node.name)}"
         if node.state == "failed" and node.data.get("code"):
             head += f": {node.data.get('code')}"
         lines.append(head)
@@ -412,7 +388,7 @@ class RunModel:
                 self._text_group(part, depth + 1, lines, budget)
             elif isinstance(part, Node):
                 self._text_node(part, depth + 1, lines, budget)
-            else:
+            elif isinstance(part, Point):
                 line = self._text_item(part)
                 if line:
                     lines.append(f"{pad}  {line}")
@@ -431,7 +407,7 @@ class RunModel:
         if hidden > 0:
             lines.append(f"{pad}  … {hidden} more call{'s' if hidden != 1 else ''} not listed")
 
-    def _text_item(self, item: Item) -> str | None:
+    def _text_item(self, item: Point) -> str | None:
         d = item.data
         if item.kind == "log":
             return f"log: {d.get('text')}"
@@ -441,8 +417,8 @@ class RunModel:
             return f"✗ require {d.get('message')}"
         if item.kind == "artifact.published":
             return f"published {d.get('name')}"
-        if item.kind == "panel":
-            table = self.panels.get(str(d.get("label")))
+        if item.kind == "panel.started":
+            table = self.panel_of(item)
             return "\n  ".join(panel_text(table)) if table is not None else None
         if item.kind == "approval.requested":
             approval = self.approval_of(item)

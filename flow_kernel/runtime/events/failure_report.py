@@ -8,7 +8,8 @@ from collections.abc import Callable
 from typing import Any
 
 from flow_kernel.errors import FlowError
-from flow_kernel.runtime.events.vocabulary import Event, scope_name, scope_of
+from flow_kernel.runtime.events.tree import EventTree, scope_label
+from flow_kernel.runtime.events.vocabulary import Event
 
 
 def describe_error(error: FlowError, source_line: Callable[[str, int], str | None],
@@ -87,29 +88,7 @@ def _name(text: str) -> str:
 def failed_path(events: list[Event]) -> list[str]:
     """The scopes from the run's top to the innermost one that failed, e.g.
     `workflow triage_all`, `stage "escalate"`, `agent writer`."""
-    scopes: dict[str, tuple[str, str | None]] = {}  # span id -> (label, parent id)
-    failed: list[str] = []
-    for event in events:
-        scope = scope_of(event.get("type"))
-        if scope is None:
-            continue
-        kind, phase = scope
-        span = event.get("span") or {}
-        span_id, data = str(span.get("id")), event.get("data") or {}
-        if phase == "started":
-            name = scope_name(kind, data)
-            label = f'{kind} "{name}"' if kind in ("pipeline", "stage") else f"{kind} {name}"
-            scopes[span_id] = (label, span.get("parent"))
-        elif phase == "failed":
-            failed.append(span_id)
-    parents = {scopes[f][1] for f in failed if f in scopes}
-    innermost = next((f for f in reversed(failed) if f in scopes and f not in parents), None)
-    path: list[str] = []
-    while innermost is not None and innermost in scopes:
-        label, parent = scopes[innermost]
-        path.append(label)
-        innermost = str(parent) if parent is not None else None
-    return path[::-1]
+    return [scope_label(s.kind, s.name, as_written=True) for s in EventTree.of(events).failed_path()]
 
 
 def effects(events: list[Event]) -> list[str]:

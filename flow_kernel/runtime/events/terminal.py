@@ -1,7 +1,8 @@
 """The terminal view of a run for `flow run` (runtime.md §8): one line per thing that
 happened, indented by where it happened (workflow → pipeline → stage → agent), on stderr
-while the run goes on. `print` output is not shown here: it goes to stdout. The kinds and
-their tree are the vocabulary's (`runtime/events/vocabulary.py`); this module only says how each looks.
+while the run goes on. `print` output is not shown here: it goes to stdout. The kinds are
+the vocabulary's (`vocabulary.py`), the depth of each scope the event tree's (`tree.py`);
+this module only says how each looks.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
+from flow_kernel.runtime.events.tree import EventTree, Scope, scope_label
 from flow_kernel.runtime.events.vocabulary import Event, is_default_label, scope_name, scope_of
 from flow_kernel.short_text import shorten
 from flow_kernel.terminal_text import terminal_safe
@@ -25,7 +27,7 @@ class TerminalProgress:
         self.stream = stream
         self.color = color
         self.marks = _MARK if unicode else _PLAIN
-        self.depth: dict[str, int] = {}
+        self.tree: EventTree[Scope] = EventTree(Scope)
         self.clock = clock
         self.writing: dict[str, tuple[float, int]] = {}  # call -> (when its text was last shown, its length)
 
@@ -43,10 +45,11 @@ class TerminalProgress:
         if not isinstance(data, dict):
             return None
         span = event.get("span") or {}
+        self.tree.add(event)
         scope = scope_of(kind)
         if scope is not None:
             return self._scoped(*scope, data, span)
-        indent = "  " * (self.depth.get(str(span.get("id")), 0) + 1)
+        indent = "  " * (self._depth(span.get("id")) + 1)
         if kind == "progress":
             done, total = data.get("done"), data.get("total")
             bar = _bar(done, total) if isinstance(done, int | float) and isinstance(total, int | float) and total else ""
@@ -92,12 +95,8 @@ class TerminalProgress:
         return f"{indent}✎ {length} chars …{shorten(tail, 60, first_line=True)}"
 
     def _scoped(self, head: str, phase: str, data: dict[str, Any], span: dict[str, Any]) -> str:
-        span_id, parent = str(span.get("id")), span.get("parent")
-        if phase == "started":
-            self.depth[span_id] = self.depth.get(str(parent), -1) + 1 if parent is not None else 0
-        depth = self.depth.get(span_id, 0)
-        name = scope_name(head, data)
-        title = f"{head} {name}" if head != "stage" else f'stage "{name}"'
+        depth = self._depth(span.get("id"))
+        title = scope_label(head, scope_name(head, data))
         if head == "agent" and data.get("label") and not is_default_label(data["label"]):
             title += f" [{data['label']}]"
         mark = self.marks[phase]
@@ -117,6 +116,12 @@ class TerminalProgress:
         if phase == "failed":
             extra += f": {data.get('code')}" + (f" {shorten(data['message'], 120, first_line=True)}" if data.get("message") else "")
         return f"{'  ' * depth}{mark} {title}{extra}"
+
+    def _depth(self, scope_id: object) -> int:
+        """How deep a scope is in the run's tree; 0 for one that never started (its end is
+        all the terminal saw of it) or is unknown."""
+        scope = self.tree.scope(scope_id)
+        return scope.depth if scope is not None and scope.opened else 0
 
     def _paint(self, text: str, code: str) -> str:
         return f"\x1b[{code}m{text}\x1b[0m" if self.color else text
