@@ -3,7 +3,7 @@ gate, and `cost`, which every attempt reserves before it is sent and settles whe
 
 A limit nests: an attempt charges the frame it was made in and every frame enclosing it.
 `agent_runs` is a count, known before the attempt (its worst case is its value), so it is
-charged at once (agents.py `_charge`). A cost is known only from the reply, so an attempt
+charged at once (`charge_agent_run`). A cost is known only from the reply, so an attempt
 first reserves its worst case — its prompt, and `max_tokens` of output, at the model's price
 — on every enclosing `cost` limit, and its reply's cost replaces the reservation when it
 ends. On every limit, what finished attempts cost plus the worst cases of those in flight
@@ -28,10 +28,10 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from flow_kernel.errors import LimitExceededError
+from flow_kernel.errors import CapabilityViolationError, LimitExceededError
 
 
 @dataclass
@@ -62,7 +62,34 @@ class Reservation:
     settled: bool = False
 
 
-# Builds the refusal for the budget a reservation does not fit (its details: agents.py).
+def enclosing(frames: Mapping[str, FrameBudget], frame: object) -> list[FrameBudget]:
+    """The budget of the frame a call was made in, then of every frame enclosing it; empty
+    for a frame the run does not know."""
+    chain: list[FrameBudget] = []
+    while isinstance(frame, str) and frame in frames:
+        chain.append(frames[frame])
+        frame = frames[frame].parent
+    return chain
+
+
+def charge_agent_run(frames: Mapping[str, FrameBudget], frame: str | None, agent: str) -> None:
+    """Charge one attempt of `agent` to the `agent_runs` of `frame` and every frame around
+    it: all of them or none. `limit-exceeded` when one has no run left; a
+    `capability-violation` for a frame the run never announced (it would charge nothing)."""
+    if frame not in frames:
+        raise CapabilityViolationError(f"`{agent}` was called from an unknown workflow frame {frame!r}",
+                                       details={"frame": frame})
+    chain = enclosing(frames, frame)
+    for budget in chain:
+        if budget.used + 1 > budget.agent_runs:
+            raise LimitExceededError(f"the `agent_runs` limit of {budget.agent_runs} of `{budget.name}` is exceeded "
+                                     f"(calling `{agent}`)", details={"limit": "agent_runs", "value": budget.agent_runs,
+                                                                      "workflow": budget.name})
+    for budget in chain:
+        budget.used += 1
+
+
+# Builds the refusal for the budget a reservation does not fit (its details: agents/cost.py).
 Refusal = Callable[[FrameBudget, float], LimitExceededError]
 _Waiting = tuple[list[FrameBudget], float, Refusal, "asyncio.Future[Reservation]"]
 

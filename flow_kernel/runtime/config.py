@@ -42,7 +42,7 @@ from flow_kernel.runtime.policy.processes import entries_from_config
 from flow_kernel.runtime.providers.table import (
     KEY_WORDS,
     LOCAL_PROVIDERS,
-    PROVIDERS,
+    REMOTE_PROVIDERS,
     ProviderSettings,
 )
 from flow_kernel.runtime.remote.config import (
@@ -142,8 +142,8 @@ def parse_config(table: dict[str, Any], path: Path | None = None) -> FlowConfig:
     if not isinstance(raw_providers, dict):
         raise ConfigError(f"{where}: `providers` must be a table")
     for name, raw in raw_providers.items():
-        if name not in PROVIDERS:  # the provider table (runtime/providers/table.py)
-            raise ConfigError(f"{where}: unknown provider `{name}` (known: {', '.join(PROVIDERS)})")
+        if name not in REMOTE_PROVIDERS:  # the provider table (runtime/providers/table.py)
+            raise ConfigError(f"{where}: unknown provider `{name}` (known: {', '.join(REMOTE_PROVIDERS)})")
         if not isinstance(raw, dict):
             raise ConfigError(f"{where}: `providers.{name}` must be a table")
         table_name = f"tool.flow.providers.{name}" if path is not None and path.name == "pyproject.toml" \
@@ -186,15 +186,15 @@ def parse_models(raw: Any, where: str) -> dict[str, str]:
         if purpose not in PURPOSES:
             raise ConfigError(f"{where}: unknown purpose `models.{purpose}` (known: {', '.join(PURPOSES)})")
         provider = model.partition("/")[0] if isinstance(model, str) else ""
-        if not isinstance(model, str) or not (model in LOCAL_PROVIDERS or ("/" in model and provider in PROVIDERS)):
+        if not isinstance(model, str) or not (model in LOCAL_PROVIDERS or ("/" in model and provider in REMOTE_PROVIDERS)):
             raise ConfigError(f"{where}: `models.{purpose}` must be \"provider/model\" with a provider of "
-                              f"{', '.join(PROVIDERS)}, or \"mock\" or \"scripted\"")
+                              f"{', '.join(REMOTE_PROVIDERS)}, or \"mock\" or \"scripted\"")
         models[purpose] = model
     return models
 
 
 def _provider(name: str, raw: dict[str, Any], where: str, origin: str) -> ProviderSettings:
-    entry = PROVIDERS[name]
+    entry = REMOTE_PROVIDERS[name]
     for key in raw:
         if key in KEY_WORDS:
             raise ConfigError(f"{where}: `providers.{name}.{key}`: keys are not read from files; put the key in "

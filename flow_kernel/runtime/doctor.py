@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from flow_kernel.runtime.providers.table import LOCAL_PROVIDERS, PROVIDERS
+from flow_kernel.runtime.providers.table import LOCAL_PROVIDERS, REMOTE_PROVIDERS
 
 
 def doctor_report() -> list[tuple[str, bool | None, str]]:
@@ -57,7 +57,7 @@ def doctor_report() -> list[tuple[str, bool | None, str]]:
             rows.append(("kernel", False, "no Flow kernel spec found: python -m flow_kernel install --sys-prefix"))
     except ImportError:
         rows.append(("kernel", None, "jupyter_client is not installed"))
-    remote = [entry.doctor_line() for entry in PROVIDERS.values()]  # the provider table
+    remote = [entry.doctor_line() for entry in REMOTE_PROVIDERS.values()]  # the provider table
     rows.append(("providers", True, ", ".join(LOCAL_PROVIDERS) + "; " + "; ".join(remote)))
     from flow_kernel.runtime.config import find_config
 

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from flow_kernel.errors import AgentInvocationError
+from flow_kernel.runtime.config import parse_config
 from flow_kernel.runtime.providers.anthropic import AnthropicProvider
 from flow_kernel.runtime.providers.base import (
     MAX_TOOL_ROUNDS,
@@ -22,6 +23,7 @@ from flow_kernel.runtime.providers.base import (
     ProviderRequest,
     ToolSpec,
 )
+from flow_kernel.runtime.providers.table import PROVIDERS
 
 KEY = "sk-ant-test-secret-123"
 ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 429: "rate_limit_error",
@@ -297,11 +299,13 @@ def test_a_max_tokens_the_client_will_not_wait_for_is_agent_invocation(fake: Fak
     assert error.code == "agent-invocation" and "not sent" in error.message and fake.requests == []
 
 
-def test_without_the_package_the_error_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_the_package_the_table_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "anthropic", None)  # `import anthropic` raises ImportError
-    with pytest.raises(AgentInvocationError) as info:
-        AnthropicProvider()
+    with pytest.raises(AgentInvocationError) as info:  # the table checks the client before it builds one
+        PROVIDERS["anthropic"].make_for(parse_config({}))
     assert "pip install 'flow-kernel[providers]'" in info.value.message
+    with pytest.raises(ImportError):  # the client itself does not check again
+        AnthropicProvider()
 
 
 TOOL_AGENT = '''## Looks an order up.

@@ -16,7 +16,7 @@ import pytest
 
 from flow_kernel.errors import AgentInvocationError
 from flow_kernel.runtime.config import parse_config
-from flow_kernel.runtime.providers.table import PROVIDERS
+from flow_kernel.runtime.providers.table import PROVIDERS, REMOTE_PROVIDERS
 
 PROGRAM = """type Greeting = { text: string }
 agent greeter {
@@ -55,9 +55,9 @@ def test_flow_run_without_the_openai_package_says_what_to_install(tmp_path: Path
                                           "install": "pip install 'flow-kernel[providers]'"}
 
 
-@pytest.mark.parametrize("name", list(PROVIDERS))
-def test_every_provider_names_its_package_and_extra(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    entry = PROVIDERS[name]
+@pytest.mark.parametrize("name", list(REMOTE_PROVIDERS))
+def test_every_remote_provider_names_its_package_and_extra(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    entry = REMOTE_PROVIDERS[name]
     monkeypatch.setitem(sys.modules, entry.package, None)
     with pytest.raises(AgentInvocationError) as info:
         entry.make_for(parse_config({}))
@@ -65,3 +65,11 @@ def test_every_provider_names_its_package_and_extra(name: str, monkeypatch: pyte
     assert info.value.message == (f"the `{name}` provider needs the `{package}` package, which is not installed "
                                   f"here: pip install 'flow-kernel[{entry.extra}]'")
     assert entry.doctor_line() == f"{name} not installed (pip install 'flow-kernel[{entry.extra}]')"
+
+
+@pytest.mark.parametrize("name", [name for name, entry in PROVIDERS.items() if entry.local])
+def test_a_local_provider_needs_no_client(name: str) -> None:
+    entry = PROVIDERS[name]
+    assert entry.package == "" and entry.key_env == "" and entry.url_env == ""
+    entry.require_client()  # nothing to import: no error
+    assert hasattr(entry.make_for(parse_config({})), "attempt")

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from flow_kernel.runtime import agents, host
-from flow_kernel.runtime.agents import AgentPipeline
+from flow_kernel.runtime import host
+from flow_kernel.runtime.agents import AgentPipeline, pipeline
 from tests.sandbox.sandbox_helpers import Sandbox, sandbox
 from tests.security.test_flow_doors import Recorder, ask_host, host_for
 
@@ -71,7 +71,7 @@ def test_the_declared_agent_still_answers(sandbox: Sandbox, tmp_path: Path) -> N
 def test_the_reopened_door_is_a_host_error(sandbox: Sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # The old behaviour: any agent name is looked up directly, options taken as they come.
     monkeypatch.setattr(AgentPipeline, "_resolve", AgentPipeline._target)
-    monkeypatch.setattr(agents, "_checked_options", lambda payload: payload.get("options") or {})
+    monkeypatch.setattr(pipeline, "checked_options", lambda payload: payload.get("options") or {})
     original = host.HostServices.handle
 
     async def handle(self: host.HostServices, op: str, payload: Any) -> Any:

@@ -26,8 +26,7 @@ import jsonschema
 import pytest
 
 from flow_kernel.lang import check_decls
-from flow_kernel.runtime import agents
-from flow_kernel.runtime.agents import AgentPipeline
+from flow_kernel.runtime.agents import AgentPipeline, pipeline
 from flow_kernel.runtime.durable.journal import Journal, read_journal
 from flow_kernel.runtime.session import CompileError, Session
 from tests.sandbox.sandbox_helpers import Sandbox, sandbox
@@ -98,7 +97,7 @@ def test_the_reopened_door_fetches_at_run_time(tmp_path: Path, listener: Listene
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     # The old behaviour: no reference check, and a plain validator (deprecated remote retrieval).
     monkeypatch.setattr(check_decls, "schema_problems", lambda schema: [])
-    monkeypatch.setattr(agents, "schema_validator", jsonschema.Draft202012Validator)
+    monkeypatch.setattr(pipeline, "schema_validator", jsonschema.Draft202012Validator)
     journal = tmp_path / ".flow" / "runs"
 
     async def run() -> Any:
@@ -159,7 +158,7 @@ def test_the_reopened_door_lets_a_forged_schema_fetch(sandbox: Sandbox, tmp_path
                                                       secret: tuple[Path, str], monkeypatch: pytest.MonkeyPatch) -> None:
     # The old behaviour: the request's schema, with a plain validator.
     monkeypatch.setattr(AgentPipeline, "_output_schema", lambda self, name, sent: (sent or {}, None))
-    monkeypatch.setattr(agents, "schema_validator", jsonschema.Draft202012Validator)
+    monkeypatch.setattr(pipeline, "schema_validator", jsonschema.Draft202012Validator)
     with pytest.warns(DeprecationWarning):
         results, journal = forge(sandbox, tmp_path, listener, secret[0])
     assert listener.settle(), results  # the host connected to the address the sandbox chose

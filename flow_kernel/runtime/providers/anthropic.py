@@ -54,7 +54,10 @@ from flow_kernel.runtime.providers.base import (
     transport_errors,
 )
 from flow_kernel.runtime.providers.streaming import Delta, DeltaSink
+from flow_kernel.runtime.providers.table import PROVIDERS
 from flow_kernel.short_text import shorten
+
+_ENTRY = PROVIDERS["anthropic"]  # its key and endpoint variables
 
 if TYPE_CHECKING:
     from anthropic import AsyncAnthropic, Omit
@@ -74,16 +77,13 @@ DEFAULT_MAX_TOKENS = DEFAULT_MAX_OUTPUT_TOKENS
 class AnthropicProvider:
     def __init__(self, base_url: str | None = None, api_key: str | None = None,
                  max_tokens: int = DEFAULT_MAX_TOKENS, *, endpoint: Endpoint | None = None) -> None:
-        """`endpoint`: where requests go and which setting said so (provider_table.py);
+        """`endpoint`: where requests go and which setting said so (providers/table.py);
         else `base_url`, else $ANTHROPIC_BASE_URL, else the client's default."""
-        try:
-            import anthropic
-        except ImportError:
-            raise AgentInvocationError("the `anthropic` provider needs the `anthropic` package: "
-                                       "pip install 'flow-kernel[providers]'") from None
-        self._key = api_key or os.environ.get("ANTHROPIC_API_KEY") or "unset"
+        import anthropic  # installed: the provider table's `require_client` checked it
+
+        self._key = api_key or os.environ.get(_ENTRY.key_env) or "unset"
         self.max_tokens = max_tokens
-        self.endpoint = endpoint or resolve_endpoint("anthropic", base_url, "", "ANTHROPIC_BASE_URL")
+        self.endpoint = endpoint or resolve_endpoint("anthropic", base_url, "", _ENTRY.url_env)
         self.client: AsyncAnthropic = anthropic.AsyncAnthropic(
             base_url=self.endpoint.url,
             api_key=self._key,

@@ -1,12 +1,12 @@
 """What every provider takes and gives: one attempt of an agent call (runtime.md §4.1).
 
-The agent pipeline in `agents.py` owns everything around an attempt — budgets, the
+The agent pipeline (runtime/agents/) owns everything around an attempt — budgets, the
 concurrency gate, validation, repair, retry, record/replay. A provider only turns one
 `ProviderRequest` into one `ProviderReply`, running the tool loop of its API when the
 call has tools: the model asks for a tool, `request.call_tool` runs it on the host (the
 operator is asked first for approval-gated tools), the result goes back, until the model
-answers or `MAX_TOOL_ROUNDS` is reached. A remote provider is known by its entry in
-`provider_table.py`; the local ones (`mock`, `scripted`) are made in `providers.py`.
+answers or `MAX_TOOL_ROUNDS` is reached. Every provider is known by its entry in the one
+provider table (table.py).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import contextlib
 import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 from urllib.parse import urlsplit, urlunsplit
 
 from flow_kernel.errors import AgentInvocationError
@@ -74,6 +74,15 @@ class ProviderReply:
 
 class Provider(Protocol):
     async def attempt(self, request: ProviderRequest) -> ProviderReply: ...
+
+
+@runtime_checkable
+class KeepsPlace(Protocol):
+    """A provider whose replies depend on how many attempts came before (the scripted one:
+    a cursor per agent). An attempt answered elsewhere (the run's journal) is passed on to
+    it, so it keeps its place as the live attempt moved it."""
+
+    def passed(self, agent: str, prompt: str) -> None: ...
 
 
 @dataclass(frozen=True)

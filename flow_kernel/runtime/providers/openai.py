@@ -47,7 +47,10 @@ from flow_kernel.runtime.providers.base import (
     transport_errors,
 )
 from flow_kernel.runtime.providers.streaming import Delta, DeltaSink
+from flow_kernel.runtime.providers.table import PROVIDERS
 from flow_kernel.short_text import shorten
+
+_ENTRY = PROVIDERS["openai"]  # its key and endpoint variables
 
 OPENAI_HOST = "api.openai.com"  # OpenAI's own API: the output cap goes by its new name only
 
@@ -55,16 +58,13 @@ OPENAI_HOST = "api.openai.com"  # OpenAI's own API: the output cap goes by its n
 class OpenAIProvider:
     def __init__(self, base_url: str | None = None, api_key: str | None = None,
                  max_tokens: int | None = None, *, endpoint: Endpoint | None = None) -> None:
-        """`endpoint`: where requests go and which setting said so (provider_table.py);
+        """`endpoint`: where requests go and which setting said so (providers/table.py);
         else `base_url`, else $OPENAI_BASE_URL, else the client's default."""
-        try:
-            import openai
-        except ImportError:
-            raise AgentInvocationError("the `openai` provider needs the `openai` package: "
-                                       "pip install 'flow-kernel[providers]'") from None
+        import openai  # installed: the provider table's `require_client` checked it
+
         self._openai = openai
-        self._key = api_key or os.environ.get("OPENAI_API_KEY") or "unset"
-        self.endpoint = endpoint or resolve_endpoint("openai", base_url, "", "OPENAI_BASE_URL")
+        self._key = api_key or os.environ.get(_ENTRY.key_env) or "unset"
+        self.endpoint = endpoint or resolve_endpoint("openai", base_url, "", _ENTRY.url_env)
         self.client = openai.AsyncOpenAI(
             base_url=self.endpoint.url,
             api_key=self._key,

@@ -1,16 +1,17 @@
 """The one table of model providers (runtime.md §4.1): everything that knows a provider by
-name reads it here — building one on first use (runtime/agents.py), the `[providers.NAME]`
-keys of `flow.toml` (runtime/config.py), the `flow doctor` line (runtime/doctor.py),
-`%provider`'s check and its completion (kernel/magics.py, kernel/assist.py).
+name reads it here — building one (runtime/agents/), the `[providers.NAME]` keys of
+`flow.toml` (runtime/config.py), the `flow doctor` line (runtime/doctor.py), `%provider`'s
+check and its completion (kernel/magics.py, kernel/assist.py), the variables a client reads
+its key and endpoint from.
 
-Adding a remote provider is one `ProviderEntry` in `PROVIDERS` (plus its client module,
-`provider_NAME.py`, and its package in pyproject's `providers` extra, which
-tests/runtime/test_provider_table.py checks). The local providers `mock` and `scripted`
-are made per run from the program (runtime/providers/local.py), so they have no entry, only
-their names in `LOCAL_PROVIDERS`.
+Every provider is one `ProviderEntry` in `PROVIDERS`, the local ones (`mock`, `scripted`:
+runtime/providers/local.py) like the remote ones; what sets a kind apart is a property of
+its entry (`local`, `calls_tools`), never a check of its name. Adding a remote provider is
+one entry (plus its client module in runtime/providers/ and its package in pyproject's
+`providers` extra, which tests/runtime/test_provider_table.py checks).
 
-Imports only the standard library, `errors` and `provider_base` at module level: config.py reads
-this table, and a client library is imported only when its provider is built.
+Imports only the standard library, `errors` and `providers.base` at module level: config.py
+reads this table, and a client library is imported only when its provider is built.
 """
 
 from __future__ import annotations
@@ -18,13 +19,14 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flow_kernel.errors import AgentInvocationError
 from flow_kernel.runtime.providers.base import Endpoint, Provider, resolve_endpoint
 
-# Made from the program itself (an agent's `script`, seeded schema-valid values).
-LOCAL_PROVIDERS: tuple[str, ...] = ("mock", "scripted")
+if TYPE_CHECKING:
+    from flow_kernel.lang import ast
+
 # The pip extra that installs every remote provider's client (pyproject.toml).
 EXTRA = "providers"
 # Words a config file may not use for a provider's key: keys are read from the environment only.
@@ -83,19 +85,43 @@ STREAM = Option(lambda value: isinstance(value, bool), "true or false")
 
 
 @dataclass(frozen=True)
+class ProviderSetup:
+    """What a provider is built from: its entry, the run's configuration (a FlowConfig) and
+    the program's agent declarations by name (the scripted provider reads their scripts)."""
+
+    entry: ProviderEntry
+    config: Any
+    agents: Mapping[str, ast.AgentDecl] = field(default_factory=dict)
+
+    @property
+    def settings(self) -> ProviderSettings:
+        """The entry's `[providers.NAME]` table of the configuration."""
+        settings: ProviderSettings = self.config.provider(self.entry.name)
+        return settings
+
+    @property
+    def key(self) -> str | None:
+        return self.entry.key(self.settings)
+
+    @property
+    def endpoint(self) -> Endpoint:
+        return self.entry.endpoint(self.settings)
+
+
+@dataclass(frozen=True)
 class ProviderEntry:
-    name: str  # the prefix of `model: "NAME/model"`
-    # (settings, the key read from the environment or None) -> the provider; imports its client
-    build: Callable[[ProviderSettings, str | None], Provider]
-    package: str  # the client package: `flow doctor` shows its version
-    key_env: str  # the variable holding the key when `api_key_env` is not set
-    url_env: str  # the variable holding the endpoint when `base_url` is not set
+    name: str  # `model: "NAME/model"`; a local provider's model is its name alone
+    build: Callable[[ProviderSetup], Provider]  # imports its client: only when the provider is built
+    package: str = ""  # the client package (`flow doctor` shows its version); "": it needs none
+    key_env: str = ""  # the variable holding the key when `api_key_env` is not set
+    url_env: str = ""  # the variable holding the endpoint when `base_url` is not set
     options: Mapping[str, Option] = field(default_factory=dict)
     extra: str = EXTRA  # the pip extra that installs its client
     distribution: str = ""  # the client's name on PyPI, when it is not `package`
-    # A provider built from the whole configuration (its own tables, e.g. [a2a.NAME]) rather
-    # than from its [providers.NAME] settings alone: (FlowConfig) -> the provider.
-    configured: Callable[[Any], Provider] | None = None
+    # Made from the program itself when a run starts: no client, key or network; free; no
+    # resilience guard; its attempts stay in the task that awaits them.
+    local: bool = False
+    calls_tools: bool = True  # False: its replies never call tools (an agent's tools need no implementation)
 
     @property
     def config_keys(self) -> tuple[str, ...]:
@@ -108,10 +134,8 @@ class ProviderEntry:
 
     def key(self, settings: ProviderSettings) -> str | None:
         """The key, from the variable the settings name, else the default one."""
-        return os.environ.get(settings.api_key_env or self.key_env) or None
-
-    def make(self, settings: ProviderSettings) -> Provider:
-        return self.build(settings, self.key(settings))
+        variable = settings.api_key_env or self.key_env
+        return (os.environ.get(variable) or None) if variable else None
 
     @property
     def install(self) -> str:
@@ -119,9 +143,12 @@ class ProviderEntry:
         return f"pip install 'flow-kernel[{self.extra}]'"
 
     def require_client(self) -> None:
-        """Nothing when the client package imports; else the agent-invocation error that
-        names the package and the command that installs it (details: provider, package,
-        install), before any provider is built or any request is made."""
+        """Nothing when the client package imports (or none is needed); else the
+        agent-invocation error that names the package and the command that installs it
+        (details: provider, package, install), before any provider is built or any request
+        is made."""
+        if not self.package:
+            return
         try:
             __import__(self.package)
         except ImportError:
@@ -131,12 +158,11 @@ class ProviderEntry:
                 f"{self.install}", details={"provider": self.name, "package": package, "install": self.install},
             ) from None
 
-    def make_for(self, config: Any) -> Provider:
-        """The provider for a run's configuration (a FlowConfig); `require_client` first."""
+    def make_for(self, config: Any, agents: Mapping[str, ast.AgentDecl] | None = None) -> Provider:
+        """The provider for a run's configuration (a FlowConfig) and program (its agent
+        declarations by name); `require_client` first."""
         self.require_client()
-        if self.configured is not None:
-            return self.configured(config)
-        return self.make(config.provider(self.name))
+        return self.build(ProviderSetup(self, config, agents or {}))
 
     def doctor_line(self) -> str:
         """The client's version and whether its settings are in the environment (set or
@@ -153,72 +179,96 @@ class ProviderEntry:
                 f"{key} {'set' if os.environ.get(key) else 'unset'})")
 
 
-def _openai(settings: ProviderSettings, key: str | None) -> Provider:
+def _mock(setup: ProviderSetup) -> Provider:
+    from flow_kernel.runtime.providers.local import MockProvider
+
+    return MockProvider()
+
+
+def _scripted(setup: ProviderSetup) -> Provider:
+    from flow_kernel.runtime.providers.local import ScriptedProvider, parse_script
+
+    return ScriptedProvider({name: parse_script(decl) for name, decl in setup.agents.items()})
+
+
+def _openai(setup: ProviderSetup) -> Provider:
     from flow_kernel.runtime.providers.openai import OpenAIProvider
 
-    return OpenAIProvider(api_key=key, max_tokens=settings.max_tokens, endpoint=PROVIDERS["openai"].endpoint(settings))
+    return OpenAIProvider(api_key=setup.key, max_tokens=setup.settings.max_tokens, endpoint=setup.endpoint)
 
 
-def _anthropic(settings: ProviderSettings, key: str | None) -> Provider:
+def _anthropic(setup: ProviderSetup) -> Provider:
     from flow_kernel.runtime.providers.anthropic import AnthropicProvider
 
-    endpoint = PROVIDERS["anthropic"].endpoint(settings)
-    if settings.max_tokens is not None:
-        return AnthropicProvider(api_key=key, max_tokens=settings.max_tokens, endpoint=endpoint)
-    return AnthropicProvider(api_key=key, endpoint=endpoint)
+    max_tokens = setup.settings.max_tokens
+    if max_tokens is not None:
+        return AnthropicProvider(api_key=setup.key, max_tokens=max_tokens, endpoint=setup.endpoint)
+    return AnthropicProvider(api_key=setup.key, endpoint=setup.endpoint)
 
 
-def _a2a(settings: ProviderSettings, key: str | None) -> Provider:
-    """`a2a/NAME` without a configuration's [a2a.*] tables: only [providers.a2a] base_url."""
-    from flow_kernel.runtime.remote.a2a import A2AProvider
-
-    return A2AProvider({}, _a2a_default(settings), key)
-
-
-def _a2a_configured(config: Any) -> Provider:
+def _a2a(setup: ProviderSetup) -> Provider:
     """`a2a/NAME`: the agent [a2a.NAME] declares, else the one at [providers.a2a] base_url
     (or $A2A_BASE_URL); the bearer token of agents without their own `token_env` from
     [providers.a2a] api_key_env (or $A2A_TOKEN)."""
     from flow_kernel.runtime.remote.a2a import A2AProvider
 
-    settings = config.provider("a2a")
-    entry = PROVIDERS["a2a"]
-    return A2AProvider(dict(config.a2a), _a2a_default(settings), entry.key(settings))
+    endpoint = setup.endpoint
+    return A2AProvider(dict(setup.config.a2a), endpoint if endpoint.url else None, setup.key)
 
 
-def _a2a_default(settings: ProviderSettings) -> Endpoint | None:
-    """The agent at [providers.a2a] base_url, else $A2A_BASE_URL; None: there is no default agent."""
-    endpoint = PROVIDERS["a2a"].endpoint(settings)
-    return endpoint if endpoint.url else None
-
-
-# The remote providers, by the prefix of `model: "provider/model"`, in the order they are listed.
+# Every provider, by the prefix of `model: "provider/model"` (a local one: its whole name),
+# the local ones first, in the order they are listed.
 PROVIDERS: dict[str, ProviderEntry] = {entry.name: entry for entry in (
+    # Seeded schema-valid values; it calls each of a call's tools once (local.py).
+    ProviderEntry("mock", _mock, local=True),
+    # An agent's `script`; its replies never call tools.
+    ProviderEntry("scripted", _scripted, local=True, calls_tools=False),
     # `max_tokens` caps every request's output when set (as `max_completion_tokens` to OpenAI's
-    # own API, as both names to any other endpoint: provider_openai.py), and is what a `cost`
-    # limit reserves for each attempt's output (else DEFAULT_MAX_OUTPUT_TOKENS, lang/prices.py),
+    # own API, as both names to any other endpoint: openai.py), and is what a `cost` limit
+    # reserves for each attempt's output (else DEFAULT_MAX_OUTPUT_TOKENS, lang/prices.py),
     # which a cost-limited request then carries as its cap.
     ProviderEntry("openai", _openai, "openai", "OPENAI_API_KEY", "OPENAI_BASE_URL",
                   {"max_tokens": MAX_TOKENS, "stream": STREAM, **RESILIENCE}),
     ProviderEntry("anthropic", _anthropic, "anthropic", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL",
                   {"max_tokens": MAX_TOKENS, "stream": STREAM, **RESILIENCE}),
     # A remote A2A agent as the model (runtime/remote/a2a.py, docs/protocols.md).
-    ProviderEntry("a2a", _a2a, "a2a", "A2A_TOKEN", "A2A_BASE_URL", extra="protocols", distribution="a2a-sdk",
-                  configured=_a2a_configured),
+    ProviderEntry("a2a", _a2a, "a2a", "A2A_TOKEN", "A2A_BASE_URL", extra="protocols", distribution="a2a-sdk"),
 )}
+# The providers a configuration may have a `[providers.NAME]` table for, and `flow doctor` checks.
+REMOTE_PROVIDERS: dict[str, ProviderEntry] = {name: entry for name, entry in PROVIDERS.items() if not entry.local}
+LOCAL_PROVIDERS: tuple[str, ...] = tuple(name for name, entry in PROVIDERS.items() if entry.local)
+
+
+def is_local(name: str) -> bool:
+    """Whether `name` is a local provider of the table (an unknown name is not)."""
+    entry = PROVIDERS.get(name)
+    return entry is not None and entry.local
+
+
+def is_remote(name: str) -> bool:
+    """Whether `name` is a remote provider of the table (an unknown name is not)."""
+    entry = PROVIDERS.get(name)
+    return entry is not None and not entry.local
+
+
+def calls_tools(name: str) -> bool:
+    """Whether the provider's replies may call tools (an unknown one, given by an embedder,
+    may)."""
+    entry = PROVIDERS.get(name)
+    return entry is None or entry.calls_tools
 
 
 def model_names() -> tuple[str, ...]:
     """What `%provider` and completion offer: the local providers, then `NAME/` per remote one."""
-    return (*LOCAL_PROVIDERS, *(f"{name}/" for name in PROVIDERS))
+    return (*LOCAL_PROVIDERS, *(f"{name}/" for name in REMOTE_PROVIDERS))
 
 
 def is_model(text: str) -> bool:
     """`mock`, `scripted` or `NAME/MODEL` of a provider in the table."""
     provider, slash, _ = text.partition("/")
-    return text in LOCAL_PROVIDERS or (bool(slash) and provider in PROVIDERS)
+    return is_local(text) or (bool(slash) and is_remote(provider))
 
 
 def model_forms() -> tuple[str, ...]:
     """`mock`, `scripted`, `openai/MODEL`, `anthropic/MODEL`: how a model is written, for usage lines."""
-    return (*LOCAL_PROVIDERS, *(f"{name}/MODEL" for name in PROVIDERS))
+    return (*LOCAL_PROVIDERS, *(f"{name}/MODEL" for name in REMOTE_PROVIDERS))

@@ -37,7 +37,7 @@ MAX_QUESTIONS = 8
 class A2AProvider:
     def __init__(self, agents: dict[str, A2AAgentSettings], default: Endpoint | None, default_token: str | None) -> None:
         """`default`: the agent at [providers.a2a] base_url or $A2A_BASE_URL, for names
-        that `agents` does not declare (provider_table.py); None: there is none."""
+        that `agents` does not declare (providers/table.py); None: there is none."""
         self.agents = agents
         self.default = default
         self.default_token = default_token
@@ -60,11 +60,9 @@ class A2AProvider:
                                    f"{known})", details={"agent": name})
 
     async def attempt(self, request: ProviderRequest) -> ProviderReply:
-        try:
-            import httpx
-            from a2a.client import A2AClientError, ClientConfig, create_client
-        except ImportError:
-            raise AgentInvocationError("A2A agents need the protocol SDKs: pip install 'flow-kernel[protocols]'") from None
+        import httpx  # installed with the SDK, which the provider table's `require_client` checked
+        from a2a.client import A2AClientError, ClientConfig, create_client
+
         endpoint, token, timeout = self._agent(request.model)
         url = endpoint.url or ""
         key = (request.agent, request.prompt)

@@ -1,0 +1,133 @@
+"""What an agent call is to the pipeline: the agent's declaration as the host reads it
+(`AgentSpec`), one call's state while it runs (`AgentCall`), and the checks of what the
+sandbox sends with a call (its options, an `expect` answer)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from flow_kernel.errors import CapabilityViolationError
+from flow_kernel.lang import ast
+from flow_kernel.lang.check_result import CheckResult
+from flow_kernel.lang.env import AgentInfo
+from flow_kernel.lang.literals import NOT_LITERAL, literal_value
+from flow_kernel.lang.prices import Price
+from flow_kernel.lang.prompt_files import PromptFile
+from flow_kernel.lang.schema import type_schema
+from flow_kernel.runtime.providers.base import ToolSpec
+from flow_kernel.runtime.providers.streaming import DeltaMerger
+
+# `json.dumps(value, sort_keys=True)` (a schema's lookup key), without a new encoder per call.
+sorted_json = json.JSONEncoder(sort_keys=True).encode
+
+
+@dataclass
+class AgentSpec:
+    name: str
+    model: str
+    fields: dict[str, Any]
+    tools: list[str]
+    decl: ast.AgentDecl
+    prompt_files: list[PromptFile] = field(default_factory=list)  # read at check time (lang/check_prompts.py)
+
+
+@dataclass
+class AgentCall:
+    """One agent call as the attempt loop and its layers see it."""
+
+    spec: AgentSpec
+    payload: dict[str, Any]
+    label: str
+    occurrence: int
+    schema: dict[str, Any]
+    provider: str
+    model: str
+    system: str
+    prompt: str
+    tools: list[ToolSpec]
+    identity: str = ""  # what the cassette hashes: the prompt, plus the digests of the agent's prompt files
+    log: list[dict[str, Any]] = field(default_factory=list)
+    usage: dict[str, int] = field(default_factory=lambda: {"input_tokens": 0, "output_tokens": 0})
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    raw: list[str | None] = field(default_factory=list)
+    schema_key: str = ""
+    merger: DeltaMerger | None = None  # its streamed text, merged into `agent.delta` events (streaming.py)
+    partial: str | None = None  # what a failed attempt's stream had written, for the trace
+    price: Price | None = None  # the model's price (lang/prices.py); None: unknown
+    cost: float = 0.0  # what its replies cost so far
+    sent: bool = False  # whether the current attempt's request went to a provider
+    # The output tokens its cost reservations assume (cost.py); its requests carry them as
+    # their cap. None: no `cost` limit encloses the call.
+    output_cap: int | None = None
+
+
+def agent_spec(node: ast.Decl, tools: list[str], info: AgentInfo | None = None) -> AgentSpec:
+    """An agent's declaration as the host reads it: its literal fields (and the texts of its
+    `file("…")` fields, as the checker read them), its tools and prompt files."""
+    assert isinstance(node, ast.AgentDecl)
+    fields: dict[str, Any] = {}
+    for f in node.fields:
+        value = literal_value(f.value) if isinstance(f.value, ast.Expr) else NOT_LITERAL
+        if value is not NOT_LITERAL:
+            fields[f.name.name] = value
+    if info is not None:
+        fields.update(info.texts)
+    return AgentSpec(node.name.name, str(fields.get("model", "default")), fields, list(tools), node,
+                     list(info.prompt_files) if info is not None else [])
+
+
+def prompt_files_identity(files: list[PromptFile]) -> str:
+    """The part of a call's cassette identity that stands for its prompt files: one line per
+    file with the digest of its text, so an edited file is a replay miss whose diff names it.
+    Empty when the agent has none (cassettes recorded before prompt files still match)."""
+    return "".join(f"\n[prompt file {f.path} ({f.used_for}): sha256 {f.digest}]" for f in files)
+
+
+def compiled_output_schemas(check: CheckResult) -> dict[str, dict[str, Any]]:
+    """Every output schema the program's agent calls may use, as the code generator wrote
+    them (`type_schema` of each call site's output type, and of each agent's declared output),
+    by their JSON text."""
+    types = list(check.call_outputs.values())
+    types += [entry.agent.output for entry in check.decls.values() if entry.agent is not None]
+    schemas = (type_schema(t) for t in types)
+    return {sorted_json(schema): schema for schema in schemas}
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+# What the generated code puts in an agent call's options (codegen `agent_call`), by type.
+_OPTION_TYPES: dict[str, Callable[[Any], bool]] = {
+    "label": lambda v: v is None or isinstance(v, str),
+    "schema": lambda v: isinstance(v, dict),
+    "tools": lambda v: isinstance(v, list) and all(isinstance(t, str) for t in v),
+    "repair": _number,
+    "timeout": lambda v: v is None or _number(v),
+    "choice": lambda v: v is None or isinstance(v, list),
+}
+
+
+def checked_options(payload: dict[str, Any]) -> dict[str, Any]:
+    """An agent request's options, shaped as the generated code shapes them. Any other shape
+    came from a bypassed sandbox: a `capability-violation`, never a host TypeError (`isolate`)."""
+    if not isinstance(payload.get("frame"), str | None):  # a dict key later: a list would be a host TypeError
+        raise CapabilityViolationError("an agent request's frame must be a string")
+    options = payload.get("options") or {}
+    if not isinstance(options, dict):
+        raise CapabilityViolationError("an agent request's options must be an object")
+    for key, valid in _OPTION_TYPES.items():
+        if key in options and not valid(options[key]):
+            raise CapabilityViolationError(f"an agent request's option `{key}` has the wrong type",
+                                           details={"option": key})
+    return options
+
+
+def expect_messages(reply: Any) -> list[str]:
+    """The sandbox's answer to an `expect` check: the failed clauses' messages."""
+    if not isinstance(reply, list) or not all(isinstance(m, str) for m in reply):
+        raise CapabilityViolationError("the sandbox answered an `expect` check with something other than messages")
+    return reply
