@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from flow_kernel.bench.measure import Figures, Row, Target, stats
+from flow_kernel.runtime.context import RunContext
 from flow_kernel.runtime.policy.ceilings import Ceilings
 
 NAME = "evals"
@@ -48,11 +49,10 @@ def measure(quick: bool) -> Figures:
 
 
 async def _items_per_s(folder: Path, program: str, concurrency: int, sandbox: bool) -> float:
-    from flow_kernel.runtime.eval.api import evaluate
     from flow_kernel.runtime.session import Session
 
     ceilings = dataclasses.replace(Ceilings.from_env(), sandboxes=concurrency)  # the person's --concurrency
-    session = Session(directory=folder, journal_dir=None, sandbox=sandbox, ceilings=ceilings)
+    session = Session(directory=folder, journal_dir=None, sandbox=sandbox, context=RunContext(ceilings=ceilings))
     started: list[float] = []
 
     def first(_result: object) -> None:  # timed from the first item: the sandboxes' start is not the eval's pace
@@ -60,7 +60,7 @@ async def _items_per_s(folder: Path, program: str, concurrency: int, sandbox: bo
             started.append(time.perf_counter())
 
     try:
-        report = await evaluate(session, "fetch", "cases.jsonl", program=program, concurrency=concurrency, on_result=first)
+        report = await session.eval_async("fetch", "cases.jsonl", program=program, concurrency=concurrency, on_result=first)
     finally:
         await session.aclose()
     if report.summary.completed != report.summary.items:

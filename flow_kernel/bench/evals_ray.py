@@ -82,7 +82,6 @@ def _two_processes() -> float:
 
 async def _eval_s(folder: Path, executor: str, workers: int) -> tuple[float, float]:
     """The eval's seconds end to end, and its items/s from the first item's end."""
-    from flow_kernel.runtime.eval.api import evaluate
     from flow_kernel.runtime.session import Session
 
     session = Session(directory=folder, journal_dir=None)
@@ -97,9 +96,9 @@ async def _eval_s(folder: Path, executor: str, workers: int) -> tuple[float, flo
 
     started = time.perf_counter()
     try:
-        report = await evaluate(session, "crunch", "cases.jsonl", program=CPU, concurrency=workers,
-                                executor=executor, workers=workers if executor == "ray" else None,
-                                on_result=ended_one)
+        report = await session.eval_async("crunch", "cases.jsonl", program=CPU, concurrency=workers,
+                                          executor=executor, workers=workers if executor == "ray" else None,
+                                          on_result=ended_one)
     finally:
         await session.aclose()
     ended = time.perf_counter()

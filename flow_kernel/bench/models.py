@@ -20,6 +20,7 @@ from typing import Any
 
 from flow_kernel.bench.measure import Figures, Row, Target, stats
 from flow_kernel.runtime.agents import AgentPipeline
+from flow_kernel.runtime.context import RunContext
 from flow_kernel.runtime.providers.base import ProviderReply, ProviderRequest
 from flow_kernel.runtime.providers.resilience import Limits, ProviderGuard, RealClock
 from flow_kernel.runtime.providers.streaming import Delta
@@ -60,7 +61,8 @@ def delta_run(calls: int, interval: float) -> dict[str, float]:
     saved = AgentPipeline.delta_interval
     AgentPipeline.delta_interval = interval
     try:
-        session = Session(sandbox=False, journal_dir=None, sinks=[sink], providers={"bench": StreamingProvider()})
+        session = Session(sandbox=False, journal_dir=None,
+                          context=RunContext(sinks=[sink], providers={"bench": StreamingProvider()}))
         started = time.perf_counter()
         outcome = session.run(program)
         elapsed = time.perf_counter() - started

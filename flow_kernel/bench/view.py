@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from flow_kernel.bench.measure import Figures, Row, Target
+from flow_kernel.runtime.context import RunContext
 from flow_kernel.runtime.session import Session
 from flow_kernel.views.run_model import RunModel
 from flow_kernel.views.run_stream import RATE, Batcher, Compactor
@@ -45,7 +46,7 @@ def events_of(n: int) -> list[dict[str, Any]]:
     events: list[dict[str, Any]] = []
 
     async def go() -> None:
-        async with Session(operator="auto-approve", journal_dir=None, sinks=[events.append]) as session:
+        async with Session(operator="auto-approve", journal_dir=None, context=RunContext(sinks=[events.append])) as session:
             outcome = await session.run_async(PROGRAM.format(n=n))
             if outcome.error is not None:
                 raise SystemExit(f"benchmark run failed: {outcome.error}")

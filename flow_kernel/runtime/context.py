@@ -16,7 +16,7 @@ later cells add their text.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -69,8 +69,8 @@ class RunContext:
     journal_dir: Path | None = None
     resume: Checkpoint | None = None
     run_id: str | None = None
-    sinks: tuple[EventSink, ...] = ()
-    trace_sinks: tuple[TraceSink, ...] = ()
+    sinks: Sequence[EventSink] = ()  # kept as a tuple
+    trace_sinks: Sequence[TraceSink] = ()  # kept as a tuple
     debug: bool = False
     sources: Mapping[str, str] = dataclasses.field(default_factory=dict)
 

@@ -26,10 +26,9 @@ from flow_kernel.errors import (
 )
 from flow_kernel.lang.check_result import CheckResult
 from flow_kernel.lang.env import DEFAULT_LIMITS
-from flow_kernel.runtime.agents import AgentPipeline, SandboxCall, TraceSink
+from flow_kernel.runtime.agents import AgentPipeline, HostCalls, SandboxCall
 from flow_kernel.runtime.budgets import FrameBudget
-from flow_kernel.runtime.config import FlowConfig
-from flow_kernel.runtime.durable.cassette import CassettePlayer, CassetteRecorder
+from flow_kernel.runtime.context import RunContext
 from flow_kernel.runtime.durable.checkpoint import RunCheckpoint, position
 from flow_kernel.runtime.durable.deadlines import PromptDeadline, answer_by
 from flow_kernel.runtime.durable.journal import digest
@@ -41,14 +40,8 @@ from flow_kernel.runtime.events.vocabulary import (
     sub_order,
 )
 from flow_kernel.runtime.policy import processes
-from flow_kernel.runtime.policy.ceilings import Ceilings
-from flow_kernel.runtime.policy.operator import Operator
-from flow_kernel.runtime.providers.base import Provider
-from flow_kernel.runtime.providers.resilience import Resilience
-from flow_kernel.runtime.tools import ToolRegistry
 from flow_kernel.runtime.validation import require_valid, schema_validator
 
-EventSink = Callable[[Event], None]
 # What `json.dumps(data, ensure_ascii=False, default=str)` gives, without building an
 # encoder for every event (the output ceiling counts the length of this text).
 _data_text = json.JSONEncoder(ensure_ascii=False, default=str).encode
@@ -69,42 +62,29 @@ def _timestamp() -> str:
 
 @dataclass
 class HostServices:
+    """The host side of one run: `context` holds its settings (its `run_id` set), `checkpoint`
+    the run's journal to answer effects from and write them to (checkpoint.py)."""
+
     check: CheckResult
-    run_id: str
-    operator: Operator = field(default_factory=lambda: Operator("none"))
-    allow_run: frozenset[str] = frozenset()
-    sinks: list[EventSink] = field(default_factory=list)
+    context: RunContext = field(default_factory=RunContext)
+    checkpoint: RunCheckpoint | None = None
     sandbox_call: SandboxCall | None = None
-    recorder: CassetteRecorder | None = None
-    player: CassettePlayer | None = None
-    config: FlowConfig = field(default_factory=FlowConfig)
-    tools: ToolRegistry = field(default_factory=ToolRegistry)
-    trace_sinks: list[TraceSink] = field(default_factory=list)
-    debug: bool = False
-    providers: dict[str, Provider] = field(default_factory=dict)
-    cassette_scope: str = ""  # the program and workflow run, in cassette keys (cassette.source_scope)
-    ceilings: Ceilings = field(default_factory=Ceilings)
-    checkpoint: RunCheckpoint | None = None  # the journal's effects: answered from, written to (checkpoint.py)
-    resilience: Resilience | None = None  # the session's provider guards (resilience.py); None: the run's own
 
     def __post_init__(self) -> None:
+        self.run_id = self.context.run_id or ""
         self.events: list[Event] = []
         self.seq = 0
         self.output_bytes = 0  # bytes of event data so far, against `ceilings.output_bytes`
         self.failure: FlowError | None = None  # set when the host stops the run (see `fail`)
         self._stop: asyncio.Future[FlowError] | None = None
         self._deadline: float | None = None
-        self.run_policy = processes.RunPolicy(self.allow_run)
-        self.children = processes.Children(min(processes.CHILDREN_AT_ONCE, self.ceilings.concurrency))  # killed when the run ends
+        self.run_policy = processes.RunPolicy(self.context.allow_run)
+        self.children = processes.Children(min(processes.CHILDREN_AT_ONCE, self.context.ceilings.concurrency))  # killed when the run ends
         self._validators: dict[tuple[str, str], Any] = {}  # (workflow, error code) -> its schema's validator
         self.frames: dict[str, FrameBudget] = {}
-        self.agents = AgentPipeline(self.check, self.emit, self.frames, config=self.config, tools=self.tools,
-                                    approve_tool=self.approve_tool, recorder=self.recorder, player=self.player,
-                                    trace_sinks=self.trace_sinks, debug=self.debug, providers=self.providers,
-                                    scope=self.cassette_scope, checkpoint=self.checkpoint, resilience=self.resilience)
-        self.agents.sandbox_call = self._call_sandbox
-        self.agents.emit_kept = self.emit_kept
-        self.agents.ask_operator = self.ask  # an A2A agent's input-required (runtime/remote/a2a.py)
+        self.agents = AgentPipeline(self.check, self.context, self.frames,
+                                    HostCalls(self.emit, self.approve_tool, emit_kept=self.emit_kept, ask_operator=self.ask,
+                                              sandbox_call=self._call_sandbox), self.checkpoint)
 
     async def _call_sandbox(self, op: str, payload: dict[str, Any]) -> Any:
         """Ask the sandbox (set by the executor once the run has one): `expect` clauses."""
@@ -175,21 +155,21 @@ class HostServices:
 
     def _number(self, kind: str, span: dict[str, Any], stage: Any, data: Any, order: list[Any], last: bool) -> None:
         self.output_bytes += len(_data_text(data))
-        if self.output_bytes > self.ceilings.output_bytes and not last:
-            self.fail(self.ceilings.exceeded("output", self.output_bytes))
+        if self.output_bytes > self.context.ceilings.output_bytes and not last:
+            self.fail(self.context.ceilings.exceeded("output", self.output_bytes))
             return
         self.seq += 1
         full = {"type": kind, "run": self.run_id, "seq": self.seq, "ts": _timestamp(), "span": span, "stage": stage,
                 "data": data or {}, "order": order}
         if kind == "workflow.started":
             data = full["data"]
-            limits = self.ceilings.clamp(self.compiled_limits(str(data.get("name"))))
+            limits = self.context.ceilings.clamp(self.compiled_limits(str(data.get("name"))))
             self.frames[str(data.get("frame"))] = FrameBudget(
                 data.get("parent"), int(limits.get("agent_runs", 0)), name=str(data.get("name")),
                 gate=asyncio.Semaphore(max(1, int(limits.get("concurrency", 1)))),
                 cost=float(limits["cost"]) if isinstance(limits.get("cost"), int | float) else None)
         self.events.append(full)
-        for sink in self.sinks:
+        for sink in self.context.sinks:
             with contextlib.suppress(Exception):  # sinks are best-effort (runtime.md §4)
                 sink(full)
 
@@ -202,7 +182,7 @@ class HostServices:
                 "ts": datetime.datetime.now(datetime.UTC).isoformat(timespec="milliseconds"),
                 "span": event.get("span") or {"id": None, "parent": None}, "stage": event.get("stage"),
                 "data": event.get("data") or {}, "order": LAST}
-        for sink in self.sinks:
+        for sink in self.context.sinks:
             if not isinstance(sink, Journal):
                 with contextlib.suppress(Exception):  # sinks are best-effort (runtime.md §4)
                     sink(full)
@@ -288,7 +268,7 @@ class HostServices:
         try:
             answer, how = await self._decide("approve", payload, {"question": question, "details": payload.get("details"),
                                                                   **({"deadline": timed} if timed else {})},
-                                             lambda: answer_by(deadline, self.operator.approve(
+                                             lambda: answer_by(deadline, self.context.operator.approve(
                                                  question, payload.get("details"), {"run": self.run_id, **timed})))
         except FlowError as exc:
             self._event("approval.resolved", payload, {"kind": "approve", "question": question, "error": exc.code})
@@ -311,7 +291,7 @@ class HostServices:
         try:
             answer, how = (bool(replayed[0]), "replayed") if replayed is not None else \
                 await self._decide("tool", payload, {"question": question, "details": details},
-                                   lambda: self.operator.approve(question, details, {"run": self.run_id, "tool": tool}),
+                                   lambda: self.context.operator.approve(question, details, {"run": self.run_id, "tool": tool}),
                                    key=key)
         except FlowError as exc:
             self.emit({"type": "approval.resolved", "span": span, "stage": payload.get("stage"),
@@ -331,7 +311,7 @@ class HostServices:
         try:
             answer, how = await self._decide(
                 "ask", payload, {"question": question, "details": None, "choices": choice, **({"deadline": timed} if timed else {})},
-                lambda: answer_by(deadline, self.operator.ask(question, choice if isinstance(choice, list) else None,
+                lambda: answer_by(deadline, self.context.operator.ask(question, choice if isinstance(choice, list) else None,
                                                               {"run": self.run_id, **timed})))
         except FlowError as exc:
             self._event("approval.resolved", payload, {"kind": "ask", "question": question, "error": exc.code})
@@ -373,7 +353,7 @@ class HostServices:
         """An operator decision: from the journal, a later answer, `defer` (the run stops), or asked now."""
         if self.checkpoint is None:
             return await ask()
-        return await self.checkpoint.decide(kind, key or position(kind, payload), request, self.operator.policy, ask)
+        return await self.checkpoint.decide(kind, key or position(kind, payload), request, self.context.operator.policy, ask)
 
 
 async def _now() -> str:

@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import secrets
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -22,20 +23,15 @@ from flow_kernel.errors import (
 )
 from flow_kernel.lang.compiler import Compiled
 from flow_kernel.lang.sourcemap import span_to_json
-from flow_kernel.runtime.agents import TraceSink
-from flow_kernel.runtime.config import FlowConfig
-from flow_kernel.runtime.durable.cassette import CassettePlayer, CassetteRecorder, source_scope
+from flow_kernel.runtime.context import RunContext
+from flow_kernel.runtime.durable.cassette import source_scope
 from flow_kernel.runtime.durable.checkpoint import RunCheckpoint
-from flow_kernel.runtime.durable.journal import Checkpoint, Journal, RunLocked, now_text
+from flow_kernel.runtime.durable.journal import Journal, RunLocked, now_text
 from flow_kernel.runtime.durable.nofollow import LinkRefused
 from flow_kernel.runtime.durable.resume import program_header
 from flow_kernel.runtime.gc_policy import older_objects_frozen
-from flow_kernel.runtime.host import EventSink, HostServices
-from flow_kernel.runtime.policy.ceilings import Ceilings, name_the_ceiling
-from flow_kernel.runtime.policy.operator import Operator
-from flow_kernel.runtime.providers.base import Provider
-from flow_kernel.runtime.providers.resilience import Resilience
-from flow_kernel.runtime.tools import ToolRegistry
+from flow_kernel.runtime.host import HostServices
+from flow_kernel.runtime.policy.ceilings import name_the_ceiling
 from flow_kernel.runtime.validation import require_valid
 
 
@@ -57,7 +53,7 @@ class RunOutcome:
     compiled: Compiled | None = None  # the program that ran
     # file name -> text of more sources the run's spans can point into than the program and
     # the files it `use`s: a Session's cells (its own dict, shared, not copied per run)
-    sources: dict[str, str] = field(default_factory=dict, repr=False)
+    sources: Mapping[str, str] = field(default_factory=dict, repr=False)
     shown_as: dict[str, str] = field(default_factory=dict, repr=False)  # a file's shown name -> its name
     # the pending requests a `defer` operator left (status `waiting`): {id, kind, question, details, choices}
     pending: list[dict[str, Any]] = field(default_factory=list)
@@ -135,40 +131,29 @@ def new_run_id() -> str:
     return "r" + secrets.token_hex(6)
 
 
-async def run_compiled(compiled: Compiled, executor: Executor, *, workflow: str | None = None,
-                       input: dict[str, Any] | None = None, session_values: dict[str, Any] | None = None,
-                       operator: Operator | None = None, allow_run: frozenset[str] = frozenset(),
-                       sinks: list[EventSink] | None = None, run_id: str | None = None,
-                       journal_dir: Path | str | None = None, record: Path | str | CassetteRecorder | None = None,
-                       replay: Path | str | CassettePlayer | None = None, config: FlowConfig | None = None,
-                       tools: ToolRegistry | None = None, trace_sinks: list[TraceSink] | None = None,
-                       debug: bool = False, providers: dict[str, Provider] | None = None,
-                       ceilings: Ceilings | None = None, sources: dict[str, str] | None = None,
-                       cassette_scope: str | None = None, resume: Checkpoint | None = None,
-                       resilience: Resilience | None = None) -> RunOutcome:
-    """Run a compiled module: its top level, or `workflow` with `input`. Never raises a FlowError:
-    failures are in the outcome, with the events up to the failure (and, with `journal_dir`,
-    in `<journal_dir>/<run>.jsonl` as they happen).
+async def run_compiled(compiled: Compiled, executor: Executor, context: RunContext | None = None, *,
+                       workflow: str | None = None, input: dict[str, Any] | None = None,
+                       session_values: dict[str, Any] | None = None) -> RunOutcome:
+    """Run a compiled module: its top level, or `workflow` with `input`, with the settings of
+    `context` (default: `RunContext()`, no grants). Never raises a FlowError: failures are in
+    the outcome, with the events up to the failure (and, with `context.journal_dir`, in
+    `<journal_dir>/<run>.jsonl` as they happen). `session_values` are the bindings of a
+    session's earlier cells.
 
-    `config` resolves `model: "default"` and the providers' endpoints; `tools` holds the
-    Python tools; `trace_sinks` get one trace per agent call (with the compiled prompt and
-    raw output when `debug`); `providers` replaces providers by name (tests, embedding).
     A session passes one cassette object for all its runs; the calls of a run are keyed in
-    it by the run's program and workflow (`cassette.source_scope`). `ceilings` (default:
-    `Ceilings.from_env()`) bound every limit the program asks for and its output. `sources`
-    (file name -> text) are more sources the run's spans can point into, besides the
-    program's own and the files it `use`s (a session's earlier cells). `cassette_scope` replaces
-    the run's scope in cassette keys: an eval runs one workflow for many items, each its own
-    scope (runtime/eval), so that items neither share nor replace each other's answers.
+    it by `context.cassette_scope`, by default the run's program and workflow
+    (`cassette.source_scope`): an eval runs one workflow for many items, each its own scope
+    (runtime/eval), so that items neither share nor replace each other's answers.
 
     The journal is also the run's checkpoint (checkpoint.py, docs/durability.md): its header
-    says what ran, every effect is journaled before the run goes on, and `resume` (the
-    verified journal of an earlier execution of `run_id`) answers the effects it holds and
-    appends to it. The `defer` operator stops the run `waiting` (`outcome.pending`)."""
+    says what ran, every effect is journaled before the run goes on, and `context.resume`
+    (the verified journal of an earlier execution of `context.run_id`) answers the effects
+    it holds and appends to it. The `defer` operator stops the run `waiting` (`outcome.pending`)."""
     if compiled.python is None:
         raise ValueError("the module has compile errors; nothing runs")
-    run_id = run_id or new_run_id()
-    known = sources if sources is not None else {}
+    context = context if context is not None else RunContext()
+    run_id, resume, journal_dir = context.run_id or new_run_id(), context.resume, context.journal_dir
+    known = context.sources
     try:
         journal = (Journal(journal_dir, run_id, append=resume is not None, last_mac=resume.last_mac if resume else "")
                    if journal_dir is not None else None)
@@ -181,7 +166,7 @@ async def run_compiled(compiled: Compiled, executor: Executor, *, workflow: str 
                 # On the disk with the run's first effect or its end (Journal.record): before
                 # its first effect a run has done nothing a resume would have to skip.
                 journal.record("header", program_header(compiled.check, workflow, input, session_values,
-                                                        (operator or Operator("none")).policy), sync=False)
+                                                        context.operator.policy), sync=False)
             else:
                 journal.record("resumed", {"execution": resume.executions + 1, "at": now_text()})
             checkpoint = RunCheckpoint(journal, resume)
@@ -190,16 +175,10 @@ async def run_compiled(compiled: Compiled, executor: Executor, *, workflow: str 
                 journal.close()
                 return RunOutcome(run_id, error=FlowIsolateError(f"the run's journal cannot be sealed: {exc}"),
                                   compiled=compiled, sources=known)
-    all_sinks: list[EventSink] = ([journal] if journal is not None else []) + list(sinks or [])
-    host = HostServices(compiled.check, run_id, operator or Operator("none"), allow_run, all_sinks,
-                        recorder=record if isinstance(record, CassetteRecorder | None) else CassetteRecorder(record),
-                        player=replay if isinstance(replay, CassettePlayer | None) else CassettePlayer(replay),
-                        config=config or FlowConfig(), tools=tools or ToolRegistry(), trace_sinks=list(trace_sinks or []),
-                        debug=debug, providers=dict(providers or {}),
-                        cassette_scope=cassette_scope or source_scope(compiled.check.source.name,
-                                                                      compiled.check.source.text, workflow),
-                        ceilings=ceilings if ceilings is not None else Ceilings.from_env(), checkpoint=checkpoint,
-                        resilience=resilience)
+    source = compiled.check.source
+    host = HostServices(compiled.check, context.replace(
+        run_id=run_id, sinks=(*([journal] if journal is not None else []), *context.sinks),
+        cassette_scope=context.cassette_scope or source_scope(source.name, source.text, workflow)), checkpoint)
     if checkpoint is not None:
         checkpoint.on_wait = host.fail
     outcome = RunOutcome(run_id, events=host.events, journal=journal.path if journal is not None else None,
@@ -234,11 +213,11 @@ async def _run(compiled: Compiled, executor: Executor, host: HostServices, outco
             limits = ctx.limits if ctx is not None else limits
         # The host's ceilings, on this side of the trust boundary: the deadline the host
         # enforces is the clamped one, and the sandbox gets them to clamp its step caps.
-        limits = host.ceilings.clamp(limits)
+        limits = host.context.ceilings.clamp(limits)
         host.deadline = started + limits["duration"] / 1000 if limits.get("duration") else None
         payload = {"run": run_id, "module": compiled.python, "filename": "<flow>",
                    "args": {"workflow": workflow, "input": input or {}, "session": session_values or {}},
-                   "deadline_ms": limits.get("duration"), "ceilings": host.ceilings.for_limits()}
+                   "deadline_ms": limits.get("duration"), "ceilings": host.context.ceilings.for_limits()}
         assert compiled.python is not None
         reply = await executor.run(compiled.python, payload, host)
         if host.failure is not None:  # the host stopped it (an executor that could not be interrupted)
@@ -254,7 +233,7 @@ async def _run(compiled: Compiled, executor: Executor, host: HostServices, outco
             return outcome
         if host.failure is not None and exc is not host.failure:  # what the sandbox said as it was stopped
             exc = host.failure
-        exc = name_the_ceiling(exc, host.ceilings, _asked_limits(compiled), (time.monotonic() - started) * 1000)
+        exc = name_the_ceiling(exc, host.context.ceilings, _asked_limits(compiled), (time.monotonic() - started) * 1000)
         outcome.error = _locate(exc, compiled)
         outcome.bindings, outcome.steps = _bindings_and_steps(exc.dto)
         _record_failure(host, outcome.error, workflow)

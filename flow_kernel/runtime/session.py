@@ -18,21 +18,20 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, overload
 
 from flow_kernel.diagnostics import Diagnostic
 from flow_kernel.lang.check import check
 from flow_kernel.lang.check_result import CheckResult
 from flow_kernel.lang.compiler import Compiled, compile_checked
 from flow_kernel.lang.session_scope import SessionBinding, SessionScope
-from flow_kernel.runtime.agents import TraceSink
 from flow_kernel.runtime.compile_cache import CompileCache
 from flow_kernel.runtime.config import FlowConfig, find_config, load_config
+from flow_kernel.runtime.context import EventSink, RunContext, TraceSink
 from flow_kernel.runtime.durable.cassette import CassettePlayer, CassetteRecorder
 from flow_kernel.runtime.durable.journal import Checkpoint
-from flow_kernel.runtime.host import EventSink
 from flow_kernel.runtime.policy.ceilings import Ceilings
 from flow_kernel.runtime.policy.operator import Operator
 from flow_kernel.runtime.policy.trust import (
@@ -47,6 +46,9 @@ from flow_kernel.runtime.providers.resilience import Resilience
 from flow_kernel.runtime.run import Executor, RunOutcome, run_compiled
 from flow_kernel.runtime.tools import ToolFunction, ToolRegistry
 from flow_kernel.source import SourceFile
+
+if TYPE_CHECKING:
+    from flow_kernel.runtime.eval.runner import EvalReport
 
 
 class CompileError(Exception):
@@ -70,33 +72,82 @@ class Resumption:
     input: dict[str, Any] | None
 
 
+T = TypeVar("T")
 HISTORY = 100  # runs kept in memory with their events (each run's journal keeps it on disk)
 
 
+class _InContext(Generic[T]):
+    """A session attribute that is one field of its `RunContext`: reading it reads the field,
+    setting it gives the session a new context with that field changed."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, session: None, owner: type) -> _InContext[T]: ...
+    @overload
+    def __get__(self, session: Session, owner: type) -> T: ...
+
+    def __get__(self, session: Session | None, owner: type) -> T | _InContext[T]:
+        if session is None:
+            return self
+        value: T = getattr(session.context, self.name)
+        return value
+
+    def __set__(self, session: Session, value: T) -> None:
+        session.context = session.context.replace(**{self.name: value})
+
+
+# What the keywords of `Session(...)` and the configuration decide; a `context` given to it
+# leaves them as a bare `RunContext()` has them.
+_SET_BY_SESSION = ("operator", "allow_run", "config", "journal_dir", "recorder", "player", "run_id", "resume",
+                   "cassette_scope", "sources")
+
+
 class Session:
+    context: RunContext  # the settings every run of the session starts from (`for_run` derives each run's)
+    operator: _InContext[Operator] = _InContext()
+    allow_run: _InContext[frozenset[str]] = _InContext()
+    config: _InContext[FlowConfig] = _InContext()
+    tools: _InContext[ToolRegistry] = _InContext()
+    providers: _InContext[Mapping[str, Provider]] = _InContext()
+    resilience: _InContext[Resilience | None] = _InContext()
+    ceilings: _InContext[Ceilings] = _InContext()
+    journal_dir: _InContext[Path | None] = _InContext()
+    sinks: _InContext[Sequence[EventSink]] = _InContext()
+    trace_sinks: _InContext[Sequence[TraceSink]] = _InContext()
+    debug: _InContext[bool] = _InContext()
+
     def __init__(self, *, directory: str | Path | None = None, config: FlowConfig | str | Path | None = None,
                  operator: str | Operator | None = None, allow_run: Iterable[str] = (),
-                 sinks: Iterable[EventSink] = (), trace_sinks: Iterable[TraceSink] = (),
-                 record: str | Path | None = None, replay: str | Path | None = None,
-                 journal_dir: str | Path | None = ".flow/runs", sandbox: bool = True, debug: bool = False,
-                 providers: dict[str, Provider] | None = None, tool_policy: Iterable[str] | None = None,
-                 ceilings: Ceilings | None = None, spare_sandbox: bool = True,
-                 allow: Iterable[Capability | str] = (), trust: Trust | None = None) -> None:
+                 allow: Iterable[Capability | str] | Trust = (), record: str | Path | None = None,
+                 replay: str | Path | None = None, journal_dir: str | Path | None = ".flow/runs",
+                 sandbox: bool | Literal["one"] = True, context: RunContext | None = None) -> None:
         """`directory` is where `use` paths, `flow.toml` and the journal are found (default:
-        the working directory). `sandbox=False` runs in this interpreter, for benchmarks and
-        tests only: it is not a security boundary. `journal_dir=None` keeps no journal.
-        `spare_sandbox=False` keeps no second sandbox warm (one run, as `flow run` makes).
+        the working directory). `journal_dir=None` keeps no journal. `sandbox=False` runs in
+        this interpreter, for benchmarks and tests only: it is not a security boundary;
+        `sandbox="one"` keeps no second sandbox warm (one run, as `flow run` makes).
 
-        The arguments are the person's grants (runtime/policy/trust.py): `allow_run`, an `operator`
-        that answers for the person, `config=PATH`, `record`/`replay` paths, and `allow`
-        (capabilities, or `FLOW_ALLOW` words such as "path:/data" or "tools:shop.py").
-        What the session's content asks for later — `session.record(path)` outside the
-        directory, `set_operator("auto-approve")`, `use` of a file outside it — goes
-        through `session.trust`, which also honours `FLOW_ALLOW` and `flow trust`. A
-        discovered flow.toml applies only in a trusted folder (`config.ignored` otherwise)."""
-        self.directory = Path(directory) if directory is not None else Path.cwd()
+        The other keywords are the person's grants (runtime/policy/trust.py): `allow_run`, an
+        `operator` that answers for the person, `config=PATH`, `record`/`replay` paths, and
+        `allow` (capabilities, or `FLOW_ALLOW` words such as "path:/data" or "tools:shop.py";
+        or a front end's whole `Trust`, to which the other grants are added). What the
+        session's content asks for later — `session.record(path)` outside the directory,
+        `set_operator("auto-approve")`, `use` of a file outside it — goes through
+        `session.trust`, which also honours `FLOW_ALLOW` and `flow trust`. A discovered
+        flow.toml applies only in a trusted folder (`config.ignored` otherwise).
+
+        `context` gives the run settings that have no keyword here: `sinks`, `trace_sinks`,
+        `providers`, `tools`, `ceilings` (default: the `FLOW_MAX_*` variables), `resilience`,
+        `debug` (runtime/context.py). The keywords' settings are not taken from it
+        (`ValueError` when it sets one)."""
+        base = context if context is not None else RunContext()
+        _refuse_keyword_settings(base)
+        trust, words = (allow, ()) if isinstance(allow, Trust) else (None, allow)
+        self.directory = (Path(directory) if directory is not None else trust.folder if trust is not None
+                          else Path.cwd())
         allow_run = list(allow_run)
-        grants = self._grants(allow_run, operator, config, record, replay, allow)
+        grants = self._grants(allow_run, operator, config, record, replay, words)
         if trust is None:
             trust = Trust(self.directory, grants=grants)
         else:
@@ -104,42 +155,35 @@ class Session:
                 trust.grant(cap)
         self.trust = trust
         if isinstance(config, FlowConfig):
-            self.config = config
+            flow_config = config
         elif config is not None:
-            self.config = load_config(config)
+            flow_config = load_config(config)
         else:
-            self.config = find_config(self.directory, trust=self.trust)
+            flow_config = find_config(self.directory, trust=self.trust)
         if isinstance(operator, str):
             operator = self.trust.operator(operator)  # granted above; an `answers:` path made absolute
-        self.operator = _operator(operator if operator is not None else self.config.operator)
+        chosen = _operator(operator if operator is not None else flow_config.operator)
         # Who answers for `interactive` set by name later (`%operator interactive`): the
         # frontend's callback when the operator given here has one.
-        self.interactive_callback = self.operator.callback
-        # FLOW_ALLOW="run:git" allows git like allow_run=["git"] (the person set it)
-        self.allow_run = set(allow_run) | set(self.config.allow_run) | self.trust.executables()
-        self.sinks: list[EventSink] = list(sinks)
-        self.trace_sinks: list[TraceSink] = list(trace_sinks)
-        self.tools = ToolRegistry(set(tool_policy) if tool_policy is not None else None)
-        self.providers = dict(providers or {})
-        # Each remote provider's rate limits, breaker and bulkhead, shared by all the session's
-        # runs (runtime/providers/resilience.py), configured under [providers.NAME].
-        self.resilience = Resilience(lambda name: self.config.provider(name).options)
-        self.debug = debug
-        self.journal_dir = (self.directory / journal_dir) if journal_dir is not None else None
-        self.sandbox = sandbox
-        self.spare_sandbox = spare_sandbox
-        # The person's maximums for every run's limits, output and sandboxes: set here or in
-        # FLOW_MAX_* variables, never by a notebook, a program or a flow.toml (runtime/policy/ceilings.py).
-        self.ceilings = ceilings if ceilings is not None else Ceilings.from_env()
+        self.interactive_callback = chosen.callback
+        self.sources: dict[str, str] = {}  # cell name -> text, of the cells that ran (error excerpts)
+        self.context = base.replace(
+            operator=chosen, config=flow_config, sources=self.sources,
+            # FLOW_ALLOW="run:git" allows git like allow_run=["git"] (the person set it)
+            allow_run=frozenset(allow_run) | frozenset(flow_config.allow_run) | self.trust.executables(),
+            journal_dir=(self.directory / journal_dir) if journal_dir is not None else None)
+        if base.resilience is None:
+            # Each remote provider's rate limits, breaker and bulkhead, shared by all the session's
+            # runs (runtime/providers/resilience.py), configured under [providers.NAME].
+            self.resilience = Resilience(lambda name: self.config.provider(name).options)
+        self.sandbox = sandbox is not False
+        self.spare_sandbox = sandbox is True
         self.scope = SessionScope()
         self.compiled_cells = CompileCache()
         self.values: dict[str, Any] = {}  # top-level bindings as JSON, by name
         self.history: list[RunOutcome] = []  # the last HISTORY runs, newest last
-        self.sources: dict[str, str] = {}  # cell name -> text, of the cells that ran (error excerpts)
         self.cells = 0
         self._executor: Executor | None = None
-        self._recorder: CassetteRecorder | None = None
-        self._player: CassettePlayer | None = None
         self.record(record)
         self.replay(replay)
 
@@ -177,17 +221,14 @@ class Session:
         A path outside the session's directory needs a grant (`CapabilityDenied`)."""
         if path is not None:  # granted as it resolves; written as given, so a link there is refused, not followed
             self.trust.path(path, purpose="record a cassette")
-        self._recorder = CassetteRecorder(self.directory / path) if path is not None else None
-        if path is not None:
-            self._player = None
+        recorder = CassetteRecorder(self.directory / path) if path is not None else None
+        self.context = self.context.replace(recorder=recorder, player=None if recorder is not None else self.context.player)
 
     def replay(self, path: str | Path | None) -> None:
         """Answer agent calls of the following runs from a cassette (None stops).
         A path outside the session's directory needs a grant (`CapabilityDenied`)."""
-        self._player = (CassettePlayer(self.trust.path(path, purpose="replay a cassette"))
-                        if path is not None else None)
-        if path is not None:
-            self._recorder = None
+        player = CassettePlayer(self.trust.path(path, purpose="replay a cassette")) if path is not None else None
+        self.context = self.context.replace(player=player, recorder=None if player is not None else self.context.recorder)
 
     def set_operator(self, operator: str | Operator) -> None:
         """A policy by name (`%operator`) that answers for the person (auto-approve,
@@ -237,12 +278,9 @@ class Session:
             raise CompileError(compiled.check.diagnostics)
         cell = compiled.check.source
         self.sources[cell.name] = cell.text  # a later cell may call what this one declares
-        outcome = await run_compiled(
-            compiled, self._get_executor(), workflow=workflow, input=input, session_values=dict(self.values),
-            operator=self.operator, allow_run=frozenset(self.allow_run), sinks=self.sinks + list(sinks), run_id=run_id,
-            journal_dir=self.journal_dir, record=self._recorder, replay=self._player, config=self.config,
-            tools=self.tools, trace_sinks=self.trace_sinks, debug=self.debug, providers=self.providers,
-            ceilings=self.ceilings, sources=self.sources, resume=resume, resilience=self.resilience)
+        outcome = await run_compiled(compiled, self._get_executor(), self.context.for_run(run_id=run_id, resume=resume,
+                                                                                            sinks=sinks),
+                                     workflow=workflow, input=input, session_values=dict(self.values))
         self._commit(compiled.check, outcome)
         self.history.append(outcome)
         del self.history[:-HISTORY]  # a long-lived kernel keeps the recent runs; the journals keep all
@@ -360,28 +398,24 @@ class Session:
             await self.aclose()
 
     # -- eval and batch (runtime/eval, docs/eval.md) ----------------------------------------------
-    async def eval_async(self, workflow: str, data: str | Path, *, scorers: Iterable[str] = (),
-                         program: Compiled | str | None = None, epochs: int = 1, concurrency: int = 4,
-                         executor: str = "local", ray_address: str | None = None, workers: int | None = None,
-                         out: str | Path | None = None, resume: bool = False,
-                         on_result: Callable[[Any], None] | None = None, default_scorer: str | None = None) -> Any:
+    async def eval_async(self, workflow: str, data: str | Path, **options: Any) -> EvalReport:
         """Run `workflow` (declared by an earlier cell, or in `program`) over every case of
-        `data` (.jsonl/.csv), scored by `scorers` ("exact", "field:a.b", "workflow:NAME",
-        "judge:AGENT", ...; none: a batch, or, given `default_scorer`, scored by it when the
-        data has `expected` and a usage error when it has not). Returns an `EvalReport` (its
-        summary, its items; a notebook shows it as a table). `EvalUsageError` for what is wrong before anything
-        runs; a failing item is a failure in the report, never an exception."""
-        from flow_kernel.runtime.eval.api import EvalCompileError, evaluate
+        `data` (.jsonl/.csv). `options` are those of `EvalOptions` (runtime/eval/api.py):
+        `scorers` ("exact", "field:a.b", "workflow:NAME", "judge:AGENT", ...; none: a batch,
+        or, given `default_scorer`, scored by it when the data has `expected` and a usage
+        error when it has not), `program`, `epochs`, `concurrency`, `executor` ("local" or
+        "ray", with `ray_address` and `workers`), `out` and `resume` (a results file),
+        `on_result`. Returns an `EvalReport` (its summary, its items; a notebook shows it as
+        a table). `EvalUsageError` for what is wrong before anything runs (an unknown option
+        too); a failing item is a failure in the report, never an exception."""
+        from flow_kernel.runtime.eval.api import EvalCompileError, EvalOptions, evaluate
 
         try:
-            return await evaluate(self, workflow, data, scorers=list(scorers), program=program, epochs=epochs,
-                                  concurrency=concurrency, executor=executor, ray_address=ray_address,
-                                  workers=workers, out=out, resume=resume, on_result=on_result,
-                                  default_scorer=default_scorer)
+            return await evaluate(self, workflow, data, EvalOptions.of(options))
         except EvalCompileError as exc:
             raise CompileError(exc.diagnostics) from None
 
-    def eval(self, workflow: str, data: str | Path, **options: Any) -> Any:
+    def eval(self, workflow: str, data: str | Path, **options: Any) -> EvalReport:
         """`eval_async` for code that has no event loop running (scripts, tests)."""
         try:
             asyncio.get_running_loop()
@@ -389,7 +423,7 @@ class Session:
             return asyncio.run(self._eval_then_close(workflow, data, options))
         raise RuntimeError("an event loop is running here: use `await session.eval_async(...)`")
 
-    async def _eval_then_close(self, workflow: str, data: str | Path, options: dict[str, Any]) -> Any:
+    async def _eval_then_close(self, workflow: str, data: str | Path, options: dict[str, Any]) -> EvalReport:
         try:
             return await self.eval_async(workflow, data, **options)
         finally:
@@ -447,6 +481,15 @@ class Session:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+def _refuse_keyword_settings(context: RunContext) -> None:
+    """A context given to `Session(...)` must leave what its keywords decide as a bare one has it."""
+    bare = RunContext(tools=context.tools, ceilings=context.ceilings)
+    given = [name for name in _SET_BY_SESSION if getattr(context, name) != getattr(bare, name)]
+    if given:
+        raise ValueError(f"Session(context=...) sets {', '.join(given)}: a session takes these from its own keywords "
+                         "(operator, allow_run, config, journal_dir, record, replay) or per run (run_id, resume)")
 
 
 def _operator(value: str | Operator | None) -> Operator:

@@ -80,7 +80,7 @@ async def run_input(item: dict[str, Any], executor: Any, directory: Path) -> lis
     each cell's outcome, or its diagnostics when it does not compile."""
     from flow_kernel.runtime.session import CompileError, Session
 
-    session = Session(directory=directory, journal_dir=None, spare_sandbox=False)
+    session = Session(directory=directory, journal_dir=None, sandbox="one")
     session._executor = executor  # one sandbox for the whole corpus (the session never closes it)
     out: list[dict[str, Any]] = []
     for name, text in item["cells"]:

@@ -15,6 +15,7 @@ import pytest
 from flow_kernel import Session
 from flow_kernel.lang import check
 from flow_kernel.runtime.config import parse_config
+from flow_kernel.runtime.context import RunContext
 from flow_kernel.runtime.remote.mcp import McpUnavailable, flow_signature, probe
 from flow_kernel.source import SourceFile
 from tests.protocols.helpers import DOCS_SERVER, PYTHON, ToolUser, free_port, server_process
@@ -39,7 +40,7 @@ def session(tmp_path: Path, config: str, plan: list[tuple[str, dict[str, Any]]],
     (tmp_path / "flow.toml").write_text(config)
     user = ToolUser(plan)
     s = Session(directory=tmp_path, config=tmp_path / "flow.toml", operator=operator, sandbox=False,
-                journal_dir=None, providers={"fake": user}, **kw)
+                journal_dir=None, context=RunContext(providers={"fake": user}), **kw)
     return s, user
 
 
@@ -187,7 +188,7 @@ def test_an_untrusted_flow_toml_declares_no_server(tmp_path: Path) -> None:
     """A discovered flow.toml is content: its [mcp.*] apply only in a trusted folder."""
     (tmp_path / "flow.toml").write_text(stdio_config())
     s = Session(directory=tmp_path, operator="auto-deny", sandbox=False, journal_dir=None,
-                providers={"fake": ToolUser([("search", {"query": "x"})])})
+                context=RunContext(providers={"fake": ToolUser([("search", {"query": "x"})])}))
     assert s.config.ignored is not None and s.config.mcp == {}
     outcome = s.run(TOOLS + 'helper("Help")')
     assert outcome.error is not None and outcome.error.code == "capability-violation"

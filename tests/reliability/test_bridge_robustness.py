@@ -14,6 +14,7 @@ import pytest
 from flow_kernel import SourceFile
 from flow_kernel.errors import FlowError, FlowIsolateError, FlowWorkerCrashedError
 from flow_kernel.lang.compiler import compile_source
+from flow_kernel.runtime.context import RunContext
 from flow_kernel.runtime.host import HostServices
 from tests.sandbox.sandbox_helpers import Sandbox, sandbox
 from tests.security.door_helpers import attempt
@@ -211,7 +212,7 @@ def test_a_flood_of_requests_and_garbage_from_the_host_is_answered(sandbox: Sand
 
 def _host() -> HostServices:
     compiled = compile_source(SourceFile("b.flow", "1"))
-    return HostServices(compiled.check, "r-bridge")
+    return HostServices(compiled.check, RunContext(run_id="r-bridge"))
 
 
 def _with_host(box: Sandbox, host: HostServices, body: str, **args: Any) -> Any:

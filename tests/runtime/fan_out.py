@@ -16,6 +16,7 @@ from flow_kernel import SourceFile
 from flow_kernel.lang.compiler import compile_source
 from flow_kernel.lang.prices import Price
 from flow_kernel.runtime.config import FlowConfig
+from flow_kernel.runtime.context import RunContext
 from flow_kernel.runtime.executors import SandboxExecutor
 from flow_kernel.runtime.providers.resilience import estimate_tokens
 from flow_kernel.runtime.providers.table import ProviderSettings
@@ -68,8 +69,8 @@ class Sandbox:
     def run(self, source: str, workflow: str = "w", input: dict[str, Any] | None = None) -> RunOutcome:
         compiled = compile_source(SourceFile("fan.flow", source))
         assert compiled.ok, [d.message for d in compiled.check.errors]
-        return self.loop.run_until_complete(run_compiled(compiled, self.executor, config=CONFIG, workflow=workflow,
-                                                         input=input))
+        return self.loop.run_until_complete(run_compiled(compiled, self.executor, RunContext(config=CONFIG),
+                                                         workflow=workflow, input=input))
 
     def close(self) -> None:
         self.loop.run_until_complete(self.executor.close())

@@ -10,6 +10,7 @@ import pytest
 from flow_kernel import SourceFile
 from flow_kernel.lang.compiler import compile_source
 from flow_kernel.runtime import agents as agents_module
+from flow_kernel.runtime.context import RunContext
 from flow_kernel.runtime.run import RunOutcome, run_compiled
 from flow_kernel.sandbox.inprocess import InProcessExecutor
 
@@ -136,7 +137,8 @@ def test_an_interactive_operator_is_a_callback() -> None:
         return True if request["kind"] == "approve" else request["choice"][1]
 
     compiled = compile_source(SourceFile("a.flow", 'let ok = approve "Ship?"\nlet chosen = ask "Which?" choice ["x", "y"]\n[ok, chosen]'))
-    outcome = asyncio.run(run_compiled(compiled, InProcessExecutor(), operator=Operator("interactive", callback=frontend)))
+    outcome = asyncio.run(run_compiled(compiled, InProcessExecutor(),
+                                       RunContext(operator=Operator("interactive", callback=frontend))))
     assert outcome.result == [True, "y"]
     assert [(r["kind"], r["question"]) for r in asked] == [("approve", "Ship?"), ("ask", "Which?")]
     resolved = [e["data"] for e in outcome.events if e["type"] == "approval.resolved"]

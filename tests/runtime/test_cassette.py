@@ -12,6 +12,8 @@ from typing import Any
 
 from flow_kernel import SourceFile
 from flow_kernel.lang.compiler import compile_source
+from flow_kernel.runtime.context import RunContext
+from flow_kernel.runtime.durable.cassette import CassettePlayer, CassetteRecorder
 from flow_kernel.runtime.run import RunOutcome, run_compiled
 from flow_kernel.sandbox.inprocess import InProcessExecutor
 
@@ -29,8 +31,10 @@ let xs = parallelMap(range(3), i => a("item ${i}"), concurrency: 2)
 xs[*].n'''
 
 
-def run(source: str, **kw: Any) -> RunOutcome:
-    return asyncio.run(run_compiled(compile_source(SourceFile("c.flow", source)), InProcessExecutor(), **kw))
+def run(source: str, *, record: Path | None = None, replay: Path | None = None) -> RunOutcome:
+    context = RunContext(recorder=CassetteRecorder(record) if record is not None else None,
+                         player=CassettePlayer(replay) if replay is not None else None)
+    return asyncio.run(run_compiled(compile_source(SourceFile("c.flow", source)), InProcessExecutor(), context))
 
 
 def comparable(events: list[dict[str, Any]]) -> list[tuple[Any, ...]]:

@@ -17,6 +17,7 @@ from flow_kernel import Session, SourceFile
 from flow_kernel.lang.compiler import compile_source
 from flow_kernel.lang.prices import BUILTIN, Price, price_of
 from flow_kernel.runtime.config import FlowConfig, parse_config
+from flow_kernel.runtime.context import RunContext
 from flow_kernel.runtime.providers.table import ProviderSettings
 from flow_kernel.runtime.run import RunOutcome, run_compiled
 from flow_kernel.sandbox.inprocess import InProcessExecutor
@@ -36,7 +37,7 @@ def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[SSEServer]:
 def run(source: str, cfg: FlowConfig, workflow: str | None = None) -> RunOutcome:
     compiled = compile_source(SourceFile("c.flow", source))
     assert compiled.ok, [d.message for d in compiled.check.errors]
-    return asyncio.run(run_compiled(compiled, InProcessExecutor(), config=cfg, workflow=workflow))
+    return asyncio.run(run_compiled(compiled, InProcessExecutor(), RunContext(config=cfg), workflow=workflow))
 
 
 def test_a_run_reports_the_cost_from_the_built_in_table(server: SSEServer, capsys: pytest.CaptureFixture[str]) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 
 from flow_kernel import SourceFile
 from flow_kernel.lang.compiler import compile_source
+from flow_kernel.runtime.context import RunContext
 from flow_kernel.runtime.events.vocabulary import canonical, comparable
 from flow_kernel.runtime.executors import SandboxExecutor
 from flow_kernel.runtime.policy.operator import Operator
@@ -36,7 +37,7 @@ w()
 def run_in(executor: Any, dx: int, dy: int, d0: int, d1: int) -> RunOutcome:
     compiled = compile_source(SourceFile("d.flow", PROGRAM.format(dx=dx, dy=dy, d0=d0, d1=d1)))
     assert compiled.ok, [d.message for d in compiled.check.errors]
-    return asyncio.run(run_compiled(compiled, executor, operator=Operator("auto-approve"), run_id="rfixed"))
+    return asyncio.run(run_compiled(compiled, executor, RunContext(operator=Operator("auto-approve"), run_id="rfixed")))
 
 
 def completions(outcome: RunOutcome) -> list[str]:
@@ -68,7 +69,8 @@ def test_repeated_runs_in_the_sandbox_give_identical_sequences() -> None:
         try:
             for dx, dy in ((5, 30), (30, 5), (5, 30)):
                 compiled = compile_source(SourceFile("d.flow", PROGRAM.format(dx=dx, dy=dy, d0=20, d1=5)))
-                outcome = await run_compiled(compiled, executor, operator=Operator("auto-approve"), run_id="rfixed")
+                outcome = await run_compiled(compiled, executor,
+                                             RunContext(operator=Operator("auto-approve"), run_id="rfixed"))
                 assert outcome.error is None, outcome.to_json()
                 out.append(comparable(outcome.events))
         finally:

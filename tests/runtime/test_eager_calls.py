@@ -12,6 +12,7 @@ import pytest
 from flow_kernel import SourceFile
 from flow_kernel.lang.compiler import compile_source
 from flow_kernel.runtime.agents import AgentPipeline
+from flow_kernel.runtime.context import RunContext
 from flow_kernel.runtime.executors import SandboxExecutor
 from flow_kernel.runtime.providers.base import ProviderReply, ProviderRequest
 from flow_kernel.runtime.run import RunOutcome, run_compiled
@@ -48,7 +49,7 @@ def run(providers: dict[str, Any] | None = None) -> RunOutcome:
     async def go() -> RunOutcome:
         executor = SandboxExecutor(warm=0)
         try:
-            return await run_compiled(compiled, executor, providers=providers)
+            return await run_compiled(compiled, executor, RunContext(providers=providers))
         finally:
             await executor.close()
 

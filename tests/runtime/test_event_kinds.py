@@ -13,6 +13,7 @@ import pytest
 
 from flow_kernel import SourceFile
 from flow_kernel.lang.compiler import compile_source
+from flow_kernel.runtime.context import RunContext
 from flow_kernel.runtime.events.vocabulary import (
     HOST_ONLY_PREFIXES,
     KINDS,
@@ -58,7 +59,7 @@ def _run(source: str) -> list[Event]:
     compiled = compile_source(SourceFile("kinds.flow", source))
     assert compiled.ok, [d.message for d in compiled.check.errors]
     outcome = asyncio.run(run_compiled(compiled, InProcessExecutor(),
-                                       operator=Operator("auto-approve"), run_id="rkinds"))
+                                       RunContext(operator=Operator("auto-approve"), run_id="rkinds")))
     return outcome.events
 
 

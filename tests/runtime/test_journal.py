@@ -13,6 +13,7 @@ from typing import Any
 
 from flow_kernel import SourceFile
 from flow_kernel.lang.compiler import compile_source
+from flow_kernel.runtime.context import RunContext
 from flow_kernel.runtime.durable.journal import read_journal
 from flow_kernel.runtime.run import run_compiled
 from flow_kernel.sandbox.inprocess import InProcessExecutor
@@ -20,9 +21,9 @@ from flow_kernel.sandbox.inprocess import InProcessExecutor
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def run(source: str, tmp_path: Path, **kw: Any) -> Any:
+def run(source: str, tmp_path: Path) -> Any:
     compiled = compile_source(SourceFile("j.flow", source))
-    return asyncio.run(run_compiled(compiled, InProcessExecutor(), journal_dir=tmp_path, **kw))
+    return asyncio.run(run_compiled(compiled, InProcessExecutor(), RunContext(journal_dir=tmp_path)))
 
 
 def test_journal_holds_every_event_in_order(tmp_path: Path) -> None:
@@ -43,7 +44,8 @@ def test_a_failed_run_is_in_its_journal(tmp_path: Path) -> None:
 
 def test_host_side_failures_are_recorded(tmp_path: Path) -> None:
     compiled = compile_source(SourceFile("j.flow", "workflow w(n: int) -> int { return n }"))
-    outcome = asyncio.run(run_compiled(compiled, InProcessExecutor(), workflow="w", input={"n": "x"}, journal_dir=tmp_path))
+    outcome = asyncio.run(run_compiled(compiled, InProcessExecutor(), RunContext(journal_dir=tmp_path), workflow="w",
+                                       input={"n": "x"}))
     (last,) = read_journal(outcome.journal)
     assert last["type"] == "workflow.failed" and last["data"]["code"] == "workflow-input-validation"
 

@@ -21,6 +21,7 @@ from opentelemetry.trace import StatusCode
 
 from flow_kernel import SourceFile
 from flow_kernel.lang.compiler import compile_source
+from flow_kernel.runtime.context import RunContext
 from flow_kernel.runtime.events.otel import OpenTelemetrySink
 from flow_kernel.runtime.run import RunOutcome, run_compiled
 from flow_kernel.sandbox.inprocess import InProcessExecutor
@@ -78,10 +79,11 @@ def inprocess() -> InProcessExecutor:
     return InProcessExecutor()
 
 
-def run(executor: InProcessExecutor, source: str, sink: Any, **kwargs: Any) -> RunOutcome:
+def run(executor: InProcessExecutor, source: str, sink: Any, workflow: str | None = None,
+        input: dict[str, Any] | None = None) -> RunOutcome:
     compiled = compile_source(SourceFile("otel.flow", source))
     assert compiled.ok, [f"{d.code} {d.message}" for d in compiled.check.errors]
-    return asyncio.run(run_compiled(compiled, executor, sinks=[sink], **kwargs))
+    return asyncio.run(run_compiled(compiled, executor, RunContext(sinks=[sink]), workflow=workflow, input=input))
 
 
 def ns(ts: str) -> int:

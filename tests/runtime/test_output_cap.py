@@ -17,6 +17,7 @@ from flow_kernel.lang.compiler import compile_source
 from flow_kernel.lang.prices import DEFAULT_MAX_OUTPUT_TOKENS, Price
 from flow_kernel.runtime.budgets import CostReservations, FrameBudget
 from flow_kernel.runtime.config import FlowConfig
+from flow_kernel.runtime.context import RunContext
 from flow_kernel.runtime.providers.anthropic import AnthropicProvider
 from flow_kernel.runtime.providers.openai import cap_fields
 from flow_kernel.runtime.providers.table import ProviderSettings
@@ -67,10 +68,11 @@ def config(provider: str, max_tokens: int | None = None) -> FlowConfig:
     return FlowConfig(providers={provider: ProviderSettings(options=options)}, prices={f"{provider}/m": PER_OUTPUT_TOKEN})
 
 
-def run(source: str, flow_config: FlowConfig, **options: Any) -> RunOutcome:
+def run(source: str, flow_config: FlowConfig, **settings: Any) -> RunOutcome:
     compiled = compile_source(SourceFile("cap.flow", source))
     assert compiled.ok, [d.message for d in compiled.check.errors]
-    return asyncio.run(run_compiled(compiled, InProcessExecutor(), workflow="w", config=flow_config, **options))
+    return asyncio.run(run_compiled(compiled, InProcessExecutor(), RunContext(config=flow_config, **settings),
+                                    workflow="w"))
 
 
 # -- openai ------------------------------------------------------------------------------------

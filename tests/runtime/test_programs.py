@@ -11,6 +11,7 @@ import pytest
 
 from flow_kernel import SourceFile
 from flow_kernel.lang.compiler import compile_source
+from flow_kernel.runtime.context import RunContext
 from flow_kernel.runtime.executors import SandboxExecutor
 from flow_kernel.runtime.run import RunOutcome, run_compiled
 from flow_kernel.sandbox.inprocess import InProcessExecutor
@@ -141,7 +142,7 @@ def test_operator_policies(inprocess: InProcessExecutor, policy: str, expected: 
     from flow_kernel.runtime.policy.operator import Operator
 
     compiled = compile_source(SourceFile("op.flow", 'let ok = approve "Go?" details {n: 1}\nlet chosen = ask "Which?" choice ["x", "y"]\n[ok, chosen]'))
-    outcome = asyncio.run(run_compiled(compiled, inprocess, operator=Operator.parse(policy)))
+    outcome = asyncio.run(run_compiled(compiled, inprocess, RunContext(operator=Operator.parse(policy))))
     assert outcome.result == expected
     resolved = [e["data"] for e in outcome.events if e["type"] == "approval.resolved"]
     assert [r["by"] for r in resolved] == [policy, policy]
@@ -153,10 +154,10 @@ def test_answers_file(inprocess: InProcessExecutor, tmp_path: Any) -> None:
     answers = tmp_path / "answers.json"
     answers.write_text('{"Go?": true, "Note?": "be brief"}')
     compiled = compile_source(SourceFile("op.flow", 'let ok = approve "Go?"\nlet note = ask "Note?"\n[ok, note]'))
-    outcome = asyncio.run(run_compiled(compiled, inprocess, operator=Operator.parse(f"answers:{answers}")))
+    outcome = asyncio.run(run_compiled(compiled, inprocess, RunContext(operator=Operator.parse(f"answers:{answers}"))))
     assert outcome.result == [True, "be brief"]
     compiled = compile_source(SourceFile("op.flow", 'let ok = approve "Unlisted?"\nok'))
-    outcome = asyncio.run(run_compiled(compiled, inprocess, operator=Operator.parse(f"answers:{answers}")))
+    outcome = asyncio.run(run_compiled(compiled, inprocess, RunContext(operator=Operator.parse(f"answers:{answers}"))))
     assert outcome.error is not None and outcome.error.code == "operator-unavailable"
 
 

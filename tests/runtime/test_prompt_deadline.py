@@ -19,6 +19,7 @@ import pytest
 from flow_kernel import Session, SourceFile
 from flow_kernel.errors import CapabilityViolationError
 from flow_kernel.lang.compiler import compile_source
+from flow_kernel.runtime.context import RunContext
 from flow_kernel.runtime.durable.deadlines import PromptDeadline, expired
 from flow_kernel.runtime.host import HostServices
 from flow_kernel.runtime.policy import operator as operator_module
@@ -31,10 +32,10 @@ let tone = ask "Which tone?" choice ["formal", "friendly"] timeout 100ms else "f
 [ship, tone]'''
 
 
-def run(source: str, operator: Operator, **kw: Any) -> RunOutcome:
+def run(source: str, operator: Operator, **settings: Any) -> RunOutcome:
     compiled = compile_source(SourceFile("deadline.flow", source))
     assert compiled.ok, [d.message for d in compiled.check.diagnostics]
-    return asyncio.run(run_compiled(compiled, InProcessExecutor(), operator=operator, **kw))
+    return asyncio.run(run_compiled(compiled, InProcessExecutor(), RunContext(operator=operator, **settings)))
 
 
 def resolved(outcome: RunOutcome) -> list[tuple[Any, Any]]:
@@ -160,7 +161,7 @@ def test_a_forged_deadline_is_refused_not_answered() -> None:
     """Only the bootstrap sends deadlines, with a positive `timeout_ms` and a default of the
     answer's type; anything else came from a bypassed sandbox."""
     compiled = compile_source(SourceFile("a.flow", "1"))
-    host = HostServices(compiled.check, "r000000000001", Operator("auto-approve"))
+    host = HostServices(compiled.check, RunContext(run_id="r000000000001", operator=Operator("auto-approve")))
     forged = [{"question": "Ship?", "timeout_ms": -5, "default": False},
               {"question": "Ship?", "timeout_ms": True, "default": False},
               {"question": "Ship?", "timeout_ms": 10**15, "default": False},

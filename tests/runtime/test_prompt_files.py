@@ -13,6 +13,7 @@ import pytest
 from flow_kernel.cli import main
 from flow_kernel.kernel.assist import inspect
 from flow_kernel.runtime.config import ConfigError, FlowConfig, parse_config
+from flow_kernel.runtime.context import RunContext
 from flow_kernel.runtime.session import Session
 
 AGENT = '''agent triager {
@@ -32,7 +33,7 @@ def _folder(tmp_path: Path) -> Path:
 
 
 def _session(folder: Path, **kw: object) -> Session:
-    return Session(directory=folder, sandbox=False, journal_dir=None, debug=True, **kw)  # type: ignore[arg-type]
+    return Session(directory=folder, sandbox=False, journal_dir=None, context=RunContext(debug=True), **kw)  # type: ignore[arg-type]
 
 
 def test_the_files_text_is_the_agents_instructions(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from flow_kernel import Session
+from flow_kernel.runtime.context import RunContext
 from flow_kernel.runtime.prompts import UNTRUSTED_CLOSE, UNTRUSTED_OPEN, system_prompt, user_prompt
 from flow_kernel.runtime.providers.base import ProviderReply, ProviderRequest
 
@@ -47,8 +48,8 @@ class Recorder:
 def test_a_call_sends_the_compiled_prompts_and_leaves_a_trace(tmp_path: Path) -> None:
     provider = Recorder()
     traces: list[dict[str, Any]] = []
-    s = Session(directory=tmp_path, operator="none", sandbox=False, journal_dir=None, providers={"rec": provider},
-                trace_sinks=[traces.append, _broken_sink], debug=True)
+    s = Session(directory=tmp_path, operator="none", sandbox=False, journal_dir=None,
+                context=RunContext(providers={"rec": provider}, trace_sinks=[traces.append, _broken_sink], debug=True))
     outcome = s.run('agent a { model: "rec/small", role: "helper", temperature: 0.5 }\n'
                     'a("Read it", context: { note: "hello" }, label: "read")')
     assert outcome.result == "fine"
@@ -119,7 +120,8 @@ def test_a_call_with_context_alone_compiles_as_before_trust_levels() -> None:
 
 def test_facts_and_documents_reach_the_provider_from_a_flow_call(tmp_path: Path) -> None:
     provider = Recorder()
-    s = Session(directory=tmp_path, operator="none", sandbox=False, journal_dir=None, providers={"rec": provider})
+    s = Session(directory=tmp_path, operator="none", sandbox=False, journal_dir=None,
+                context=RunContext(providers={"rec": provider}))
     outcome = s.run('agent a { model: "rec/small" }\n'
                     'let plan = "pro"\n'
                     'a("Answer", facts: { plan: plan }, documents: { policy: "30 days" }, context: { ticket: "hi" })')

@@ -14,6 +14,8 @@ import pytest
 
 from flow_kernel import SourceFile
 from flow_kernel.lang.compiler import compile_source
+from flow_kernel.runtime.context import RunContext
+from flow_kernel.runtime.durable.cassette import CassettePlayer, CassetteRecorder
 from flow_kernel.runtime.run import RunOutcome, run_compiled
 from flow_kernel.sandbox.inprocess import InProcessExecutor
 
@@ -206,13 +208,15 @@ def test_recorded_against_the_endpoint_then_replayed_with_it_unreachable(fake: F
     compiled = compile_source(SourceFile("o.flow", program))
     assert compiled.ok, [d.message for d in compiled.check.errors]
     cassette = tmp_path / "tape.jsonl"
-    recorded = asyncio.run(run_compiled(compiled, InProcessExecutor(), record=cassette, run_id="rtape"))
+    recorded = asyncio.run(run_compiled(compiled, InProcessExecutor(),
+                                        RunContext(recorder=CassetteRecorder(cassette), run_id="rtape")))
     assert recorded.error is None, recorded.to_json()
     assert recorded.result == [{"id": "T1", "severity": "high"}, {"id": "T2", "severity": "low"}]
     text = cassette.read_text()
     assert "sk-test-secret-123" not in text and "Bearer" not in text and fake.url not in text
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # nothing listens there
     served = len(fake.requests)
-    replayed = asyncio.run(run_compiled(compiled, InProcessExecutor(), replay=cassette, run_id="rtape"))
+    replayed = asyncio.run(run_compiled(compiled, InProcessExecutor(),
+                                        RunContext(player=CassettePlayer(cassette), run_id="rtape")))
     assert replayed.result == recorded.result and len(fake.requests) == served
     assert comparable(replayed.events) == comparable(recorded.events)

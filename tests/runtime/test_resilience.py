@@ -15,6 +15,7 @@ import pytest
 from flow_kernel import Session, SourceFile
 from flow_kernel.lang.compiler import compile_source
 from flow_kernel.runtime.config import FlowConfig
+from flow_kernel.runtime.context import RunContext
 from flow_kernel.runtime.events.vocabulary import KINDS, Event, comparable
 from flow_kernel.runtime.providers.resilience import Resilience, TokenBucket
 from flow_kernel.runtime.providers.table import ProviderSettings
@@ -57,8 +58,9 @@ def run(source: str, cfg: FlowConfig, resilience: Resilience, sinks: list[Any] |
         workflow: str | None = None) -> RunOutcome:
     compiled = compile_source(SourceFile("r.flow", source))
     assert compiled.ok, [d.message for d in compiled.check.errors]
-    return asyncio.run(run_compiled(compiled, InProcessExecutor(), config=cfg, resilience=resilience,
-                                    sinks=sinks or [], workflow=workflow))
+    return asyncio.run(run_compiled(compiled, InProcessExecutor(),
+                                    RunContext(config=cfg, resilience=resilience, sinks=sinks or []),
+                                    workflow=workflow))
 
 
 def check_data(event: Event) -> None:

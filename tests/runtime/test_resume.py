@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from flow_kernel.runtime.context import RunContext
 from flow_kernel.runtime.durable.journal import read_checkpoint, read_journal
 from flow_kernel.runtime.durable.resume import ResumeRefused, list_runs
 from flow_kernel.runtime.providers.base import ProviderReply, ProviderRequest
@@ -42,7 +43,8 @@ let u = uuid()
 
 
 def session(tmp_path: Path, provider: Counting, operator: str = "defer", sandbox: bool = False) -> Session:
-    return Session(directory=tmp_path, operator=operator, sandbox=sandbox, providers={"counting": provider})
+    return Session(directory=tmp_path, operator=operator, sandbox=sandbox,
+                   context=RunContext(providers={"counting": provider}))
 
 
 def write(tmp_path: Path, text: str, name: str = "prog.flow") -> str:

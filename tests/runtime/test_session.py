@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from flow_kernel import CompileError, Session
+from flow_kernel.runtime.context import RunContext
 
 
 def session(tmp_path: Path, **kw: object) -> Session:
@@ -105,7 +106,7 @@ def test_record_then_replay_across_cells(tmp_path: Path) -> None:
              recording.run('a("one")').result]
     lines = (tmp_path / "tape.jsonl").read_text().splitlines()
     assert len(lines) == 3  # one cassette for the session; the same label in two cells is two entries
-    replaying = session(tmp_path, replay="tape.jsonl", providers={"mock": _Unreachable()})
+    replaying = session(tmp_path, replay="tape.jsonl", context=RunContext(providers={"mock": _Unreachable()}))
     again = [replaying.run(agent + 'a("one")').result, replaying.run('a("two")').result,
              replaying.run('a("one")').result]
     assert again == first

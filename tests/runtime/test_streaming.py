@@ -16,6 +16,7 @@ import pytest
 
 from flow_kernel import SourceFile
 from flow_kernel.lang.compiler import compile_source
+from flow_kernel.runtime.context import RunContext
 from flow_kernel.runtime.events.vocabulary import KINDS, Event, canonical
 from flow_kernel.runtime.providers.streaming import Delta, DeltaMerger, partial_value
 from flow_kernel.runtime.run import RunOutcome, run_compiled
@@ -51,7 +52,8 @@ def run(source: str, tmp_path: Path | None = None) -> tuple[RunOutcome, list[Eve
     compiled = compile_source(SourceFile("s.flow", source))
     assert compiled.ok, [d.message for d in compiled.check.errors]
     seen: list[Event] = []
-    outcome = asyncio.run(run_compiled(compiled, InProcessExecutor(), sinks=[seen.append], journal_dir=tmp_path))
+    outcome = asyncio.run(run_compiled(compiled, InProcessExecutor(),
+                                       RunContext(sinks=[seen.append], journal_dir=tmp_path)))
     return outcome, seen
 
 
@@ -143,7 +145,7 @@ def test_tool_call_arguments_stream_too(server: SSEServer, tmp_path: Path, provi
         server.replies += [anthropic_tool_use("toolu_1", "lookup", pieces(arguments, 3), delay=0.06),
                            anthropic_text(pieces('{"answer": "shipped"}', 5))]
     seen: list[Event] = []
-    s = Session(directory=tmp_path, sandbox=False, journal_dir=None, sinks=[seen.append])
+    s = Session(directory=tmp_path, sandbox=False, journal_dir=None, context=RunContext(sinks=[seen.append]))
     s.tool(lambda order_id: {"status": "shipped"}, name="lookup")
     outcome = s.run(TOOLS.replace("PROVIDER", provider) + 'helper("Where is A1?")')
     assert outcome.error is None, outcome.to_json()
@@ -171,7 +173,7 @@ def test_the_run_view_model_fills_as_the_model_writes(server: SSEServer) -> None
             shown.append(node.partial_text)
 
     compiled = compile_source(SourceFile("v.flow", AGENT.replace("PROVIDER", "openai") + 't("Ticket T1")'))
-    outcome = asyncio.run(run_compiled(compiled, InProcessExecutor(), sinks=[sink]))
+    outcome = asyncio.run(run_compiled(compiled, InProcessExecutor(), RunContext(sinks=[sink])))
     assert outcome.error is None
     assert shown and shown[0] and ANSWER.startswith(shown[0]) and shown[-1] == ANSWER
     node = next(n for n in model.nodes.values() if n.kind == "agent")

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from flow_kernel import SourceFile
 from flow_kernel.lang.compiler import compile_source
+from flow_kernel.runtime.context import RunContext
 from flow_kernel.runtime.events.terminal import TerminalProgress
 from flow_kernel.runtime.policy.operator import Operator
 from flow_kernel.runtime.run import run_compiled
@@ -20,8 +21,8 @@ def render(source: str, **kw: object) -> str:
     out = io.StringIO()
     compiled = compile_source(SourceFile("t.flow", source))
     assert compiled.ok, [d.message for d in compiled.check.errors]
-    asyncio.run(run_compiled(compiled, InProcessExecutor(), sinks=[TerminalProgress(out, **kw)],  # type: ignore[arg-type]
-                             operator=Operator("auto-approve")))
+    asyncio.run(run_compiled(compiled, InProcessExecutor(),
+                             RunContext(sinks=[TerminalProgress(out, **kw)], operator=Operator("auto-approve"))))
     return out.getvalue()
 
 

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from flow_kernel import Session
+from flow_kernel.runtime.context import RunContext
 from flow_kernel.runtime.providers.base import ProviderReply, ProviderRequest
 from flow_kernel.runtime.tools import ToolRegistry, narrow
 
@@ -38,7 +39,8 @@ class ToolUser:
 
 def make(tmp_path: Path, plan: list[tuple[str, dict[str, Any]]], operator: str = "auto-approve") -> tuple[Session, ToolUser]:
     user = ToolUser(plan)
-    s = Session(directory=tmp_path, operator=operator, sandbox=False, journal_dir=None, providers={"fake": user})
+    s = Session(directory=tmp_path, operator=operator, sandbox=False, journal_dir=None,
+                context=RunContext(providers={"fake": user}))
     calls: list[tuple[str, Any]] = []
 
     @s.tool
@@ -117,7 +119,8 @@ def test_bad_tool_calls_go_back_to_the_model_as_errors(tmp_path: Path, plan: lis
 
 def test_a_tool_that_raises_or_breaks_its_type_answers_with_an_error(tmp_path: Path) -> None:
     user = ToolUser([("search_kb", {"query": "boom"}), ("search_kb", {"query": "wrong"})])
-    s = Session(directory=tmp_path, operator="none", sandbox=False, journal_dir=None, providers={"fake": user})
+    s = Session(directory=tmp_path, operator="none", sandbox=False, journal_dir=None,
+                context=RunContext(providers={"fake": user}))
 
     @s.tool
     def search_kb(query: str) -> Any:
@@ -156,7 +159,8 @@ def test_host_policy_narrows_too(tmp_path: Path) -> None:
 
 
 def test_a_tool_without_an_implementation_is_a_capability_violation(tmp_path: Path) -> None:
-    s = Session(directory=tmp_path, operator="none", sandbox=False, journal_dir=None, providers={"fake": ToolUser([])})
+    s = Session(directory=tmp_path, operator="none", sandbox=False, journal_dir=None,
+                context=RunContext(providers={"fake": ToolUser([])}))
     outcome = s.run(AGENT + 'helper("x")')
     assert outcome.error is not None and outcome.error.code == "capability-violation"
     assert "search_kb" in outcome.error.message and "Session.tool" in outcome.error.message

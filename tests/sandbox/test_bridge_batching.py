@@ -12,6 +12,7 @@ import pytest
 
 from flow_kernel import SourceFile
 from flow_kernel.lang.compiler import compile_source
+from flow_kernel.runtime.context import RunContext
 from flow_kernel.runtime.executors import SandboxExecutor
 from flow_kernel.runtime.run import run_compiled
 from flow_kernel.sandbox import install
@@ -37,7 +38,7 @@ def run_timed(monkeypatch: pytest.MonkeyPatch | None = None) -> tuple[float, flo
     async def go() -> tuple[float, float, Any]:
         executor = SandboxExecutor(warm=0)
         try:
-            outcome = await run_compiled(compiled, executor, sinks=[sink])
+            outcome = await run_compiled(compiled, executor, RunContext(sinks=[sink]))
             assert outcome.error is None, outcome.error
             return arrived[0], time.monotonic(), outcome.result
         finally:

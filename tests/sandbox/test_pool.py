@@ -28,11 +28,11 @@ def env() -> Iterator[tuple[SandboxPool, asyncio.AbstractEventLoop]]:
     loop.close()
 
 
-def run(env: tuple[SandboxPool, asyncio.AbstractEventLoop], source: str, **kw: Any) -> RunOutcome:
+def run(env: tuple[SandboxPool, asyncio.AbstractEventLoop], source: str) -> RunOutcome:
     pool, loop = env
     compiled = compile_source(SourceFile("pool.flow", source))
     assert compiled.ok, [d.message for d in compiled.check.errors]
-    return loop.run_until_complete(run_compiled(compiled, SandboxExecutor(pool), **kw))
+    return loop.run_until_complete(run_compiled(compiled, SandboxExecutor(pool)))
 
 
 def test_warm_sandbox_is_reused(env: tuple[SandboxPool, asyncio.AbstractEventLoop]) -> None:

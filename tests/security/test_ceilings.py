@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from flow_kernel.runtime.context import RunContext
 from flow_kernel.runtime.policy.ceilings import CeilingError, Ceilings
 from flow_kernel.runtime.providers.base import ProviderReply, ProviderRequest
 from flow_kernel.runtime.run import RunOutcome
@@ -74,7 +75,7 @@ def test_a_flow_toml_cannot_set_a_ceiling(tmp_path: Path) -> None:
 
 # -- steps, duration ----------------------------------------------------------------------------
 def test_a_billion_steps_get_the_step_ceiling() -> None:
-    outcome, seconds = run(Session(journal_dir=None, ceilings=Ceilings(steps=200_000)), SPIN, "spin")
+    outcome, seconds = run(Session(journal_dir=None, context=RunContext(ceilings=Ceilings(steps=200_000))), SPIN, "spin")
     print(f"\nsteps: stopped after {outcome.steps:,} steps in {seconds:.2f}s "
           f"(~{outcome.steps / seconds / 1e6:.1f} M steps/s in the sandbox)")
     assert outcome.error is not None and outcome.error.code == "limit-exceeded", outcome.error
@@ -86,13 +87,13 @@ def test_a_billion_steps_get_the_step_ceiling() -> None:
 def test_reopened_the_step_ceiling_lets_the_program_choose(monkeypatch: pytest.MonkeyPatch) -> None:
     no_ceilings(monkeypatch)
     source = SPIN.replace("1000000000", "600000")
-    outcome, _ = run(Session(journal_dir=None, ceilings=Ceilings(steps=200_000)), source, "spin")
+    outcome, _ = run(Session(journal_dir=None, context=RunContext(ceilings=Ceilings(steps=200_000))), source, "spin")
     assert outcome.error is not None and outcome.error.code == "limit-exceeded"
     assert outcome.steps > 200_001 and "host ceiling" not in outcome.error.message  # the door was open
 
 
 def test_500_hours_get_the_duration_ceiling_enforced_by_the_host() -> None:
-    outcome, seconds = run(Session(journal_dir=None, ceilings=Ceilings(duration_ms=1500)), SPIN, "spin")
+    outcome, seconds = run(Session(journal_dir=None, context=RunContext(ceilings=Ceilings(duration_ms=1500))), SPIN, "spin")
     print(f"\nduration: a program asking for 500h stopped after {seconds:.2f}s (ceiling 1.5s)")
     assert outcome.error is not None and outcome.error.code == "limit-exceeded", outcome.error
     assert "host ceiling on `duration` (1500ms)" in outcome.error.message and "500h" in outcome.error.message
@@ -103,7 +104,7 @@ def test_500_hours_get_the_duration_ceiling_enforced_by_the_host() -> None:
 def test_reopened_the_duration_ceiling_lets_the_run_go_on(monkeypatch: pytest.MonkeyPatch) -> None:
     no_ceilings(monkeypatch)
     source = SPIN.replace("1000000000", "40000000")  # ends by its own steps, seconds after the ceiling
-    outcome, seconds = run(Session(journal_dir=None, ceilings=Ceilings(duration_ms=1500)), source, "spin")
+    outcome, seconds = run(Session(journal_dir=None, context=RunContext(ceilings=Ceilings(duration_ms=1500))), source, "spin")
     assert outcome.error is not None and outcome.error.code == "limit-exceeded"
     # The door was open: the run used its own step budget, past the 1.5 s ceiling (~2-6 M
     # steps/s here), and what stopped it was not a host ceiling.
@@ -154,7 +155,7 @@ workflow many() -> string[] {
 
 def test_a_million_agent_runs_get_the_agent_runs_ceiling() -> None:
     slow = Slow()
-    outcome, _ = run(Session(journal_dir=None, providers={"slow": slow}, ceilings=Ceilings(agent_runs=5)),
+    outcome, _ = run(Session(journal_dir=None, context=RunContext(providers={"slow": slow}, ceilings=Ceilings(agent_runs=5))),
                      AGENTS, "many")
     print(f"\nagent_runs: {slow.calls} provider calls before the ceiling of 5 stopped the run")
     assert outcome.error is not None and outcome.error.code == "limit-exceeded", outcome.error
@@ -165,14 +166,14 @@ def test_a_million_agent_runs_get_the_agent_runs_ceiling() -> None:
 def test_reopened_the_agent_runs_ceiling_spends_what_the_program_asks(monkeypatch: pytest.MonkeyPatch) -> None:
     no_ceilings(monkeypatch)
     slow = Slow()
-    outcome, _ = run(Session(journal_dir=None, providers={"slow": slow}, ceilings=Ceilings(agent_runs=5)),
+    outcome, _ = run(Session(journal_dir=None, context=RunContext(providers={"slow": slow}, ceilings=Ceilings(agent_runs=5))),
                      AGENTS, "many")
     assert outcome.error is None and slow.calls == 24
 
 
 def test_a_thousand_concurrent_calls_get_the_concurrency_ceiling() -> None:
     slow = Slow()
-    outcome, _ = run(Session(journal_dir=None, providers={"slow": slow}, ceilings=Ceilings(concurrency=3)),
+    outcome, _ = run(Session(journal_dir=None, context=RunContext(providers={"slow": slow}, ceilings=Ceilings(concurrency=3))),
                      AGENTS, "many")
     print(f"\nconcurrency: at most {slow.most} calls at once under a ceiling of 3 (the program asks for 1000)")
     assert outcome.error is None and slow.calls == 24
@@ -182,7 +183,7 @@ def test_a_thousand_concurrent_calls_get_the_concurrency_ceiling() -> None:
 def test_reopened_the_concurrency_ceiling_runs_more_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
     no_ceilings(monkeypatch)
     slow = Slow()
-    outcome, _ = run(Session(journal_dir=None, providers={"slow": slow}, ceilings=Ceilings(concurrency=3)),
+    outcome, _ = run(Session(journal_dir=None, context=RunContext(providers={"slow": slow}, ceilings=Ceilings(concurrency=3))),
                      AGENTS, "many")
     assert outcome.error is None and slow.most > 3
 
@@ -249,7 +250,8 @@ def test_reopened_the_output_budget_lets_the_flood_through(journal_dir: Path, mo
     from flow_kernel.runtime import host
 
     monkeypatch.setattr(host, "_data_text", lambda data: "")  # nothing is counted
-    session = Session(directory=journal_dir.parent, journal_dir="runs", ceilings=Ceilings(output_bytes=8 * 2**20))
+    session = Session(directory=journal_dir.parent, journal_dir="runs",
+                      context=RunContext(ceilings=Ceilings(output_bytes=8 * 2**20)))
     outcome, _ = run(session, flood(6, 4))
     journal = next(journal_dir.glob("*.jsonl"))
     assert outcome.error is None and journal.stat().st_size > 16 * 2**20  # 24 MiB past an 8 MiB budget
@@ -266,7 +268,7 @@ def runs_kept(session: Session, cells: int) -> list[RunOutcome]:
 
 
 def test_a_session_keeps_at_most_twice_the_output_budget_of_old_runs_in_memory() -> None:
-    kept = runs_kept(Session(journal_dir=None, ceilings=Ceilings(output_bytes=4 * 2**20)), 6)
+    kept = runs_kept(Session(journal_dir=None, context=RunContext(ceilings=Ceilings(output_bytes=4 * 2**20))), 6)
     held = sum(o.output_bytes for o in kept)
     print(f"\nhistory: 6 runs of 2 MiB of logs, {len(kept)} kept in memory ({held / 2**20:.1f} MiB; budget 2 x 4 MiB)")
     assert held <= 8 * 2**20 and len(kept) < 6
@@ -274,7 +276,7 @@ def test_a_session_keeps_at_most_twice_the_output_budget_of_old_runs_in_memory()
 
 def test_reopened_the_history_keeps_every_flood(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(Session, "_bound_history", lambda self: None)
-    kept = runs_kept(Session(journal_dir=None, ceilings=Ceilings(output_bytes=4 * 2**20)), 6)
+    kept = runs_kept(Session(journal_dir=None, context=RunContext(ceilings=Ceilings(output_bytes=4 * 2**20))), 6)
     assert len(kept) == 6 and sum(o.output_bytes for o in kept) > 8 * 2**20
 
 
@@ -283,7 +285,7 @@ def test_runs_past_the_sandbox_cap_are_refused_clearly() -> None:
     source = 'agent slow { model: "scripted", script: [slow(2s, "late")] }\nslow("x")'
 
     async def go() -> list[RunOutcome]:
-        async with Session(journal_dir=None, ceilings=Ceilings(sandboxes=2)) as session:
+        async with Session(journal_dir=None, context=RunContext(ceilings=Ceilings(sandboxes=2))) as session:
             session.compile(source)
             runs = [asyncio.ensure_future(session.run_async(source)) for _ in range(3)]
             outcomes = await asyncio.gather(*runs)
@@ -308,7 +310,7 @@ def test_reopened_the_sandbox_cap_starts_a_process_per_run(monkeypatch: pytest.M
     source = 'agent slow { model: "scripted", script: [slow(2s, "late")] }\nslow("x")'
 
     async def go() -> int:
-        async with Session(journal_dir=None, ceilings=Ceilings(sandboxes=2)) as session:
+        async with Session(journal_dir=None, context=RunContext(ceilings=Ceilings(sandboxes=2))) as session:
             session.compile(source)
             outcomes = await asyncio.gather(*[session.run_async(source) for _ in range(3)])
             assert all(o.result == "late" for o in outcomes)

@@ -37,7 +37,7 @@ def notebook(tmp_path: Path) -> tuple[Session, Path]:
     (folder / "cases.jsonl").write_text('{"n": 1, "expected": 2}\n{"n": 2, "expected": 4}\n')
     victim = tmp_path / "victim.txt"
     victim.write_text(PRECIOUS)
-    session = Session(directory=folder, trust=notebook_trust(folder), sandbox=False, journal_dir=None)
+    session = Session(directory=folder, allow=notebook_trust(folder), sandbox=False, journal_dir=None)
     session.run(PROGRAM)
     return session, victim
 

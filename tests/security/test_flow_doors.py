@@ -18,6 +18,7 @@ import pytest
 
 from flow_kernel import Session, SourceFile
 from flow_kernel.lang.compiler import compile_source
+from flow_kernel.runtime.context import RunContext
 from flow_kernel.runtime.host import HostServices
 from flow_kernel.runtime.providers.base import ProviderReply, ProviderRequest
 from flow_kernel.runtime.run import RunOutcome
@@ -51,7 +52,7 @@ class Env:
         self.loop = asyncio.new_event_loop()
         self.provider = Recorder()
         self.session = Session(directory=directory, operator="auto-approve", allow_run=["echo"],
-                               providers={"rec": self.provider})
+                               context=RunContext(providers={"rec": self.provider}))
         self.tool_calls: list[tuple[str, Any]] = []
 
         @self.session.tool
@@ -133,11 +134,11 @@ def test_run_starts_only_an_allowed_name(env: Env, exe: str) -> None:
 def test_run_gets_no_secret_from_the_host_environment(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
     marker = f"flow-env-{uuid.uuid4().hex}"
     monkeypatch.setenv("OPENAI_API_KEY", marker)
-    env.session.allow_run.add("env")
+    env.session.allow_run |= {"env"}
     try:
         outcome = env.run('let r = run "env" []\nr.stdout')
     finally:
-        env.session.allow_run.discard("env")
+        env.session.allow_run -= {"env"}
     assert outcome.error is None, outcome.to_json()
     assert marker not in outcome.result and "OPENAI_API_KEY" not in outcome.result
     assert marker not in json.dumps(outcome.events)
@@ -190,7 +191,7 @@ def test_printed_protocol_lines_are_only_text(env: Env) -> None:
 def host_for(source: str, tmp_path: Path, **kw: Any) -> HostServices:
     compiled = compile_source(SourceFile("h.flow", source))
     assert compiled.ok
-    return HostServices(compiled.check, "r-compromised", **kw)
+    return HostServices(compiled.check, RunContext(run_id="r-compromised", **kw))
 
 
 def ask_host(box: Sandbox, host: HostServices, requests: list[tuple[str, Any]]) -> list[Any]:
@@ -229,8 +230,8 @@ def test_a_compromised_sandbox_gets_no_undeclared_agent_tool_or_host_op(sandbox:
     provider.tool_plan = [("danger", {"path": str(target)})]
     host = host_for('tool lookup(path: string) -> string\ntool danger(path: string) -> string\n'
                     'agent a { model: "rec/m", tools: [lookup], output: any }\n1', tmp_path, providers={"rec": provider})
-    host.tools.register(lambda path: "ok", "lookup")
-    host.tools.register(lambda path: Path(path).write_text("escaped"), "danger")
+    host.context.tools.register(lambda path: "ok", "lookup")
+    host.context.tools.register(lambda path: Path(path).write_text("escaped"), "danger")
     host.emit({"type": "workflow.started", "data": {"name": "<cell>", "frame": "f1", "parent": None, "limits": {}}})
     base = {"team": None, "member": None, "prompt": "p", "call": "c1", "expect": False, "run": "r-compromised",
             "span": "s1", "stage": None, "frame": "f1"}

@@ -35,9 +35,8 @@ def forge(box: Sandbox, tmp_path: Path) -> tuple[list[dict[str, Any]], list[dict
     """(the run's events, everything its sinks were handed)"""
     from tests.security.door_helpers import attempt
 
-    target = host_for("1", tmp_path)
     seen: list[dict[str, Any]] = []
-    target.sinks.append(seen.append)
+    target = host_for("1", tmp_path, sinks=[seen.append])
     box.ensure_alive().handler = target.handle
     box.process.on_notify = target.on_notify
     try:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from flow_kernel.runtime.context import RunContext
 from flow_kernel.runtime.policy.trust import Trust
 from flow_kernel.runtime.run import RunOutcome
 from flow_kernel.runtime.session import Session
@@ -48,8 +49,8 @@ def _toml(folder: Path) -> str:
 
 
 def run_helper(folder: Path) -> tuple[Session, RunOutcome]:
-    session = Session(directory=folder, operator="auto-deny", journal_dir=None, spare_sandbox=False,
-                      providers={"fake": ToolUser([("search", {"query": "x"})])})
+    session = Session(directory=folder, operator="auto-deny", journal_dir=None, sandbox="one",
+                      context=RunContext(providers={"fake": ToolUser([("search", {"query": "x"})])}))
     return session, session.run(PROGRAM)
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from flow_kernel.runtime.context import RunContext
 from flow_kernel.runtime.policy import trust as trust_module
 from flow_kernel.runtime.session import Session
 
@@ -28,7 +29,7 @@ def _stranger(tmp_path: Path) -> Path:
 
 
 def _session(folder: Path) -> Session:
-    return Session(directory=folder, sandbox=False, journal_dir=None, debug=True)
+    return Session(directory=folder, sandbox=False, journal_dir=None, context=RunContext(debug=True))
 
 
 def test_a_prompt_file_outside_the_folder_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -342,6 +342,7 @@ def many_children(count: int, token: str, seconds: int = 1, enough: int | None =
     that many are alive at once (long sleeps: on a loaded machine, starting 40 children can
     take longer than one child's second)."""
     from flow_kernel.lang.compiler import compile_source
+    from flow_kernel.runtime.context import RunContext
     from flow_kernel.runtime.host import HostServices
     from flow_kernel.source import SourceFile
 
@@ -355,7 +356,7 @@ def many_children(count: int, token: str, seconds: int = 1, enough: int | None =
 
     async def go() -> None:
         nonlocal most
-        host = HostServices(compiled.check, "r-bypassed", allow_run=frozenset({"sleep"}))
+        host = HostServices(compiled.check, RunContext(run_id="r-bypassed", allow_run=frozenset({"sleep"})))
         requests = [host.handle("process", {"executable": "sleep", "arguments": [duration], "timeout_ms": 120_000})
                     for _ in range(count)]
         work = asyncio.ensure_future(asyncio.gather(*requests, return_exceptions=True))

@@ -24,6 +24,7 @@ from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 
 from flow_kernel import Session
+from flow_kernel.runtime.context import RunContext
 from tests.reliability.fault_helpers import FakeModel, sandbox_processes
 
 GALLERY = Path(__file__).resolve().parents[2] / "notebooks"
@@ -109,8 +110,8 @@ def test_no_key_leaves_the_host_in_provider_calls(tmp_path: Path, marked_env: No
     monkeypatch.setenv("ANTHROPIC_BASE_URL", model.url.removesuffix("/v1"))
     traces: list[dict[str, Any]] = []
     events: list[dict[str, Any]] = []
-    session = Session(directory=tmp_path, record="calls.jsonl", debug=True, trace_sinks=[traces.append],
-                      sinks=[events.append], operator="auto-approve")
+    session = Session(directory=tmp_path, record="calls.jsonl", operator="auto-approve",
+                      context=RunContext(debug=True, trace_sinks=[traces.append], sinks=[events.append]))
     cells = ['agent o { model: "openai/ok-1" }\no("hello")',
              'agent oe { model: "openai/echo-1" }\noe("hello")',
              'agent ae { model: "anthropic/echo-2" }\nae("hello")',

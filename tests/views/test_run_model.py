@@ -10,6 +10,7 @@ from typing import Any
 
 from flow_kernel import SourceFile
 from flow_kernel.lang.compiler import compile_source
+from flow_kernel.runtime.context import RunContext
 from flow_kernel.runtime.durable.journal import read_journal
 from flow_kernel.runtime.policy.operator import Operator
 from flow_kernel.runtime.run import RunOutcome, run_compiled
@@ -44,8 +45,8 @@ go()
 def run(source: str, tmp_path: Path, sinks: list[Any] | None = None) -> RunOutcome:
     compiled = compile_source(SourceFile("v.flow", source))
     assert compiled.ok, [d.message for d in compiled.check.errors]
-    return asyncio.run(run_compiled(compiled, InProcessExecutor(), operator=Operator("auto-approve"),
-                                    journal_dir=tmp_path, sinks=sinks or []))
+    return asyncio.run(run_compiled(compiled, InProcessExecutor(),
+                                    RunContext(operator=Operator("auto-approve"), journal_dir=tmp_path, sinks=sinks or [])))
 
 
 def test_a_view_built_from_the_journal_shows_what_the_live_one_showed(tmp_path: Path) -> None:

@@ -8,17 +8,19 @@ scorer adds its small workflow beside it (scorers.judge_source).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from flow_kernel.lang.compiler import Compiled
-from flow_kernel.runtime.eval.items import ItemRunner, RunSettings, warm
+from flow_kernel.runtime.context import RunContext
+from flow_kernel.runtime.eval.items import ItemRunner, warm
 from flow_kernel.runtime.eval.results import ItemResult
 from flow_kernel.runtime.eval.runner import (
+    EvalPlan,
     EvalReport,
     EvalUsageError,
-    ItemExecutor,
     LocalItems,
     judge_wrappers,
     parse_scorers,
@@ -41,23 +43,53 @@ class EvalCompileError(EvalUsageError):
         self.diagnostics = diagnostics
 
 
-def settings_of(session: Session) -> RunSettings:
-    return RunSettings(config=session.config, operator=session.operator, allow_run=frozenset(session.allow_run),
-                       providers=dict(session.providers), tools=session.tools, ceilings=session.ceilings,
-                       player=session._player, debug=session.debug)
+@dataclass(frozen=True, kw_only=True)
+class EvalOptions:
+    """How an eval runs, besides its workflow and data (`Session.eval`'s keywords).
+
+    `scorers` ("exact", "field:a.b", "workflow:NAME", "judge:AGENT", ...; none: a batch, or,
+    given `default_scorer`, scored by it when the data has `expected`); `program` (a
+    `Compiled` or Flow text; None: what the session's cells declared); `epochs` (runs of
+    each case); `concurrency` (items at once); `executor` "local" or "ray" (with
+    `ray_address` to join a cluster and `workers` actors); `out` (the results file, written
+    as items end) and `resume` (go on with it); `on_result` (called with each item's result)."""
+
+    scorers: Sequence[str] = ()
+    program: Compiled | str | None = None
+    epochs: int = 1
+    concurrency: int = 4
+    executor: str = "local"
+    ray_address: str | None = None
+    workers: int | None = None
+    out: str | Path | None = None
+    resume: bool = False
+    on_result: Callable[[ItemResult], None] | None = None
+    default_scorer: str | None = None
+
+    @classmethod
+    def of(cls, options: Mapping[str, Any]) -> EvalOptions:
+        """The options named in `options`; `EvalUsageError` names one that is no option."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(options) - known)
+        if unknown:
+            raise EvalUsageError(f"no eval option {', '.join(unknown)}; the options are {', '.join(sorted(known))}")
+        return cls(**options)
 
 
-async def evaluate(session: Session, workflow: str, data: str | Path, *, scorers: list[str] | tuple[str, ...] = (),
-                   program: Compiled | str | None = None, epochs: int = 1, concurrency: int = 4,
-                   executor: str = "local", ray_address: str | None = None, workers: int | None = None,
-                   out: str | Path | None = None, resume: bool = False,
-                   on_result: Callable[[ItemResult], None] | None = None,
-                   default_scorer: str | None = None) -> EvalReport:
-    if executor not in EXECUTORS:
-        raise EvalUsageError(f"--executor must be local or ray, not {executor!r}")
-    if concurrency < 1:
+def item_context(session: Session) -> RunContext:
+    """The settings an eval's items run with: the session's, less what is the session's own
+    (its trace sinks, provider guards and earlier cells' sources)."""
+    return session.context.replace(trace_sinks=(), resilience=None, sources={})
+
+
+async def evaluate(session: Session, workflow: str, data: str | Path, options: EvalOptions) -> EvalReport:
+    """Run `workflow` over the cases of `data` with `session`'s settings (`Session.eval_async`)."""
+    if options.executor not in EXECUTORS:
+        raise EvalUsageError(f"--executor must be local or ray, not {options.executor!r}")
+    if options.concurrency < 1:
         raise EvalUsageError("--concurrency must be at least 1")
-    chosen = parse_scorers(list(scorers), session.directory)
+    program = options.program
+    chosen = parse_scorers(list(options.scorers), session.directory)
     extra = judge_wrappers(chosen)
     compiled = program if isinstance(program, Compiled) else session.compile(program or "", "<eval>")
     if compiled.python is not None and extra:
@@ -70,37 +102,41 @@ async def evaluate(session: Session, workflow: str, data: str | Path, *, scorers
                     else session.compile((program or "") + extra, "<eval>"))
     if compiled.python is None:
         raise EvalCompileError(compiled.check.diagnostics)
-    data_path = session.directory / data
-    plan = prepare(compiled, workflow, chosen, data_path, epochs=epochs, data_name=str(data),
-                   default_scorer=default_scorer)
-    chosen = plan.scorers
-    out_path = session.directory / out if out is not None else None
-    settings = settings_of(session)
-    items: ItemExecutor
-    if executor == "ray":
-        from flow_kernel.runtime.eval.ray_executor import RayItems
-
-        if settings.operator.callback is not None:
-            raise EvalUsageError("an interactive operator cannot answer on Ray workers: use auto-approve, "
-                                 "auto-deny, answers:PATH or none")
-        # Only what the driver keeps comes back: the runs' events when it journals, the
-        # answers when it records a cassette.
-        items = RayItems(compiled, workflow, chosen, settings, concurrency=concurrency, workers=workers,
-                         address=ray_address, sandbox=session.sandbox, keep_events=session.journal_dir is not None,
-                         collect=session._recorder is not None)
-        try:
-            return await run_eval(plan, items, out=out_path, resume=resume, journal_dir=session.journal_dir,
-                                  recorder=session._recorder, on_result=on_result)
-        finally:
-            await items.close()
-    runner = ItemRunner(compiled, workflow, chosen, _local_executor(session, concurrency), settings,
-                        journal_dir=session.journal_dir, recorder=session._recorder, sinks=list(session.sinks))
+    plan = prepare(compiled, workflow, chosen, session.directory / data, epochs=options.epochs, data_name=str(data),
+                   default_scorer=options.default_scorer)
+    out_path = session.directory / options.out if options.out is not None else None
+    context = item_context(session)
+    if options.executor == "ray":
+        return await _on_ray(session, plan, context, options, out_path)
+    concurrency = options.concurrency
+    runner = ItemRunner(compiled, workflow, plan.scorers, _local_executor(session, concurrency), context)
     local = LocalItems(runner, concurrency if not session.sandbox else min(concurrency, session.ceilings.sandboxes))
     try:
         await warm(runner.executor, min(local.concurrency, len(plan.cases) * plan.epochs))
-        return await run_eval(plan, local, out=out_path, resume=resume, on_result=on_result)
+        return await run_eval(plan, local, out=out_path, resume=options.resume, on_result=options.on_result)
     finally:
         await local.close()
+
+
+async def _on_ray(session: Session, plan: EvalPlan, context: RunContext, options: EvalOptions,
+                  out_path: Path | None) -> EvalReport:
+    from flow_kernel.runtime.eval.ray_executor import RayItems
+
+    if context.operator.callback is not None:
+        raise EvalUsageError("an interactive operator cannot answer on Ray workers: use auto-approve, "
+                             "auto-deny, answers:PATH or none")
+    # What an actor needs of the context travels; the driver keeps its journal, cassette and
+    # sinks, and only what it keeps comes back: the runs' events when it journals, the
+    # answers when it records a cassette.
+    travels = context.replace(sinks=(), journal_dir=None, recorder=None)
+    items = RayItems(plan.compiled, plan.workflow, plan.scorers, travels, concurrency=options.concurrency,
+                     workers=options.workers, address=options.ray_address, sandbox=session.sandbox,
+                     keep_events=context.journal_dir is not None, collect=context.recorder is not None)
+    try:
+        return await run_eval(plan, items, out=out_path, resume=options.resume, journal_dir=context.journal_dir,
+                              recorder=context.recorder, on_result=options.on_result)
+    finally:
+        await items.close()
 
 
 def _with_text(session: Session, compiled: Compiled, extra: str) -> Compiled:
@@ -128,4 +164,4 @@ def _local_executor(session: Session, concurrency: int) -> Any:
     return SandboxExecutor(max_processes=size, warm=1)
 
 
-__all__ = ["EXECUTORS", "EvalCompileError", "evaluate", "settings_of"]
+__all__ = ["EXECUTORS", "EvalCompileError", "EvalOptions", "evaluate", "item_context"]

@@ -3,9 +3,10 @@ workflow on the case's input, then each scorer, and gather what the driver keeps
 item's record, the events of every run it made (for their journals) and the cassette
 answers it recorded.
 
-What a run needs from the host travels as `RunSettings` (picklable: the configuration,
-the operator's policy, allowed executables, providers, Python tools, ceilings, a cassette
-to replay), so that a Ray actor runs items exactly as the driver would.
+What a run needs from the host travels as a `RunContext` (picklable once the driver has
+taken out its sinks, journal folder and cassette recorder: the configuration, the
+operator's policy, allowed executables, providers, Python tools, ceilings, a cassette to
+replay), so that a Ray actor runs items exactly as the driver would.
 """
 
 from __future__ import annotations
@@ -13,34 +14,16 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from flow_kernel.errors import FlowError
 from flow_kernel.lang.compiler import Compiled
-from flow_kernel.runtime.config import FlowConfig
-from flow_kernel.runtime.durable.cassette import CassettePlayer, CassetteRecorder, Key, source_scope
+from flow_kernel.runtime.context import RunContext
+from flow_kernel.runtime.durable.cassette import CassetteRecorder, Key, source_scope
 from flow_kernel.runtime.eval.data import Case
 from flow_kernel.runtime.eval.results import ItemResult
 from flow_kernel.runtime.eval.scorers import Scorer, ScorerRun
-from flow_kernel.runtime.host import EventSink
-from flow_kernel.runtime.policy.ceilings import Ceilings
-from flow_kernel.runtime.policy.operator import Operator
-from flow_kernel.runtime.providers.base import Provider
 from flow_kernel.runtime.run import Executor, RunOutcome, new_run_id, run_compiled
-from flow_kernel.runtime.tools import ToolRegistry
-
-
-@dataclass
-class RunSettings:
-    config: FlowConfig = field(default_factory=FlowConfig)
-    operator: Operator = field(default_factory=lambda: Operator("none"))
-    allow_run: frozenset[str] = frozenset()
-    providers: dict[str, Provider] = field(default_factory=dict)
-    tools: ToolRegistry = field(default_factory=ToolRegistry)
-    ceilings: Ceilings = field(default_factory=Ceilings)
-    player: CassettePlayer | None = None
-    debug: bool = False
 
 
 @dataclass
@@ -91,17 +74,15 @@ class ItemDone:
 
 @dataclass
 class ItemRunner:
-    """Runs items of one eval with one executor: `compiled` holds the workflow and the
-    scorers' workflows; `recorder` is the driver's cassette, or a `CollectingRecorder`."""
+    """Runs items of one eval with one executor, each run with `context` (the session's
+    settings: its journal folder, sinks and cassette on the driver): `compiled` holds the
+    workflow and the scorers' workflows."""
     compiled: Compiled
     workflow: str
     scorers: list[Scorer]
     executor: Executor
-    settings: RunSettings
-    journal_dir: Path | None = None
-    recorder: CassetteRecorder | None = None  # the driver's cassette
+    context: RunContext
     collect: bool = False  # record each item's answers for the driver instead (a Ray actor)
-    sinks: list[EventSink] = field(default_factory=list)
     keep_events: bool = False  # return every run's events (a Ray actor: the driver writes the journals)
     worker: str | None = None
 
@@ -117,13 +98,9 @@ class ItemRunner:
         return f"{program}#{self.workflow}@{case.id}/{epoch}{scorer}"
 
     async def _run(self, workflow: str, data: dict[str, Any], case: Case, epoch: int,
-                   runs: dict[str, list[dict[str, Any]]], recorder: Any) -> RunOutcome:
-        s = self.settings
-        outcome = await run_compiled(
-            self.compiled, self.executor, workflow=workflow, input=data, operator=s.operator, allow_run=s.allow_run,
-            sinks=list(self.sinks), journal_dir=self.journal_dir, record=recorder,
-            replay=s.player, config=s.config, tools=s.tools, debug=s.debug, providers=s.providers,
-            ceilings=s.ceilings, cassette_scope=self._scope(workflow, case, epoch))
+                   runs: dict[str, list[dict[str, Any]]], recorder: CassetteRecorder | None) -> RunOutcome:
+        context = self.context.replace(recorder=recorder, cassette_scope=self._scope(workflow, case, epoch))
+        outcome = await run_compiled(self.compiled, self.executor, context, workflow=workflow, input=data)
         # A run turns its cancellation into a `cancelled` outcome (its journal says so) and
         # returns; the item must stop here — not run its scorers, not be recorded as ended,
         # not let its executor take the next item (locally or on a Ray lane). `--resume`
@@ -137,7 +114,7 @@ class ItemRunner:
 
     async def run(self, case: Case, epoch: int) -> ItemDone:
         runs: dict[str, list[dict[str, Any]]] = {}
-        recorder = CollectingRecorder() if self.collect else self.recorder
+        recorder = CollectingRecorder() if self.collect else self.context.recorder
         started = time.monotonic()
         outcome = await self._run(self.workflow, case.input, case, epoch, runs, recorder)
         latency = (time.monotonic() - started) * 1000
@@ -191,4 +168,4 @@ def spent(events: list[dict[str, Any]]) -> tuple[float, int]:
     return cost, tokens
 
 
-__all__ = ["CollectingRecorder", "ItemDone", "ItemRunner", "Recorded", "RunSettings", "replay_into", "spent", "warm"]
+__all__ = ["CollectingRecorder", "ItemDone", "ItemRunner", "Recorded", "replay_into", "spent", "warm"]

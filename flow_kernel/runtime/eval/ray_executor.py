@@ -1,7 +1,7 @@
 """Items on a Ray cluster (`--executor ray`, docs/eval.md): `ray.init()` starts a local
 cluster, or `address` joins one. Each actor is an async Ray actor holding its own warm
 sandbox pool and running items with its own host services (`ItemRunner`), from the
-program, scorers and `RunSettings` the driver sends it (providers and configuration
+program, scorers and `RunContext` the driver sends it (providers and configuration
 travel; an interactive operator cannot).
 
 Items travel in batches, not one remote call each: at a few milliseconds an item, a call
@@ -38,8 +38,9 @@ from typing import Any
 
 from flow_kernel.lang.compiler import Compiled
 from flow_kernel.runtime.config import FlowConfig
+from flow_kernel.runtime.context import RunContext
 from flow_kernel.runtime.eval.data import Case
-from flow_kernel.runtime.eval.items import ItemDone, ItemRunner, RunSettings, warm
+from flow_kernel.runtime.eval.items import ItemDone, ItemRunner, warm
 from flow_kernel.runtime.eval.ray_cluster import (
     actor_options,
     join,
@@ -107,7 +108,7 @@ class EvalWorker:
     """The actor: one warm sandbox pool, `pool` items at once (its share of the
     concurrency), the items the driver sent it waiting their turn."""
 
-    def __init__(self, compiled: Compiled, workflow: str, scorers: list[Scorer], settings: RunSettings,
+    def __init__(self, compiled: Compiled, workflow: str, scorers: list[Scorer], context: RunContext,
                  pool: int, sandbox: bool, name: str, keep_events: bool = True, collect: bool = True,
                  batch: int = 1) -> None:
         if sandbox:
@@ -121,7 +122,7 @@ class EvalWorker:
         self.pool = pool
         self.low = max(1, (batch + 1) // 2)  # fewer waiting than this: answer now, the driver tops it up
         self.window = REPORT_WINDOW
-        self.runner = ItemRunner(compiled, workflow, scorers, executor, settings, collect=collect,
+        self.runner = ItemRunner(compiled, workflow, scorers, executor, context, collect=collect,
                                  keep_events=keep_events, worker=f"{name} pid {os.getpid()}")
         self._waiting: deque[Task] = deque()
         self._ended: list[tuple[int, ItemDone]] = []
@@ -207,13 +208,13 @@ class EvalWorker:
 
 
 class RayItems:
-    def __init__(self, compiled: Compiled, workflow: str, scorers: list[Scorer], settings: RunSettings, *,
+    def __init__(self, compiled: Compiled, workflow: str, scorers: list[Scorer], context: RunContext, *,
                  concurrency: int = 4, workers: int | None = None, address: str | None = None,
                  sandbox: bool = True, keep_events: bool = True, collect: bool = True) -> None:
         """`keep_events`: the driver writes the runs' journals (their events come back);
         `collect`: it records a cassette (the answers come back)."""
-        self.args = (compiled, workflow, scorers, settings)
-        self.keys = key_names(compiled, settings.config)  # the variables its models read their keys from
+        self.args = (compiled, workflow, scorers, context)
+        self.keys = key_names(compiled, context.config)  # the variables its models read their keys from
         self.concurrency = concurrency
         self.workers = workers
         self.address = address
