@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import os
 import sys
+from argparse import Namespace
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from flow_kernel.terminal_text import terminal_safe
@@ -23,6 +25,7 @@ from flow_kernel.terminal_text import terminal_safe
 if TYPE_CHECKING:
     from flow_kernel.files import FileSystemLoader
     from flow_kernel.lang import CheckResult
+    from flow_kernel.runtime.policy.trust import Trust
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -114,19 +117,29 @@ def _mcp_servers_for(path: str) -> list[str]:
         return []
 
 
+def flag_trust(args: Namespace, folder: Path, *, document: Path | None = None, asker: str = "This file") -> Trust:
+    """The grants of one command: its flags (runtime/policy/grants.py; paths as typed, relative
+    to the working directory: `--allow-run`, `--allow-path`, `--record`, `--replay`,
+    `--operator`, `--config`, those the command has), `FLOW_ALLOW`, and `flow trust`;
+    `folder` (the file's) needs none."""
+    from flow_kernel.runtime.policy.grants import flag_grants
+    from flow_kernel.runtime.policy.trust import Trust
+
+    paths = [*getattr(args, "allow_path", []), getattr(args, "record", None), getattr(args, "replay", None)]
+    grants = flag_grants(Path.cwd(), allow_run=getattr(args, "allow_run", []), paths=paths,
+                         operator=getattr(args, "operator", None), config=getattr(args, "config", None))
+    return Trust(folder, grants=grants, document=document, asker=asker)
+
+
 def guarded_loader(path: str, allow_paths: Sequence[str] = ()) -> FileSystemLoader:
     """A loader for FILE's `use`s: files outside FILE's folder need a grant (runtime/policy/trust.py:
     `--allow-path`, `FLOW_ALLOW`, `flow trust`), else F2011 says how to grant them."""
-    from pathlib import Path
-
     from flow_kernel.files import FileSystemLoader
     from flow_kernel.runtime.config import config_folder
-    from flow_kernel.runtime.policy.trust import Capability, Trust
 
-    grants = [Capability.of("path", raw, Path.cwd()) for raw in allow_paths]
-    trust = Trust(config_folder(path), grants=grants, asker="This file")
+    trust = flag_trust(Namespace(allow_path=list(allow_paths)), config_folder(path))
     return FileSystemLoader(guard=trust.use_guard())
 
 
-__all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "UsageError", "display_name", "guarded_loader", "load_file",
+__all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "UsageError", "display_name", "flag_trust", "guarded_loader", "load_file",
            "print_error", "wants_color", "warn_unpinned"]

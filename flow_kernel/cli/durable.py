@@ -1,5 +1,5 @@
 """`flow resume`, `flow answer` and `flow runs` (docs/durability.md); how a run that waits
-(`--operator defer`: exit 3) is reported is `flow run`'s (`cli/run.py` `report`).
+(`--operator defer`: exit 3) is reported is `flow run`'s (`cli/outcome.py` `report`).
 
 - `flow resume RUN`: go on with a waiting or interrupted run from its journal (run from the
   folder `flow run` ran in: the journal is `.flow/runs/RUN.jsonl` there). The program is
@@ -28,6 +28,7 @@ from flow_kernel.cli.common import (
     EXIT_OK,
     EXIT_USAGE,
     UsageError,
+    flag_trust,
     print_error,
     warn_unpinned,
 )
@@ -77,12 +78,11 @@ def _refused(command: str, exc: Any, json_mode: bool) -> int:
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
-    from flow_kernel.cli.run import _PrintSink, report
+    from flow_kernel.cli.outcome import report, run_in_terminal
     from flow_kernel.runtime.config import ConfigError, config_folder, find_config, load_config
     from flow_kernel.runtime.durable.resume import ResumeRefused, load_checkpoint
     from flow_kernel.runtime.policy.operator import Operator
     from flow_kernel.runtime.policy.processes import RunPolicy
-    from flow_kernel.runtime.policy.trust import Capability, Trust, operator_capability
     from flow_kernel.runtime.session import Session
 
     json_mode = args.format == "json"
@@ -96,29 +96,19 @@ def cmd_resume(args: argparse.Namespace) -> int:
     folder = config_folder(str(program["path"])) if program.get("kind") == "file" else here
     try:
         RunPolicy(args.allow_run)
-        grants = [Capability.of("run", exe, here) for exe in args.allow_run]
-        grants += [Capability.of("path", raw, here) for raw in args.allow_path]
-        if args.operator and (cap := operator_capability(args.operator, here)) is not None:
-            grants.append(cap)
-        if args.config:
-            grants.append(Capability("config", str(Path(args.config).resolve().parent)))
-        trust = Trust(folder, grants=grants, asker="This run")
+        trust = flag_trust(args, folder, asker="This run")
         config = load_config(args.config) if args.config else find_config(folder, trust=trust)
         policy = args.operator or ("defer" if header.get("operator") == "defer" else config.operator)
         operator = Operator.parse(policy) if policy else Operator.default()
     except (UsageError, ValueError, ConfigError) as exc:
         print_error(str(exc), command="resume")
         return EXIT_USAGE
-    session = Session(directory=here, config=config, operator=operator, allow_run=args.allow_run,
-                      sinks=[_PrintSink(json_mode)], trust=trust, spare_sandbox=False)
+    session = Session(directory=here, config=config, operator=operator, allow_run=args.allow_run, allow=trust,
+                      sandbox="one")
     warn_unpinned(session.allow_run, command="resume")
-
-    async def go() -> Any:
-        async with session:
-            return await session.resume_async(args.run)
-
     try:
-        outcome = asyncio.run(go())
+        ready = session.prepare_resume(args.run)
+        outcome = asyncio.run(run_in_terminal(session, ready.compiled, json_mode, resuming=ready))
     except ResumeRefused as exc:
         return _refused("resume", exc, json_mode)
     return report(outcome, json_mode)

@@ -30,10 +30,12 @@ from flow_kernel.cli.common import (
     EXIT_USAGE,
     UsageError,
     display_name,
+    flag_trust,
     load_file,
     print_error,
     warn_unpinned,
 )
+from flow_kernel.runtime.context import RunContext
 from flow_kernel.terminal_text import json_for_terminal, terminal_safe
 
 
@@ -73,7 +75,6 @@ def add_command(commands: Any) -> None:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from flow_kernel.cli.run import _trust
     from flow_kernel.diagnostics.render import render_text
     from flow_kernel.files import FileSystemLoader
     from flow_kernel.lang.compiler import compile_checked
@@ -101,7 +102,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         ceilings = Ceilings.from_env()
         if args.concurrency > ceilings.sandboxes:  # the person's flag: as many sandboxes as items at once
             ceilings = dataclasses.replace(ceilings, sandboxes=args.concurrency)
-        trust = _trust(args)
+        trust = flag_trust(args, config_folder(args.file), document=Path(args.file))
         result = load_file(FileSystemLoader(guard=trust.use_guard()), args.file)
         config = load_config(args.config) if args.config else find_config(config_folder(args.file), trust=trust)
         if config.ignored is not None:
@@ -124,7 +125,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     progress = _Progress(sys.stderr) if sys.stderr.isatty() and args.format == "text" else None
     try:
         session = Session(directory=Path.cwd(), config=config, operator=operator, allow_run=args.allow_run,
-                          record=args.record, replay=args.replay, trust=trust, ceilings=ceilings, spare_sandbox=False)
+                          record=args.record, replay=args.replay, allow=trust, sandbox="one",
+                          context=RunContext(ceilings=ceilings))
         warn_unpinned(session.allow_run, command=command)
         report = asyncio.run(session.eval_async(
             args.workflow, args.data, scorers=scorers, program=compile_checked(result),

@@ -24,23 +24,20 @@ from pathlib import Path
 from typing import Any
 
 from flow_kernel.cli.common import (
-    EXIT_FAILED,
-    EXIT_OK,
     EXIT_USAGE,
     UsageError,
     display_name,
+    flag_trust,
     load_file,
     print_error,
     print_warning,
     wants_color,
     warn_unpinned,
 )
-from flow_kernel.terminal_text import json_for_terminal, terminal_safe
+from flow_kernel.cli.outcome import report, run_in_terminal
+from flow_kernel.runtime.context import RunContext
 
 EXIT_COMPILE = 2
-EXIT_WAITING = 3  # `--operator defer`: the run waits for an answer (`flow answer`, then `flow resume`)
-# Everything written to the terminal goes through terminal_text (issue 15): `print` output,
-# results, error messages and JSON carry model and program text, never terminal commands.
 
 
 def add_command(commands: Any) -> None:
@@ -101,7 +98,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         RunPolicy(args.allow_run)  # a malformed entry is a usage error, before anything runs
         Ceilings.from_env()  # so is a bad FLOW_MAX_* value
-        trust = _trust(args)
+        trust = flag_trust(args, config_folder(args.file), document=Path(args.file))
         config = load_config(args.config) if args.config else find_config(config_folder(args.file), trust=trust)
         result = load_file(FileSystemLoader(guard=trust.use_guard()), args.file, models=config.models,
                            mcp_servers=config.mcp)
@@ -139,97 +136,22 @@ def cmd_run(args: argparse.Namespace) -> int:
             return EXIT_USAGE
     json_mode = args.format == "json"
     live = args.progress if args.progress is not None else (sys.stderr.isatty() and not json_mode)
-    sinks: list[Any] = [_PrintSink(json_mode)]
+    sinks: list[Any] = []
     if live:
         from flow_kernel.runtime.events.terminal import TerminalProgress
 
         sinks.append(TerminalProgress(sys.stderr, color=wants_color(sys.stderr)))
     try:
         session = Session(directory=Path.cwd(), config=config, operator=operator, allow_run=args.allow_run,
-                          sinks=sinks, record=args.record, replay=args.replay, trust=trust, spare_sandbox=False)
+                          record=args.record, replay=args.replay, allow=trust, sandbox="one",
+                          context=RunContext(sinks=sinks))
     except (ValueError, CapabilityDenied) as exc:  # not expected: the checks above ran, the flags granted
         print_error(str(exc), command="run")
         return EXIT_USAGE
     warn_unpinned(session.allow_run, command="run")
-    outcome = asyncio.run(_run(session, compile_checked(result), args.workflow, data))
+    outcome = asyncio.run(run_in_terminal(session, compile_checked(result), json_mode, workflow=args.workflow,
+                                          input=data if args.workflow else None))
     return report(outcome, json_mode)
-
-
-def report(outcome: Any, json_mode: bool) -> int:
-    """The outcome of a run (or a resumed one) on stdout/stderr, and its exit code: 0 completed,
-    1 failed, 3 waiting for an operator's answer (`--operator defer`: `report_waiting`)."""
-    if outcome.pending:
-        return report_waiting(outcome, json_mode)
-    if outcome.error is not None and outcome.error.span:
-        file = str(outcome.error.span["file"])
-        outcome.show_file_as(file, display_name(file))
-    if json_mode:
-        sys.stdout.write(json_for_terminal(json.dumps(outcome.to_json(), ensure_ascii=False)) + "\n")
-    elif outcome.error is None:
-        if outcome.result is not None:
-            from flow_kernel.runtime.value_text import render_value
-
-            sys.stdout.write(terminal_safe(render_value(outcome.result)) + "\n")
-    else:
-        from flow_kernel.runtime.events.failure_report import describe_error
-
-        described = describe_error(outcome.error, outcome.source_line, outcome.events)
-        sys.stderr.write(terminal_safe("\n".join(described)) + "\n")
-    if not json_mode and getattr(outcome, "cost", None) is not None:  # priced calls: what they cost
-        usage = outcome.usage
-        sys.stderr.write(f"cost {outcome.cost:.6f} ({usage.get('input_tokens', 0):,} input + "
-                         f"{usage.get('output_tokens', 0):,} output tokens)\n")
-    return EXIT_OK if outcome.error is None else EXIT_FAILED
-
-
-def report_waiting(outcome: Any, json_mode: bool) -> int:
-    """A run that stopped `waiting`: its pending requests, and how to answer them."""
-    if json_mode:
-        sys.stdout.write(json_for_terminal(json.dumps(outcome.to_json(), ensure_ascii=False)) + "\n")
-        return EXIT_WAITING
-    lines = [f"run {outcome.run_id} is waiting for an answer:"]
-    for pending in outcome.pending:
-        lines.append(f"  {pending['id']}  {pending['kind']}: {pending['question']}"
-                     + (f"  (choices: {', '.join(map(str, pending['choices']))})" if pending.get("choices") else ""))
-    first = outcome.pending[0]
-    value = "true" if first["kind"] in ("approve", "tool") else '"…"'
-    lines.append(f"answer with `flow answer {outcome.run_id} {first['id']} {value}`, then `flow resume {outcome.run_id}`")
-    sys.stderr.write(terminal_safe("\n".join(lines)) + "\n")
-    return EXIT_WAITING
-
-
-def _trust(args: argparse.Namespace) -> Any:
-    """The grants of this run: the flags (paths as typed, relative to the working
-    directory), `FLOW_ALLOW`, and `flow trust`; FILE's folder needs none."""
-    from flow_kernel.runtime.config import config_folder
-    from flow_kernel.runtime.policy.trust import Capability, Trust, operator_capability
-
-    here = Path.cwd()
-    grants = [Capability.of("run", exe, here) for exe in args.allow_run]
-    grants += [Capability.of("path", raw, here) for raw in [*args.allow_path, args.record, args.replay] if raw]
-    if args.operator and (cap := operator_capability(args.operator, here)) is not None:
-        grants.append(cap)
-    if args.config:
-        grants.append(Capability("config", str(Path(args.config).resolve().parent)))
-    return Trust(config_folder(args.file), grants=grants, document=Path(args.file), asker="This file")
-
-
-async def _run(session: Any, compiled: Any, workflow: str | None, data: dict[str, Any]) -> Any:
-    async with session:  # one run: its sandbox stops with it
-        return await session.run_async(compiled, workflow=workflow, input=data if workflow else None)
-
-
-class _PrintSink:
-    """`print` to stdout (stderr in JSON mode, where stdout is the one result object)."""
-
-    def __init__(self, json_mode: bool) -> None:
-        self.json_mode = json_mode
-
-    def __call__(self, event: dict[str, Any]) -> None:
-        if event["type"] == "print":
-            stream = sys.stderr if self.json_mode else sys.stdout
-            stream.write(terminal_safe(str(event["data"].get("text"))) + "\n")
-            stream.flush()
 
 
 __all__ = ["add_command", "cmd_run"]

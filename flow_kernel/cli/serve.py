@@ -28,6 +28,7 @@ from flow_kernel.cli.common import (
     EXIT_USAGE,
     UsageError,
     display_name,
+    flag_trust,
     load_file,
     print_error,
     print_warning,
@@ -171,7 +172,6 @@ def _workflow_host(args: argparse.Namespace) -> Any:
     from flow_kernel.lang.compiler import compile_checked
     from flow_kernel.runtime.config import config_folder, find_config, load_config
     from flow_kernel.runtime.policy.operator import Operator
-    from flow_kernel.runtime.policy.trust import Capability, Trust, operator_capability
     from flow_kernel.runtime.session import Session
     from flow_kernel.serve.common import WorkflowHost, file_folder
     from flow_kernel.serve.limits import Bounds
@@ -184,14 +184,7 @@ def _workflow_host(args: argparse.Namespace) -> Any:
             import a2a  # noqa: F401
     except ImportError:
         raise UsageError("flow serve needs the protocol SDKs: pip install 'flow-kernel[protocols]'") from None
-    here = Path.cwd()
-    grants = [Capability.of("run", exe, here) for exe in args.allow_run]
-    grants += [Capability.of("path", raw, here) for raw in args.allow_path]
-    if args.operator and (cap := operator_capability(args.operator, here)) is not None:
-        grants.append(cap)
-    if args.config:
-        grants.append(Capability("config", str(Path(args.config).resolve().parent)))
-    trust = Trust(config_folder(args.file), grants=grants, document=Path(args.file), asker="This file")
+    trust = flag_trust(args, config_folder(args.file), document=Path(args.file))
     config = load_config(args.config) if args.config else find_config(config_folder(args.file), trust=trust)
     result = load_file(FileSystemLoader(guard=trust.use_guard()), args.file, models=config.models,
                        mcp_servers=config.mcp)
@@ -202,7 +195,7 @@ def _workflow_host(args: argparse.Namespace) -> Any:
         print_warning(ignored, command="serve")
     policy = args.operator or config.operator
     fallback = Operator.parse(policy) if policy and policy not in ("interactive", "none") else None
-    session = Session(directory=file_folder(args.file), config=config, allow_run=args.allow_run, trust=trust)
+    session = Session(directory=file_folder(args.file), config=config, allow_run=args.allow_run, allow=trust)
     warn_unpinned(session.allow_run, command="serve")
     return WorkflowHost(session, compile_checked(result), fallback,
                         Bounds(max_body=args.max_body, question_timeout=args.question_timeout))

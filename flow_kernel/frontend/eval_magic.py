@@ -1,4 +1,4 @@
-"""`%eval` in the Flow kernel (docs/eval.md): an eval of a workflow the notebook
+"""`%eval` (docs/eval.md; its handler is in frontend/run_magics.py): an eval of a workflow the notebook
 declared, shown as the results table; `--compare OLD.jsonl` shows it beside an earlier one.
 
     %eval classify --data cases.jsonl --scorer field:parity --scorer judge:grader,pass=0.7 --out run2.jsonl
@@ -18,7 +18,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
-from flow_kernel.kernel.magics import MagicError, path_needs
+from flow_kernel.frontend.magics import MagicError, path_needs
 from flow_kernel.runtime.policy.trust import Capability
 from flow_kernel.runtime.session import Session
 
@@ -102,24 +102,4 @@ async def run_eval_magic(session: Session, args: str) -> tuple[list[dict[str, An
     return bundles, report
 
 
-async def eval_in_kernel(kernel: Any, args: str, silent: bool) -> None:
-    """`%eval` at the top of a Flow kernel cell: ask the person for what it needs (a refusal
-    is the kernel's usual CapabilityDenied), run it on the kernel's loop, show the results."""
-    from flow_kernel.runtime.policy.trust import CapabilityDenied
-
-    session: Session = kernel.flow
-    missing = [c for c in eval_needs(session, args) if not session.trust.granted(c)]
-    if missing and not kernel._person_can_answer(silent):
-        raise CapabilityDenied(missing[0], asker=session.trust.asker, folder=session.trust.folder)
-    if missing and not await kernel._ask_capabilities(missing, silent):
-        raise MagicError("you denied: " + "; ".join(c.describe() for c in missing) + "; nothing of the cell ran")
-    bundles, report = await run_eval_magic(session, args)
-    if report is not None and kernel._widgets_on(silent) and kernel._person_can_answer(silent):
-        from flow_kernel.views.eval_table import EvalTable  # a person is watching: the live table
-
-        bundles[0] = EvalTable(report, session.journal_dir).mimebundle()
-    for bundle in bundles:
-        kernel._display(bundle, silent)
-
-
-__all__ = ["USAGE", "EvalArgs", "eval_in_kernel", "eval_needs", "parse_eval", "run_eval_magic"]
+__all__ = ["USAGE", "EvalArgs", "eval_needs", "parse_eval", "run_eval_magic"]

@@ -24,10 +24,10 @@ import dataclasses
 import json
 import os
 import shlex
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flow_kernel.lang import types as T
 from flow_kernel.lang.session_scope import SessionBinding
@@ -45,6 +45,9 @@ from flow_kernel.runtime.providers.table import is_model, model_forms, model_nam
 from flow_kernel.runtime.session import Session
 from flow_kernel.short_text import shorten
 
+if TYPE_CHECKING:
+    from flow_kernel.frontend.cell import CellPort, CellRunner, Prelude
+
 Bundle = dict[str, Any]  # a MIME bundle: {"text/plain": ..., "text/html": ...}
 
 
@@ -61,6 +64,8 @@ class CellPlan:
 
 
 Needs = Callable[[Session, str], list[Capability]]
+# A runner magic's handler: (the runner, the cell's port, the arguments, the cell's prelude).
+RunnerMagic = Callable[["CellRunner", "CellPort", str, "Prelude"], Awaitable[None]]
 
 
 def _no_needs(session: Session, args: str) -> list[Capability]:
@@ -80,12 +85,16 @@ class Magic:
     # `offers` = "declarations" (the session's) or "diagnostic codes".
     choices: tuple[str, ...] = ()
     offers: str = ""
-    # Run by the Flow kernel itself (kernel.py `_kernel_magics`), not by `apply_cell`.
-    kernel_only: bool = False
+    # A magic of the cell runner itself (frontend/run_magics.py): it acts on the runner and
+    # its front end (a background run, a prompt, a display), not only on the session; the
+    # runner takes it off the top of the cell before `parse_cell`, and `apply` refuses it
+    # where no runner is (`plan_cell`).
+    handle: RunnerMagic | None = None
 
 
 # The one registry of line magics: `parse_cell`, `%lsmagic`, completion (kernel/assist.py)
-# and the kernel's own magics read it. A new magic is one `@magic(...)` function here.
+# and the cell runner read it. A new magic is one `@magic(...)` function here (one that acts
+# on the runner or its front end: `runner_magic` in frontend/run_magics.py).
 MAGICS: dict[str, Magic] = {}
 
 
@@ -287,7 +296,7 @@ def _allow(session: Session, args: str, plan: CellPlan) -> None:
         return
     for capability in wanted:
         session.trust.require(capability)
-        session.allow_run.add(capability.target)
+        session.allow_run |= {capability.target}
     plan.outputs.append(text_output("run may start: " + ", ".join(sorted(session.allow_run))))
 
 
@@ -524,24 +533,6 @@ def _explain(session: Session, args: str, plan: CellPlan) -> None:
     if text is None:
         raise MagicError(f"%explain: {args!r} is not a diagnostic code (they look like F3001)")
     plan.outputs.append(text_output(text))
-
-
-def _kernel_only(name: str) -> Callable[[Session, str, CellPlan], None]:
-    def apply(session: Session, args: str, plan: CellPlan) -> None:
-        raise MagicError(f"%{name} works in the Flow kernel, at the top of a cell")
-    return apply
-
-
-MAGICS["eval"] = Magic("eval", "%eval WORKFLOW --data CASES [--scorer SPEC]… [--out RESULTS] [--compare OLD]",
-                       "score a workflow over a dataset (no --scorer: exact against `expected`); docs/eval.md", _kernel_only("eval"),
-                       kernel_only=True)
-for _name, _usage, _help in (
-        ("background", "%background", "the cell returns at once with the live view; the run goes on"),
-        ("approve", "%approve [RUN] yes|no", "answer a background run's pending approval (RUN: when several wait)"),
-        ("wait", "%wait RUN", "wait for a background run to end"),
-        ("resume", "%resume RUN|last", "go on with a waiting or interrupted run from its journal (its open requests are "
-         "asked first; `last`: the run this kernel last left waiting)")):
-    MAGICS[_name] = Magic(_name, _usage, _help, _kernel_only(_name), kernel_only=True)
 
 
 @magic("reset", "%reset", "forget every declaration and binding of the session")

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flow_kernel.diagnostics.registry import REGISTRY, Reporter
-from flow_kernel.kernel.magics import MAGICS as MAGIC_REGISTRY
+from flow_kernel.frontend.magics import MAGICS as MAGIC_REGISTRY
 from flow_kernel.lang import ast
 from flow_kernel.lang import types as T
 from flow_kernel.lang.builtins import BUILTINS, Builtin
@@ -35,7 +35,7 @@ from flow_kernel.source import SourceFile
 
 JSON = dict[str, Any]
 
-# The kernel's line magics (runtime.md §8), from the one registry (kernel/magics.py), which
+# The kernel's line magics (runtime.md §8), from the one registry (frontend/magics.py), which
 # also says what each magic's arguments complete to. `complete` reads the registry itself;
 # this is its names when this module was imported.
 MAGICS: tuple[str, ...] = tuple(MAGIC_REGISTRY)

@@ -25,22 +25,21 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextvars
-import hashlib
 import json
 import shlex
+import sys
 from pathlib import Path
 from typing import Any
 
 from flow_kernel.diagnostics import Diagnostic
 from flow_kernel.errors import FlowError
-from flow_kernel.kernel.magics import type_of_json
+from flow_kernel.frontend.cell import CANCELLED, CellRefused, CellRunner, cell_name
+from flow_kernel.frontend.magics import notebook_trust, operator_needs, type_of_json
 from flow_kernel.lang.session_scope import SessionBinding
-from flow_kernel.runtime.events.failure_report import describe_error
+from flow_kernel.runtime.policy.operator import Operator
 from flow_kernel.runtime.session import Session
 from flow_kernel.runtime.tools import TOOLS, flow_tool
 from flow_kernel.runtime.value_text import render_value
-from flow_kernel.views.live import LiveView
-from flow_kernel.views.run_model import declared_agents
 
 
 class FlowRunError(Exception):
@@ -88,49 +87,25 @@ _parser.add_argument("--operator", metavar="POLICY")
 
 class FlowMagics:
     def __init__(self, shell: Any) -> None:
-        from flow_kernel.runtime.policy.operator import Operator
-
         self.shell = shell
-        from flow_kernel.kernel.magics import notebook_trust
-
         self.session = Session(directory=Path.cwd(), operator=Operator("interactive", callback=self._ask),
-                               trust=notebook_trust(Path.cwd()))
+                               allow=notebook_trust(Path.cwd()))
         self.session.tools = TOOLS
+        self.runner = CellRunner(self.session)
         self.cells = 0
         # In a Jupyter kernel the loop lives as long as the kernel: keep the sandbox warm.
         self.persistent_loop = getattr(shell, "kernel", None) is not None
-        self.live: LiveView | None = None  # the running cell's run view
-        self.view_display: Any = None  # its display handle (the summary replaces it)
 
     async def _ask(self, request: dict[str, Any]) -> Any:
         """Interactive prompts in the cell's run view, when a person is there (the frontend
         allows input); otherwise fail closed, as nbval and nbclient cannot answer."""
         from flow_kernel.errors import OperatorUnavailableError
 
-        kernel = getattr(self.shell, "kernel", None)
-        view = self.live.view if self.live is not None else None
-        if view is not None and getattr(kernel, "_allow_stdin", False):
+        view = self.runner.view_of(str(request.get("run")))
+        if view is not None and self.runner.interactive.get(str(request.get("run"))):
             return await view.ask(request)
         raise OperatorUnavailableError(f"no operator can answer {request.get('question')!r} here "
                                        "(use %%flow --operator auto-approve | auto-deny | answers:PATH)")
-
-    def _open_view(self, agents: dict[str, dict[str, Any]]) -> Any:
-        """The live view where a person watches (the frontend allows input); headless —
-        nbclient, nbval, a terminal — the cell gets only the summary at the end."""
-        kernel = getattr(self.shell, "kernel", None)
-        if self.shell.__class__.__name__ != "ZMQInteractiveShell" or not getattr(kernel, "_allow_stdin", False):
-            return None
-        try:
-            from IPython.display import display
-
-            from flow_kernel.views.run_view import RunView
-
-            view = RunView(agents=agents)
-        except ImportError:
-            return None
-        # With a display id: the summary replaces the live view in place when the run ends.
-        self.view_display = display(view.mimebundle(), raw=True, display_id=True)
-        return view
 
     async def run(self, line: str, code: str) -> Any:
         try:
@@ -139,16 +114,15 @@ class FlowMagics:
             raise ValueError(f"%%flow: bad arguments {line!r}: use [--out NAME] [--operator POLICY]") from None
         if args.out is not None and not args.out.isidentifier():
             raise ValueError(f"%%flow --out: {args.out!r} is not a Python name")
+        port = IPythonPort(self.shell)
         if args.operator is not None:
-            await self._grant_operator(args.operator)
+            await self._grant_operator(args.operator, port)
         if args.operator == "interactive":  # the person at the run view's prompts
-            from flow_kernel.runtime.policy.operator import Operator
-
             self.session.set_operator(Operator("interactive", callback=self._ask))
         elif args.operator is not None:
             self.session.set_operator(args.operator)
         self.cells += 1
-        name = f"<flow cell {hashlib.sha256(code.strip().encode()).hexdigest()[:6]}>"  # by its text (kernel.cell_name)
+        name = cell_name(code, "flow cell")
         # Checked once; again only when the cell reads Python values, whose types change it.
         compiled = self.session.compile(code, name)
         if self._import_python_values(compiled.check.diagnostics):
@@ -158,70 +132,30 @@ class FlowMagics:
 
             diagnostics = compiled.check.diagnostics
             raise FlowCompileError(diagnostics, render_text(diagnostics))
-        self.view_display = None
-        agents = declared_agents(compiled.check.decls)
-        live = self.live = LiveView(lambda: self._open_view(agents))  # the summary sits under its cell: no title
-        # Events reach the sinks from the sandbox's reader task, whose context is the cell
-        # that started the process; ipykernel takes an output's parent from the context, so
-        # the sinks run in this cell's.
-        cell = contextvars.copy_context()
-
-        def in_cell(event: dict[str, Any]) -> None:
-            cell.run(_print_sink, event)
-            cell.run(live.sink, event)
-
         try:
-            outcome = await self.session.run_async(compiled, sinks=[in_cell])
-        except BaseException:
-            live.drop()
-            raise
+            end = await self.runner.run_program(compiled, port)
         finally:
-            self.live = None
             if not self.persistent_loop:
                 await self.session.aclose()
-        bundle = live.finish(outcome)
-        if bundle is not None and self.view_display is not None:
-            self.view_display.update(bundle, raw=True)
-        elif bundle is not None:
-            from IPython.display import display
-
-            display(bundle, raw=True)
-        if outcome.error is not None:
-            raise FlowRunError(outcome.error, describe_error(outcome.error, outcome.source_line))
+        if end is CANCELLED:
+            raise asyncio.CancelledError
+        if end.error is not None:
+            assert end.outcome is not None and end.outcome.error is not None
+            raise FlowRunError(end.outcome.error, end.error.lines)
         if args.out is not None:
-            self.shell.user_ns[args.out] = outcome.result
-        return FlowResult(outcome.result) if outcome.result is not None else None
+            self.shell.user_ns[args.out] = end.value
+        return FlowResult(end.value) if end.value is not None else None
 
-    async def _grant_operator(self, policy: str) -> None:
+    async def _grant_operator(self, policy: str, port: IPythonPort) -> None:
         """`--operator` policies that answer for the person must be granted by the person:
         the capability prompt when one is at the frontend, else a FlowCapabilityError."""
-        from flow_kernel.kernel.magics import operator_needs
-        from flow_kernel.runtime.policy.trust import CapabilityDenied
-
         trust = self.session.trust
         missing = [c for c in operator_needs(self.session, policy) if not trust.granted(c)]
-        if not missing:
-            return
-        kernel = getattr(self.shell, "kernel", None)
-        if self.shell.__class__.__name__ != "ZMQInteractiveShell" or not getattr(kernel, "_allow_stdin", False):
-            refusals = [str(CapabilityDenied(c, asker=trust.asker, folder=trust.folder)) for c in missing]
-            raise FlowCapabilityError(missing, [f"CapabilityDenied: {r}" for r in refusals])
-        from IPython.display import display
-
-        from flow_kernel.views import prompts as p
-
-        asks = "; ".join(c.describe() for c in missing)
-        prompts = p.Prompts()
-        display(prompts.mimebundle(), raw=True)
         try:
-            answer = await prompts.ask(p.capability_request([c.describe() for c in missing]))
-        finally:
-            prompts.close()
-        if answer not in (p.ALLOW_ONCE, p.ALLOW_NOTEBOOK):
-            text = f"you denied: {asks}; nothing of the cell ran"
-            raise FlowCapabilityError(missing, [f"CapabilityDenied: {text}"])
-        for capability in missing:
-            trust.grant(capability, remember=answer == p.ALLOW_NOTEBOOK)
+            await self.runner.grant(missing, port)
+        except CellRefused as refused:
+            assert refused.end.error is not None
+            raise FlowCapabilityError(missing, refused.end.error.lines) from None
 
     def _import_python_values(self, diagnostics: list[Diagnostic]) -> bool:
         """Names the Flow code uses but the session lacks (its F2001s), taken from the Python
@@ -244,6 +178,67 @@ class FlowMagics:
         return imported
 
 
+class IPythonPort:
+    """A `%%flow` cell's I/O (frontend/cell.py `CellPort`) in IPython: `print` output and
+    displays in the cell (its context kept: events come from the sandbox's reader task),
+    prompts and the live view as widgets when a person is at a Jupyter frontend."""
+
+    def __init__(self, shell: Any) -> None:
+        kernel = getattr(shell, "kernel", None)
+        # A person at the frontend: a Jupyter kernel's shell whose request allows input;
+        # headless (nbclient, nbval, a terminal) the cell gets only the summary at the end.
+        self.person_present = (shell.__class__.__name__ == "ZMQInteractiveShell"
+                               and bool(getattr(kernel, "_allow_stdin", False)))
+        self.widgets = self.person_present
+        self.summaries = True
+        self.cell = contextvars.copy_context()
+        self.view_display: Any = None  # the live view's display handle (the summary replaces it)
+
+    def show(self, bundle: dict[str, Any]) -> None:
+        from IPython.display import display
+
+        self.cell.run(display, bundle, raw=True)
+
+    def warn(self, text: str) -> None:
+        self.cell.run(sys.stderr.write, text)
+
+    def on_event(self, event: dict[str, Any]) -> None:
+        if event.get("type") == "print":
+            self.cell.run(print, (event.get("data") or {}).get("text"))
+
+    def open_view(self, title: str | None, run_id: str, agents: dict[str, dict[str, Any]]) -> Any:
+        try:
+            from IPython.display import display
+
+            from flow_kernel.views.run_view import RunView
+
+            view = RunView(agents=agents)  # the summary sits under its cell: no title
+        except ImportError:
+            return None
+        self.view_display = self.cell.run(display, view.mimebundle(), raw=True, display_id=True)
+        return view
+
+    def close_view(self, run_id: str, bundle: dict[str, Any] | None) -> None:
+        if bundle is not None and self.view_display is not None:
+            self.cell.run(self.view_display.update, bundle, raw=True)
+        elif bundle is not None:
+            self.show(bundle)
+        self.view_display = None
+
+    async def prompt(self, request: dict[str, Any]) -> Any:
+        from flow_kernel.views import prompts as p
+
+        box = p.Prompts()
+        self.show(box.mimebundle())
+        try:
+            return await box.ask(request)
+        finally:
+            box.close()
+
+    async def read_line(self, prompt: str) -> str:  # widgets whenever a person is there: never asked
+        raise RuntimeError("%%flow asks with widgets only")
+
+
 class FlowResult:
     """The value of a `%%flow` cell as IPython shows it: Flow's rendering, and JSON."""
 
@@ -258,11 +253,6 @@ class FlowResult:
 
     def __repr__(self) -> str:
         return render_value(self.value)
-
-
-def _print_sink(event: dict[str, Any]) -> None:
-    if event.get("type") == "print":
-        print((event.get("data") or {}).get("text"))
 
 
 _MAGICS_ATTR = "_flow_magics"

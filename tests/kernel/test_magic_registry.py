@@ -1,4 +1,4 @@
-"""One registry of magics (kernel/magics.py MAGICS): the parser, `%lsmagic`, completion of
+"""One registry of magics (frontend/magics.py MAGICS): the parser, `%lsmagic`, completion of
 names and of arguments all read it, so a magic registered once is known everywhere."""
 
 from __future__ import annotations
@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from flow_kernel.kernel import assist
-from flow_kernel.kernel.magics import (
+from flow_kernel.frontend.magics import (
     MAGICS,
     CellPlan,
     MagicError,
@@ -18,6 +17,7 @@ from flow_kernel.kernel.magics import (
     plan_cell,
     text_output,
 )
+from flow_kernel.kernel import assist
 from flow_kernel.lang.session_scope import SessionScope
 from flow_kernel.runtime.providers.table import model_names
 from flow_kernel.runtime.session import Session
@@ -42,7 +42,7 @@ def test_completion_offers_the_registry() -> None:
 
 
 def test_kernel_only_magics_are_registered_and_refused_outside_the_kernel(session: Session) -> None:
-    kernel_only = sorted(name for name, entry in MAGICS.items() if entry.kernel_only)
+    kernel_only = sorted(name for name, entry in MAGICS.items() if entry.handle is not None)
     assert kernel_only == ["approve", "background", "eval", "resume", "wait"]
     for name in kernel_only:
         with pytest.raises(MagicError, match="works in the Flow kernel"):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from flow_kernel.kernel.magics import MAGICS, MagicError, parse_cell, plan_cell, type_of_json
+from flow_kernel.frontend.magics import MAGICS, MagicError, parse_cell, plan_cell, type_of_json
 from flow_kernel.lang import types as T
 from flow_kernel.runtime.policy.trust import Capability, CapabilityDenied
 from flow_kernel.runtime.session import Session
@@ -209,7 +209,7 @@ def test_a_trusted_folder_grants_what_its_notebooks_ask(session: Session, tmp_pa
 
 def test_a_magic_applied_without_asking_is_still_refused(session: Session) -> None:
     """Defence in depth: a caller that skips `needs` (applies a magic directly) is refused."""
-    from flow_kernel.kernel.magics import CellPlan
+    from flow_kernel.frontend.magics import CellPlan
 
     with pytest.raises(CapabilityDenied):
         MAGICS["allow"].apply(session, "run sh", CellPlan())

@@ -15,7 +15,7 @@ from typing import Any
 
 import nbformat
 
-from flow_kernel.kernel.kernel import cell_name
+from flow_kernel.frontend.cell import cell_name
 from tests.kernel.kernel_helpers import Reply, execute, start
 
 CELLS = [

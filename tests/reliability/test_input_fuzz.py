@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from flow_kernel import Session
+from flow_kernel.frontend.magics import MAGICS, MagicError, plan_cell
 from flow_kernel.kernel import assist
-from flow_kernel.kernel.magics import MAGICS, MagicError, plan_cell
 from flow_kernel.lang import SessionScope
 from tests.lang.test_fuzz import flow_programs, flowish_text, mutated_programs, no_hang, token_soup
 

@@ -116,7 +116,7 @@ def test_the_reopened_door_truncates_and_writes_through(tmp_path: Path, outside:
 
 
 def test_the_record_magic_refuses_and_says_why(tmp_path: Path) -> None:
-    from flow_kernel.kernel.magics import MagicError, apply_cell, parse_cell
+    from flow_kernel.frontend.magics import MagicError, apply_cell, parse_cell
 
     notes = tmp_path / "notes.py"
     notes.write_text(PRECIOUS, encoding="utf-8")

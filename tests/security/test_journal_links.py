@@ -129,7 +129,7 @@ def test_a_planted_link_is_not_read_as_a_journal(tmp_path: Path, tmp_path_factor
 
 
 def _magic_outputs(session: Session, cell: str) -> list[object]:
-    from flow_kernel.kernel.magics import MagicError, apply_cell, parse_cell
+    from flow_kernel.frontend.magics import MagicError, apply_cell, parse_cell
 
     try:
         return list(apply_cell(parse_cell(cell), session).outputs)

@@ -115,7 +115,7 @@ def test_the_same_notebook_with_the_door_open_gets_out(stranger: dict[str, Path]
 def test_the_old_magics_would_import_evil_py(stranger: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
     """In-process, the door as it was (a magic granting itself: grants never checked) runs
     evil.py; with the door as it is, the same call is refused and nothing runs."""
-    from flow_kernel.kernel.magics import plan_cell
+    from flow_kernel.frontend.magics import plan_cell
     from flow_kernel.runtime.policy.trust import CapabilityDenied
     from flow_kernel.runtime.session import Session
 
