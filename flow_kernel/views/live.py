@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from flow_kernel.runtime.events.vocabulary import KINDS
+from flow_kernel.runtime.events import KINDS
 
 if TYPE_CHECKING:
     from flow_kernel.runtime.run import RunOutcome

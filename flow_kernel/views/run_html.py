@@ -19,7 +19,7 @@ import json
 from typing import Any
 
 from flow_kernel.markup import escape as _e
-from flow_kernel.runtime.events.tree import Point
+from flow_kernel.runtime.events import Point
 from flow_kernel.short_text import shorten
 from flow_kernel.views.panel_view import panel_html
 from flow_kernel.views.run_model import (

@@ -12,9 +12,17 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from flow_kernel.runtime.events import (
+    OPENS,
+    Event,
+    EventTree,
+    Point,
+    Scope,
+    canonical,
+    is_default_label,
+    scope_label,
+)
 from flow_kernel.runtime.events.failure_report import where_text
-from flow_kernel.runtime.events.tree import EventTree, Point, Scope, scope_label
-from flow_kernel.runtime.events.vocabulary import OPENS, Event, canonical, is_default_label
 from flow_kernel.short_text import shorten
 from flow_kernel.views.panel_view import PanelTable, panel_text
 from flow_kernel.views.panel_view import fold as fold_panel

@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from flow_kernel.runtime.events.vocabulary import is_default_label, scope_of
+from flow_kernel.runtime.events import is_default_label, scope_of
 from flow_kernel.short_text import shorten
 from flow_kernel.views.panel_view import panel_line
 from flow_kernel.views.run_model import item_of

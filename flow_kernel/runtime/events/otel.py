@@ -4,9 +4,9 @@
 trace whose spans mirror the run's tree. Every `workflow`, `pipeline`, `stage` and
 `agent` frame is a span; the point events (`log`, `print`, `progress`,
 `verify.evaluated`, `require.failed`, `approval.*`, `artifact.published`) are span
-events on the nearest open span. The kinds, which scope each opens or closes, and
-their data are the vocabulary's (`runtime/events/vocabulary.py`): a new point kind becomes a span
-event here without a change.
+events on the nearest open span up the run's event tree (`tree.py`). The kinds, which
+scope each opens or closes, and their data are the vocabulary's (`vocabulary.py`): a new
+point kind becomes a span event here without a change.
 
 How the run's events map onto spans. A frame's `*.started` event and its matching
 `*.completed` / `*.failed` carry the same `span.id` (`s<n>` for workflow, pipeline and
@@ -39,6 +39,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
+from flow_kernel.runtime.events.tree import EventTree, Scope
 from flow_kernel.runtime.events.vocabulary import Event, kind_of, scope_name
 from flow_kernel.short_text import shorten
 
@@ -61,7 +62,6 @@ class _Frame:
     span: Any                 # an opentelemetry.trace.Span
     kind: str
     name: str
-    parent: str | None        # the run's parent span id
 
 
 class OpenTelemetrySink:
@@ -87,6 +87,7 @@ class OpenTelemetrySink:
         self._open: dict[tuple[str, str], _Frame] = {}        # in start order
         self._ended: dict[tuple[str, str], _Frame] = {}       # ended spans of runs still going
         self._finished: OrderedDict[tuple[str, str], _Frame] = OrderedDict()  # top-level spans of ended runs
+        self._trees: dict[str, EventTree[Scope]] = {}  # the event tree of each run still going
 
     # -- the sink ---------------------------------------------------------------------------
     def __call__(self, event: Event) -> None:
@@ -109,6 +110,7 @@ class OpenTelemetrySink:
                 for key in reversed(list(self._open)):
                     self._abandon(key, None)
                 self._ended.clear()
+                self._trees.clear()
         except Exception:
             _log.debug("OpenTelemetrySink: close failed", exc_info=True)
 
@@ -119,6 +121,7 @@ class OpenTelemetrySink:
         kind = kind_of(event.get("type"))
         if kind is None:
             return
+        self._trees.setdefault(_ids(event)[0], EventTree(Scope)).add(event)
         if kind.scope is None:
             self._point(event)
         elif kind.opens:
@@ -141,7 +144,7 @@ class OpenTelemetrySink:
         if stale is not None:  # the same id started twice: the first one never ended
             self._close_span(stale.span, None, "not completed", None)
         self._ended.pop(key, None)
-        self._open[key] = _Frame(span, kind, name, parent_id)
+        self._open[key] = _Frame(span, kind, name)
 
     def _end(self, event: Event, kind: str, failed: bool) -> None:
         run, span_id, parent_id = _ids(event)
@@ -170,7 +173,7 @@ class OpenTelemetrySink:
                        else self._context(run, parent_id))
             span = self._tracer.start_span(f"{kind} {name}" if name else kind, context=context,
                                            attributes=attributes, start_time=ts)
-            frame = _Frame(span, kind, name, parent_id)
+            frame = _Frame(span, kind, name)
         frame.span.set_attributes(self._end_attributes(kind, data))
         if failed:
             code = _text(data.get("code")) or "error"
@@ -217,22 +220,13 @@ class OpenTelemetrySink:
 
     def _nearest_open(self, run: str, span_id: str | None, parent_id: str | None) -> _Frame | None:
         """The span a point event belongs to: its own frame when open, else the nearest open
-        ancestor, else the latest span of the run still open."""
-        seen: set[str] = set()
-        current = span_id if span_id is not None else parent_id
-        tried_parent = span_id is None
-        while current is not None and current not in seen:
-            seen.add(current)
-            key = (run, current)
-            if key in self._open:
-                return self._open[key]
-            known = self._ended.get(key)
-            if known is not None:
-                current = known.parent
-            elif not tried_parent:
-                current, tried_parent = parent_id, True
-            else:
-                current = None
+        ancestor in the run's event tree, else the latest span of the run still open."""
+        tree = self._trees.get(run)
+        scope = (tree.scope(span_id) or tree.scope(parent_id)) if tree is not None else None
+        for above in reversed(tree.path(scope)) if tree is not None and scope is not None else ():
+            frame = self._open.get((run, above.id))
+            if frame is not None:
+                return frame
         for key in reversed(list(self._open)):
             if key[0] == run:
                 return self._open[key]
@@ -262,6 +256,7 @@ class OpenTelemetrySink:
     def _forget(self, run: str, key: tuple[str, str] | None) -> None:
         """After the top-level workflow ended: drop the run's spans, keep its top-level span."""
         top = self._ended.get(key) if key is not None else None
+        self._trees.pop(run, None)
         for other in [k for k in self._ended if k[0] == run]:
             del self._ended[other]
         if key is not None and top is not None:
