@@ -417,19 +417,27 @@ class ExprParser(ParserBase):
 
     def parallel(self) -> ast.Parallel:
         kw = self.advance()
-        opener = self.expect_op("{", "`{` after `parallel`")
-        branches: list[ast.ParallelBranch] = []
+        entries = self.named_entries("parallel", "branch", "`}` closing `parallel`")
+        branches = [ast.ParallelBranch(span, name, value) for span, name, value in entries]
+        return ast.Parallel(self.span_from(kw.start), branches, kw.span)
+
+    def named_entries(self, keyword: str, entry: str, closing: str) -> list[tuple[Span, ast.Ident, ast.Expr]]:
+        """`{ name: expr, … }` after `keyword` (just consumed), entries apart by commas or new
+        lines: each entry's span, name and value. `entry` names one in messages ("branch":
+        "a branch name"); `closing` is the message when the `}` is missing."""
+        opener = self.expect_op("{", f"`{{` after `{keyword}`")
+        entries: list[tuple[Span, ast.Ident, ast.Expr]] = []
         with self.bracket(opener, newlines_ignored=False):
             self._skip_separators()
             while not self.at_op("}"):
-                name = self.plain_name("a branch name")
-                self.expect_op(":", "`:` after the branch name")
+                name = self.plain_name(f"a {entry} name")
+                self.expect_op(":", f"`:` after the {entry} name")
                 value = self.expr()
-                branches.append(ast.ParallelBranch(self.span_from(name.span), name, value))
+                entries.append((self.span_from(name.span), name, value))
                 if not self._member_separator():
                     break
-            self.expect_op("}", "`}` closing `parallel`")
-        return ast.Parallel(self.span_from(kw.start), branches, kw.span)
+            self.expect_op("}", closing)
+        return entries
 
     def _skip_separators(self) -> None:
         while self.toks[self.i].kind is Kind.NEWLINE or self.toks[self.i].is_op(","):

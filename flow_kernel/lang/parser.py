@@ -445,19 +445,8 @@ class Parser(ExprParser):
 
     def stmt_limits(self) -> ast.Stmt:
         kw = self.advance()
-        opener = self.expect_op("{", "`{` after `limits`")
-        entries: list[ast.NamedValue] = []
-        with self.bracket(opener, newlines_ignored=False):
-            self._skip_separators()
-            while not self.at_op("}"):
-                name = self.plain_name("a limit name")
-                self.expect_op(":", "`:` after the limit name")
-                value = self.expr()
-                entries.append(ast.NamedValue(self.span_from(name.span), name, value))
-                if not self._member_separator():
-                    break
-            self.expect_op("}", "`}` closing `limits`, or a new line between entries")
-        return ast.Limits(self.span_from(kw.start), entries)
+        entries = self.named_entries("limits", "limit", "`}` closing `limits`, or a new line between entries")
+        return ast.Limits(self.span_from(kw.start), [ast.NamedValue(span, name, value) for span, name, value in entries])
 
 
 def parse(source: SourceFile, reporter: Reporter) -> ast.Module:
