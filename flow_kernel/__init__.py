@@ -42,7 +42,8 @@ _LAZY = {"REGISTRY": "flow_kernel.diagnostics", "Diagnostic": "flow_kernel.diagn
          "Severity": "flow_kernel.diagnostics", "CheckResult": "flow_kernel.lang",
          "SessionScope": "flow_kernel.lang", "check": "flow_kernel.lang", "SourceFile": "flow_kernel.source",
          "Span": "flow_kernel.source", "Session": "flow_kernel.runtime.session", "CompileError": "flow_kernel.runtime.session",
-         "RunOutcome": "flow_kernel.runtime.run", "FlowError": "flow_kernel.errors",
+         "RunOutcome": "flow_kernel.runtime.run", "RunContext": "flow_kernel.runtime.context",
+         "FlowError": "flow_kernel.errors",
          "FlowConfig": "flow_kernel.runtime.config", "Operator": "flow_kernel.runtime.policy.operator",
          "flow_tool": "flow_kernel.runtime.tools", "__version__": "flow_kernel.version"}
 
@@ -69,7 +70,7 @@ def __getattr__(name: str) -> object:
     return getattr(importlib.import_module(module), name)
 
 
-__all__ = ["REGISTRY", "CheckResult", "CompileError", "Diagnostic", "FlowConfig", "FlowError", "Operator", "RunOutcome",
-           "Session", "SessionScope", "Severity", "SourceFile", "Span", "__version__", "check", "flow_tool",
+__all__ = ["REGISTRY", "CheckResult", "CompileError", "Diagnostic", "FlowConfig", "FlowError", "Operator", "RunContext",
+           "RunOutcome", "Session", "SessionScope", "Severity", "SourceFile", "Span", "__version__", "check", "flow_tool",
            "load_ipython_extension", "unload_ipython_extension"]
 
