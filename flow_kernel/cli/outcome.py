@@ -11,7 +11,7 @@ import sys
 from typing import Any
 
 from flow_kernel.cli.common import EXIT_FAILED, EXIT_OK, display_name
-from flow_kernel.frontend.cell import CellRunner, waiting_text
+from flow_kernel.frontend.cell import CellRunner, HeadlessPort, waiting_text
 from flow_kernel.lang.compiler import Compiled
 from flow_kernel.runtime.run import RunOutcome
 from flow_kernel.runtime.session import Resumption, Session
@@ -21,13 +21,9 @@ EXIT_WAITING = 3  # `--operator defer`: the run waits for an answer (`flow answe
 TERMINAL_ANSWER = "answer with `flow answer {run} {id} {value}`, then `flow resume {run}`"
 
 
-class TerminalPort:
+class TerminalPort(HeadlessPort):
     """A terminal: nobody answers a prompt mid-run (an operator policy does), no widgets, no
     summary (live progress is a session sink: runtime/events/terminal.py)."""
-
-    person_present = False
-    widgets = False
-    summaries = False
 
     def __init__(self, json_mode: bool) -> None:
         self.json_mode = json_mode
@@ -43,18 +39,6 @@ class TerminalPort:
             stream = sys.stderr if self.json_mode else sys.stdout
             stream.write(terminal_safe(str(event["data"].get("text"))) + "\n")
             stream.flush()
-
-    def open_view(self, title: str | None, run_id: str, agents: dict[str, dict[str, Any]]) -> Any:
-        return None
-
-    def close_view(self, run_id: str, bundle: dict[str, Any] | None) -> None:
-        return None
-
-    async def prompt(self, request: dict[str, Any]) -> Any:
-        raise RuntimeError("a terminal run asks nobody mid-run")
-
-    async def read_line(self, prompt: str) -> str:
-        raise RuntimeError("a terminal run asks nobody mid-run")
 
 
 async def run_in_terminal(session: Session, compiled: Compiled, json_mode: bool, *, workflow: str | None = None,

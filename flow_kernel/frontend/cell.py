@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from flow_kernel.diagnostics import Diagnostic
-from flow_kernel.frontend.magics import MAGICS, Bundle, MagicError, apply_cell, parse_cell
+from flow_kernel.frontend.magics import MAGICS, Bundle, CellPlan, MagicError, apply_cell, parse_cell
 from flow_kernel.lang.compiler import Compiled
-from flow_kernel.runtime.durable.checkpoint import Checkpoint
+from flow_kernel.runtime.durable.journal import Checkpoint
 from flow_kernel.runtime.events.failure_report import describe_error
 from flow_kernel.runtime.policy.processes import unpinned, unpinned_warning
 from flow_kernel.runtime.policy.trust import Capability, CapabilityDenied
@@ -59,6 +59,36 @@ class CellPort(Protocol):
 
     async def read_line(self, prompt: str) -> str:
         """Ask a person for a typed line (only called when `person_present` and not `widgets`)."""
+
+
+class HeadlessPort:
+    """A `CellPort` where no person is: nothing is asked (an operator policy answers), no view,
+    no summary, displays and warnings dropped. A front end overrides what it shows."""
+
+    person_present = False
+    widgets = False
+    summaries = False
+
+    def show(self, bundle: Bundle) -> None:
+        return None
+
+    def warn(self, text: str) -> None:
+        return None
+
+    def on_event(self, event: dict[str, Any]) -> None:
+        return None
+
+    def open_view(self, title: str | None, run_id: str, agents: dict[str, dict[str, Any]]) -> Any:
+        return None
+
+    def close_view(self, run_id: str, bundle: Bundle | None) -> None:
+        return None
+
+    async def prompt(self, request: dict[str, Any]) -> Any:
+        raise RuntimeError("no person is here to ask")
+
+    async def read_line(self, prompt: str) -> str:
+        raise RuntimeError("no person is here to ask")
 
 
 @dataclass(frozen=True)
@@ -149,6 +179,13 @@ class CellRunner:
         for bundle in plan.outputs:
             port.show(bundle)
         self._warn_unpinned(port)
+        try:
+            return await self._run_plan(plan, prelude, port)
+        except asyncio.CancelledError:
+            return CANCELLED
+
+    async def _run_plan(self, plan: CellPlan, prelude: Prelude, port: CellPort) -> CellEnd:
+        """The cell's code (or the run it resumes), once its magics applied."""
         resuming = prelude.resuming
         if resuming is not None:
             if plan.code.strip():
@@ -219,7 +256,8 @@ class CellRunner:
                           run_id: str | None = None, background: bool = False,
                           resuming: Resumption | None = None) -> CellEnd:
         """Run a checked program (a cell, a file, or a run resumed) with its live view; with
-        `background`, return at once and let the run go on (`%approve`, `%wait`)."""
+        `background`, return at once and let the run go on (`%approve`, `%wait`). Cancelled
+        (an interrupt), the run stops `cancelled`, its view shows so, and the caller is cancelled."""
         resume: Checkpoint | None = None
         if resuming is not None:
             run_id, workflow, input, resume = resuming.run_id, resuming.workflow, resuming.input, resuming.checkpoint
@@ -241,10 +279,10 @@ class CellRunner:
             return CellEnd()
         try:
             outcome = await task
-        except asyncio.CancelledError:
+        except asyncio.CancelledError:  # an interrupt: the summary says so, the caller is cancelled
             task.cancel()
             self._end_view(run_id, port, live.interrupt())
-            return CANCELLED
+            raise
         except BaseException:
             self._forget(run_id).drop()
             raise
@@ -380,5 +418,6 @@ def _render_diagnostics(diagnostics: list[Diagnostic]) -> str:
     return render_text(diagnostics)
 
 
-__all__ = ["CANCELLED", "CellEnd", "CellError", "CellPort", "CellRefused", "CellRunner", "Prelude", "cell_name",
+__all__ = ["CANCELLED", "CellEnd", "CellError", "CellPort", "CellRefused", "CellRunner", "HeadlessPort", "Prelude",
+           "cell_name",
            "compile_failed", "ended", "failed", "result_bundle", "waiting_text"]

@@ -33,7 +33,7 @@ from typing import Any
 
 from flow_kernel.diagnostics import Diagnostic
 from flow_kernel.errors import FlowError
-from flow_kernel.frontend.cell import CANCELLED, CellRefused, CellRunner, cell_name
+from flow_kernel.frontend.cell import CellRefused, CellRunner, cell_name
 from flow_kernel.frontend.magics import notebook_trust, operator_needs, type_of_json
 from flow_kernel.lang.session_scope import SessionBinding
 from flow_kernel.runtime.policy.operator import Operator
@@ -137,8 +137,6 @@ class FlowMagics:
         finally:
             if not self.persistent_loop:
                 await self.session.aclose()
-        if end is CANCELLED:
-            raise asyncio.CancelledError
         if end.error is not None:
             assert end.outcome is not None and end.outcome.error is not None
             raise FlowRunError(end.outcome.error, end.error.lines)

@@ -26,6 +26,7 @@ from flow_kernel.errors import (
     OperatorUnavailableError,
     WorkflowInputValidationError,
 )
+from flow_kernel.frontend.cell import CellRunner, HeadlessPort
 from flow_kernel.lang import ast
 from flow_kernel.lang.check_result import CheckResult
 from flow_kernel.runtime.durable.deadlines import duration_text
@@ -46,6 +47,17 @@ class Channel(Protocol):
     async def approve(self, question: str, details: Any) -> bool | None: ...  # None: cannot answer
 
     async def ask(self, question: str, choice: list[str] | None) -> str | None: ...
+
+
+class ChannelPort(HeadlessPort):
+    """A served run's port to the cell runner (frontend/cell.py): every event goes to the
+    caller's channel; the caller's questions go through the operator (`WorkflowHost`)."""
+
+    def __init__(self, channel: Channel) -> None:
+        self.channel = channel
+
+    def on_event(self, event: Event) -> None:
+        self.channel.event(event)
 
 
 @dataclass(frozen=True)
@@ -88,6 +100,7 @@ class WorkflowHost:
         # run id -> the caller of that run: the operator's request names its run (not a context
         # variable: the session's sandbox reader task, which asks the operator, outlives one run)
         self._channels: dict[str, Channel] = {}
+        self.runner = CellRunner(session)
         session.operator = Operator("interactive", callback=self._answer)
         session.interactive_callback = self._answer
 
@@ -102,10 +115,12 @@ class WorkflowHost:
         async with self._turn():
             self._channels[run_id] = channel
             try:
-                return await self.session.run_async(self.compiled, workflow=name, input=arguments,
-                                                    sinks=[channel.event], run_id=run_id)
+                end = await self.runner.run_program(self.compiled, ChannelPort(channel), workflow=name,
+                                                    input=arguments, run_id=run_id)
             finally:
                 del self._channels[run_id]
+        assert end.outcome is not None
+        return end.outcome
 
     @contextlib.asynccontextmanager
     async def _turn(self) -> AsyncIterator[None]:
