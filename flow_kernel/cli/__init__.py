@@ -1,6 +1,8 @@
 """The `flow` command line (runtime.md §8): `main` and the argument wiring. Each command
-is a module of this package — `check`, `explain`, `schema`, `run`, `durable` (resume, answer, runs), `doctor`, `trust` —
-with its `add_command(commands)` and handler; `flow bench` lives in `bench/suite.py`.
+is a module of this package — `check`, `explain`, `schema`, `run`, `durable` (resume,
+answer, runs), `eval` (eval, batch), `serve`, `doctor`, `trust` — with its
+`add_command(commands)` and handler; `flow bench` lives in `bench/suite.py`, the servers
+`flow serve` starts in `serve/`.
 What they share (exit codes, `UsageError`, the error printer, the file loader) is in
 `common.py`. A new command: a module here with `add_command`, and one line in
 `build_parser`.
