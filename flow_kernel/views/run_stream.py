@@ -1,20 +1,14 @@
 """The run view's wire: each run event as a small record for the browser, sent in batches.
 
-The host sends events, not HTML (issue 18): `compact(event, t0)` keeps what a row of the
+The host sends events, not HTML: `compact(event, t0)` keeps what a row of the
 view shows — ids, names, states, a label, a time — with every text clipped, so a record's
 size does not depend on the run (a prompt, an output or a tool call's result stays on the
 host; the browser asks for a card's `detail` when the card is opened). `Batcher` collects
 records and sends them at most `RATE` times a second, `MAX_BATCH` at a time, so a run of
 10,000 calls costs the front end a few hundred messages however fast it goes.
 
-The records (widgets/src/reducer.js reads them; docs/widgets.md lists them):
-  s  scope started   {i, p, k: workflow|pipeline|stage, n, t, lim?}
-  x  scope ended     {i, s: completed|failed, c?, m?, t}
-  a  agent started   {i, p, a, l: label or the prompt's start, t, g?: parallelMap, x?: item index, of?: its size}
-  b  agent ended     {i, s, ms, n: attempts, r: retries and repairs, o?: output's start | c, m}
-  p  progress        {i, d, n, m}
-  r  approval asked  {i, k, q}           d  approval answered {q, a, by, c?}
-  l  log {i, m}      v  verify {i, ok, m}      q  require failed {i, m}      f  artifact {i, n}
+The records and the messages are declared in `views/wire.py` (widgets/src/wire.js mirrors it;
+docs/widgets.md describes them).
 """
 
 from __future__ import annotations
@@ -31,6 +25,7 @@ from flow_kernel.runtime.events import is_default_label, scope_of
 from flow_kernel.short_text import shorten
 from flow_kernel.views.panel_view import panel_line
 from flow_kernel.views.run_model import item_of
+from flow_kernel.views.wire import CallEnded, CallStarted, Record, ScopeEnded, ScopeStarted, encode
 
 RATE = 20  # messages a second at most
 MAX_BATCH = 2000  # records a message at most; the rest goes in the next one
@@ -39,7 +34,6 @@ TEXT = 160  # characters of a message, a question, a log line
 PREVIEW = 60  # characters of an output's preview
 
 _SCOPE = {"workflow", "pipeline", "stage"}
-_POINTS = {"log": "l", "verify.evaluated": "v", "require.failed": "q", "artifact.published": "f"}
 
 
 def clip(value: Any, limit: int) -> str:
@@ -58,12 +52,19 @@ def _ms(ts: Any, t0: datetime.datetime | None) -> int | None:
 
 
 class Compactor:
-    """Makes a run's events into records; keeps the run's start for relative times."""
+    """Makes a run's events into wire records (`views/wire.py`); keeps the run's start for
+    relative times."""
 
     def __init__(self) -> None:
         self.t0: datetime.datetime | None = None
 
     def __call__(self, event: dict[str, Any]) -> dict[str, Any] | None:
+        """The event's record in its wire form; None for an event the view does not show."""
+        record = self.record(event)
+        return encode(record) if record is not None else None
+
+    def record(self, event: dict[str, Any]) -> Record | None:
+        """The event's record with readable names; None for an event the view does not show."""
         kind = str(event.get("type", ""))
         raw_data = event.get("data")
         data: dict[str, Any] = raw_data if isinstance(raw_data, dict) else {}
@@ -81,69 +82,76 @@ class Compactor:
             parent = span.get("parent")
             p = clip(parent, 64) if parent is not None else None
             if head == "agent":
-                return self._agent(phase, i, p, data, t, event.get("order"))
+                return _call(phase, i, p, data, t, event.get("order"))
             if head not in _SCOPE:
                 return None
             if phase == "started":
-                record: dict[str, Any] = {"e": "s", "i": i, "p": p, "k": head, "n": clip(data.get("name"), 80), "t": t}
+                started: ScopeStarted = {"record": "scope_started", "id": i, "parent": p, "scope": head,
+                                         "name": clip(data.get("name"), 80), "time": t}
                 limits = data.get("limits")
                 if head == "workflow" and parent is None and isinstance(limits, dict):
-                    record["lim"] = {k: v for k, v in list(limits.items())[:8]
-                                     if isinstance(k, str) and isinstance(v, int) and len(k) < 24}
-                return record
-            ended: dict[str, Any] = {"e": "x", "i": i, "s": phase, "t": t}
+                    started["limits"] = {k: v for k, v in list(limits.items())[:8]
+                                         if isinstance(k, str) and isinstance(v, int) and len(k) < 24}
+                return started
+            ended: ScopeEnded = {"record": "scope_ended", "id": i, "state": phase, "time": t}
             if phase == "failed":
-                ended.update(c=clip(data.get("code"), 40), m=clip(data.get("message"), TEXT))
+                ended["code"], ended["message"] = clip(data.get("code"), 40), clip(data.get("message"), TEXT)
             return ended
-        if kind == "progress":
-            return {"e": "p", "i": i, "d": _number(data.get("done")), "n": _number(data.get("total")),
-                    "m": clip(data.get("message"), 80)}
-        if kind == "approval.requested":
-            return {"e": "r", "i": i, "k": clip(data.get("kind"), 16), "q": clip(data.get("question"), TEXT), "t": t}
-        if kind == "approval.resolved":
-            answer = data.get("answer")
-            shown = answer if isinstance(answer, bool) or answer is None else clip(answer, TEXT)
-            return {"e": "d", "q": clip(data.get("question"), TEXT), "a": shown, "by": clip(data.get("by"), 40),
-                    "c": clip(data.get("error"), 40), "t": t}
-        if kind in ("panel.round", "panel.completed"):  # a line a round (the grid is the summary's)
-            return {"e": "l", "i": i, "t": t, "m": clip(panel_line(kind, data), TEXT)}
-        short = _POINTS.get(kind)
-        if short is None:
-            return None  # print goes to the cell's stdout; an unknown kind shows nothing
-        record = {"e": short, "i": i, "t": t}
-        if short == "v":
-            record.update(ok=data.get("passed") is True, m=clip(data.get("message"), TEXT))
-        elif short == "f":
-            record["n"] = clip(data.get("name"), 80)
-        else:
-            record["m"] = clip(data.get("text") if short == "l" else data.get("message"), TEXT)
-        return record
+        return _point(kind, i, t, data)
 
-    @staticmethod
-    def _agent(phase: str, i: str, p: str | None, data: dict[str, Any], t: int | None, order: Any) -> dict[str, Any]:
-        if phase == "started":
-            label = data.get("label")
-            shown = label if isinstance(label, str) and label and not is_default_label(label) else data.get("prompt")
-            record: dict[str, Any] = {"e": "a", "i": i, "p": p, "a": clip(data.get("agent"), 40),
-                                      "l": clip(shown, LABEL), "t": t}
-            item = item_of(order)
-            if item is not None:
-                record["g"] = clip(f"{p}|{item[0]}", 96)
-                record["x"] = item[1]
-                size = data.get("of")  # the map's size: its bar is of the whole map, not the items started
-                if isinstance(size, int) and not isinstance(size, bool) and size > 0:
-                    record["of"] = size
-            return record
-        attempts = data.get("attempts")
-        tried = [a for a in attempts if isinstance(a, dict)] if isinstance(attempts, list) else []
-        latency = data.get("latency_ms")
-        record = {"e": "b", "i": i, "s": phase, "ms": latency if isinstance(latency, int) else None, "n": len(tried),
-                  "r": sum(1 for a in tried if a.get("kind") != "attempt"), "t": t}
-        if phase == "failed":
-            record.update(c=clip(data.get("code"), 40), m=clip(data.get("message"), TEXT))
-        elif "output" in data:
-            record["o"] = clip(shorten(data.get("output"), PREVIEW * 2), PREVIEW)
-        return record
+
+def _point(kind: str, i: str, t: int | None, data: dict[str, Any]) -> Record | None:
+    """The record of a point event (print goes to the cell's stdout; an unknown kind shows nothing)."""
+    if kind == "progress":
+        return {"record": "progress", "id": i, "done": _number(data.get("done")), "total": _number(data.get("total")),
+                "message": clip(data.get("message"), 80)}
+    if kind == "approval.requested":
+        return {"record": "approval_asked", "id": i, "kind": clip(data.get("kind"), 16),
+                "question": clip(data.get("question"), TEXT), "time": t}
+    if kind == "approval.resolved":
+        answer = data.get("answer")
+        shown = answer if isinstance(answer, bool) or answer is None else clip(answer, TEXT)
+        return {"record": "approval_answered", "question": clip(data.get("question"), TEXT), "answer": shown,
+                "by": clip(data.get("by"), 40), "code": clip(data.get("error"), 40), "time": t}
+    if kind in ("panel.round", "panel.completed"):  # a line a round (the grid is the summary's)
+        return {"record": "log", "id": i, "time": t, "message": clip(panel_line(kind, data), TEXT)}
+    if kind == "log":
+        return {"record": "log", "id": i, "time": t, "message": clip(data.get("text"), TEXT)}
+    if kind == "verify.evaluated":
+        return {"record": "verify", "id": i, "time": t, "ok": data.get("passed") is True,
+                "message": clip(data.get("message"), TEXT)}
+    if kind == "require.failed":
+        return {"record": "require_failed", "id": i, "time": t, "message": clip(data.get("message"), TEXT)}
+    if kind == "artifact.published":
+        return {"record": "artifact", "id": i, "time": t, "name": clip(data.get("name"), 80)}
+    return None
+
+
+def _call(phase: str, i: str, p: str | None, data: dict[str, Any], t: int | None, order: Any) -> Record:
+    if phase == "started":
+        label = data.get("label")
+        shown = label if isinstance(label, str) and label and not is_default_label(label) else data.get("prompt")
+        started: CallStarted = {"record": "call_started", "id": i, "parent": p, "agent": clip(data.get("agent"), 40),
+                                "label": clip(shown, LABEL), "time": t}
+        item = item_of(order)
+        if item is not None:
+            started["group"] = clip(f"{p}|{item[0]}", 96)
+            started["index"] = item[1]
+            size = data.get("of")  # the map's size: its bar is of the whole map, not the items started
+            if isinstance(size, int) and not isinstance(size, bool) and size > 0:
+                started["of"] = size
+        return started
+    attempts = data.get("attempts")
+    tried = [a for a in attempts if isinstance(a, dict)] if isinstance(attempts, list) else []
+    latency = data.get("latency_ms")
+    ended: CallEnded = {"record": "call_ended", "id": i, "state": phase,
+                        "latency": latency if isinstance(latency, int) else None, "attempts": len(tried),
+                        "retries": sum(1 for a in tried if a.get("kind") != "attempt"), "time": t}
+    if phase == "failed":
+        ended["code"], ended["message"] = clip(data.get("code"), 40), clip(data.get("message"), TEXT)
+    elif "output" in data:
+        ended["output"] = clip(shorten(data.get("output"), PREVIEW * 2), PREVIEW)
+    return ended
 
 
 def _number(value: Any) -> int | float | None:

@@ -1,8 +1,10 @@
-// The run view's state, built from the host's compact events (flow_kernel/views/run_stream.py
-// writes them; docs/widgets.md lists the fields). Pure: no DOM, no clock — `apply` folds one
-// message in, so Node tests replay recorded streams (widgets/test/) and the browser renders
-// whatever state results. Every field is data from the run: checked for its type here,
-// escaped when rendered.
+// The run view's state, built from the host's records (flow_kernel/views/run_stream.py writes
+// them, flow_kernel/views/wire.py declares them, wire.js decodes them). Pure: no DOM, no
+// clock — `apply` folds one message in, so Node tests replay recorded streams (widgets/test/)
+// and the browser renders whatever state results. Every field is data from the run: checked
+// for its type here, escaped when rendered.
+
+import { decode } from "./wire.js";
 
 export const BINS = [10, 30, 100, 300, 1000, 3000, 10000]; // latency bin upper bounds (ms); one more for slower
 
@@ -46,33 +48,34 @@ export function applyMessage(state, msg) {
   return state;
 }
 
-export function applyEvent(state, e) {
+export function applyEvent(state, raw) {
   state.n += 1;
-  if (!e || typeof e !== "object") return;
-  const t = num(e.t);
+  if (!raw || typeof raw !== "object") return;
+  const e = decode(raw);
+  const t = num(e.time);
   if (t !== null && t > state.t) state.t = t;
-  const id = str(e.i);
-  switch (e.e) {
-    case "s": return openScope(state, e, id, t);
-    case "x": return closeScope(state, e, id, t);
-    case "a": return startCall(state, e, id, t);
-    case "b": return endCall(state, e, id);
-    case "r": return request(state, e, id);
-    case "d": return resolve(state, e);
-    case "p": {
+  const id = str(e.id);
+  switch (e.record) {
+    case "scope_started": return openScope(state, e, id, t);
+    case "scope_ended": return closeScope(state, e, id, t);
+    case "call_started": return startCall(state, e, id, t);
+    case "call_ended": return endCall(state, e, id);
+    case "approval_asked": return request(state, e, id);
+    case "approval_answered": return resolve(state, e);
+    case "progress": {
       const node = state.nodes.get(id);
-      if (node) node.progress = { done: num(e.d), total: num(e.n), msg: str(e.m) };
+      if (node) node.progress = { done: num(e.done), total: num(e.total), msg: str(e.message) };
       return;
     }
     default:
-      // log (l), verify (v), require (q), artifact (f), any newer kind: an item of its scope
-      return addItem(state, id, { kind: str(e.e), ok: e.ok === true, text: str(e.m), name: str(e.n) });
+      // log, verify, require_failed, artifact, any newer kind: an item of its scope
+      return addItem(state, id, { kind: e.record, ok: e.ok === true, text: str(e.message), name: str(e.name) });
   }
 }
 
 function openScope(state, e, id, t) {
-  const kind = ["workflow", "pipeline", "stage"].includes(e.k) ? e.k : "workflow";
-  const node = { id, kind, parent: str(e.p) || null, name: str(e.n), state: "running", t0: t, t1: null,
+  const kind = ["workflow", "pipeline", "stage"].includes(e.scope) ? e.scope : "workflow";
+  const node = { id, kind, parent: str(e.parent) || null, name: str(e.name), state: "running", t0: t, t1: null,
     code: "", msg: "", children: [], progress: null };
   if (state.nodes.has(id)) return;
   state.nodes.set(id, node);
@@ -80,16 +83,16 @@ function openScope(state, e, id, t) {
   if (parent) parent.children.push({ ref: id });
   else state.roots.push(id);
   if (kind === "stage") state.stages.add(node.name);
-  if (kind === "workflow" && !node.parent && e.lim && typeof e.lim === "object") state.limits = e.lim;
+  if (kind === "workflow" && !node.parent && e.limits && typeof e.limits === "object") state.limits = e.limits;
 }
 
 function closeScope(state, e, id, t) {
   const node = state.nodes.get(id);
   if (!node) return;
-  node.state = e.s === "failed" ? "failed" : "completed";
+  node.state = e.state === "failed" ? "failed" : "completed";
   node.t1 = t;
-  node.code = str(e.c);
-  node.msg = str(e.m);
+  node.code = str(e.code);
+  node.msg = str(e.message);
   if (node.kind === "workflow" && !node.parent && state.status === "running") state.status = node.state;
 }
 
@@ -102,8 +105,8 @@ function stageOf(state, id) {
 
 function startCall(state, e, id, t) {
   if (state.calls.has(id)) return;
-  const parent = str(e.p);
-  const call = { id, agent: str(e.a), label: str(e.l), idx: num(e.x), group: e.g == null ? null : str(e.g), parent,
+  const parent = str(e.parent);
+  const call = { id, agent: str(e.agent), label: str(e.label), idx: num(e.index), group: e.group == null ? null : str(e.group), parent,
     stage: stageOf(state, parent), state: "running", t0: t, ms: null, n: 0, r: 0, out: "", code: "", msg: "" };
   state.calls.set(id, call);
   state.agents.add(call.agent);
@@ -128,13 +131,13 @@ function startCall(state, e, id, t) {
 function endCall(state, e, id) {
   const call = state.calls.get(id);
   if (!call || call.state !== "running") return;
-  call.state = e.s === "failed" ? "failed" : "completed";
-  call.ms = num(e.ms);
-  call.n = num(e.n) ?? 0;
-  call.r = num(e.r) ?? 0;
-  call.out = str(e.o);
-  call.code = str(e.c);
-  call.msg = str(e.m);
+  call.state = e.state === "failed" ? "failed" : "completed";
+  call.ms = num(e.latency);
+  call.n = num(e.attempts) ?? 0;
+  call.r = num(e.retries) ?? 0;
+  call.out = str(e.output);
+  call.code = str(e.code);
+  call.msg = str(e.message);
   state.inflight = Math.max(0, state.inflight - 1);
   state.attempts += call.n;
   const group = call.group !== null ? state.groups.get(call.group) : null;
@@ -153,18 +156,18 @@ export function bin(ms) {
 }
 
 function request(state, e, id) {
-  const approval = { scope: id, kind: str(e.k), question: str(e.q), answer: null, by: "", error: "", pending: true };
+  const approval = { scope: id, kind: str(e.kind), question: str(e.question), answer: null, by: "", error: "", pending: true };
   state.approvals.push(approval);
   addChild(state, id, { approval: state.approvals.length - 1 });
 }
 
 function resolve(state, e) {
-  const approval = state.approvals.find((a) => a.pending && a.question === str(e.q));
+  const approval = state.approvals.find((a) => a.pending && a.question === str(e.question));
   if (!approval) return;
   approval.pending = false;
-  approval.answer = e.a ?? null;
+  approval.answer = e.answer ?? null;
   approval.by = str(e.by);
-  approval.error = str(e.c);
+  approval.error = str(e.code);
 }
 
 function addItem(state, id, item) {

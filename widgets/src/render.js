@@ -164,9 +164,9 @@ function approval(a) {
 }
 
 function item(it) {
-  if (it.kind === "l") return `<div class="fr-item">· ${esc(it.text)}</div>`;
-  if (it.kind === "v") return `<div class="fr-item ${it.ok ? "fr-ok" : "fr-err"}">${it.ok ? "✓" : "✗"} verify ${esc(it.text)}</div>`;
-  if (it.kind === "q") return `<div class="fr-item fr-err">✗ require ${esc(it.text)}</div>`;
-  if (it.kind === "f") return `<div class="fr-item">⇪ published <code>${esc(it.name)}</code></div>`;
+  if (it.kind === "log") return `<div class="fr-item">· ${esc(it.text)}</div>`;
+  if (it.kind === "verify") return `<div class="fr-item ${it.ok ? "fr-ok" : "fr-err"}">${it.ok ? "✓" : "✗"} verify ${esc(it.text)}</div>`;
+  if (it.kind === "require_failed") return `<div class="fr-item fr-err">✗ require ${esc(it.text)}</div>`;
+  if (it.kind === "artifact") return `<div class="fr-item">⇪ published <code>${esc(it.name)}</code></div>`;
   return "";
 }

@@ -12,6 +12,7 @@ import { fileURLToPath } from "node:url";
 import { applyMessage, bin, counts, emptyState, page } from "../src/reducer.js";
 import { emptyUi, renderRun, PAGE } from "../src/render.js";
 import { jsonTree } from "../src/format.js";
+import { decode } from "../src/wire.js";
 
 const STREAMS = join(dirname(fileURLToPath(import.meta.url)), "streams");
 const messages = (name) => readFileSync(join(STREAMS, `${name}.jsonl`), "utf8").trim().split("\n").map((l) => JSON.parse(l));
@@ -137,4 +138,13 @@ test("forged records change nothing they should not, and never throw", () => {
   applyMessage(state, "garbage");
   const html = renderRun(state, emptyUi(), "<b>", 0);
   assert.ok(!html.includes("<b>"));
+});
+
+test("a record decodes to its readable names; an unknown or forged tag reads as an item", () => {
+  assert.deepEqual(decode({ e: "b", i: "c1", s: "failed", ms: 12, n: 2, r: 1, c: "agent-invocation", m: "down", t: 40 }),
+    { record: "call_ended", id: "c1", state: "failed", latency: 12, attempts: 2, retries: 1, code: "agent-invocation",
+      message: "down", time: 40 });
+  assert.deepEqual(decode({ e: "z", i: "s1", m: "newer", k: "dropped" }), { record: "z", id: "s1", message: "newer" });
+  assert.deepEqual(decode({ e: "__proto__", i: "s1" }), { record: "__proto__", id: "s1" });
+  assert.deepEqual(decode({ e: 7, n: "x" }), { record: "", name: "x" });
 });

@@ -1,0 +1,241 @@
+"""The run view's wire to the browser, declared once: the records the host sends (one per
+run event worth a row, `views/run_stream.py` makes them) and the messages that carry them.
+
+Each record is a `TypedDict` with readable field names; the wire writes every field under a
+short key (`Key`) and the record's kind as a one-letter tag under `e` (`Tag`), because a run
+of 10,000 calls sends 20,000 records and readable keys would cost a third more bytes
+(docs/performance.md). `encode` turns a record into its wire form; the browser's mirror,
+`widgets/src/wire.js`, decodes it back into the readable names by the same table, which
+`tests/widgets/test_wire.py` holds equal to `wire_table()`. A field the record leaves out is
+left out on the wire too; a field it sets to None is sent as null.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import (
+    Annotated,
+    Any,
+    Literal,
+    Required,
+    TypedDict,
+    get_args,
+    get_origin,
+    get_type_hints,
+)
+
+
+@dataclass(frozen=True)
+class Key:
+    """A field's key on the wire."""
+
+    short: str
+
+
+@dataclass(frozen=True)
+class Tag:
+    """A record's kind on the wire (the value under `e`)."""
+
+    short: str
+
+
+RECORD_KEY = "e"  # the wire key of every record's kind
+
+
+# -- the records (the host's side of a run event) --------------------------------------------
+class ScopeStarted(TypedDict, total=False):
+    record: Required[Annotated[Literal["scope_started"], Tag("s")]]
+    id: Required[Annotated[str, Key("i")]]
+    parent: Required[Annotated[str | None, Key("p")]]
+    scope: Required[Annotated[str, Key("k")]]          # workflow | pipeline | stage
+    name: Required[Annotated[str, Key("n")]]
+    time: Required[Annotated[int | None, Key("t")]]    # ms since the run's first event
+    limits: Annotated[dict[str, int], Key("lim")]      # the top workflow's limits
+
+
+class ScopeEnded(TypedDict, total=False):
+    record: Required[Annotated[Literal["scope_ended"], Tag("x")]]
+    id: Required[Annotated[str, Key("i")]]
+    state: Required[Annotated[str, Key("s")]]          # completed | failed
+    time: Required[Annotated[int | None, Key("t")]]
+    code: Annotated[str, Key("c")]                     # a failure's error code…
+    message: Annotated[str, Key("m")]                  # …and message
+
+
+class CallStarted(TypedDict, total=False):
+    record: Required[Annotated[Literal["call_started"], Tag("a")]]
+    id: Required[Annotated[str, Key("i")]]
+    parent: Required[Annotated[str | None, Key("p")]]
+    agent: Required[Annotated[str, Key("a")]]
+    label: Required[Annotated[str, Key("l")]]          # the call's label, else its prompt's start
+    time: Required[Annotated[int | None, Key("t")]]
+    group: Annotated[str, Key("g")]                    # the parallelMap it is an item of…
+    index: Annotated[int, Key("x")]                    # …its index there, from 0…
+    of: Annotated[int, Key("of")]                      # …and the map's size
+
+
+class CallEnded(TypedDict, total=False):
+    record: Required[Annotated[Literal["call_ended"], Tag("b")]]
+    id: Required[Annotated[str, Key("i")]]
+    state: Required[Annotated[str, Key("s")]]          # completed | failed
+    latency: Required[Annotated[int | None, Key("ms")]]
+    attempts: Required[Annotated[int, Key("n")]]
+    retries: Required[Annotated[int, Key("r")]]        # repairs and retries
+    time: Required[Annotated[int | None, Key("t")]]
+    output: Annotated[str, Key("o")]                   # the output's start (completed)
+    code: Annotated[str, Key("c")]                     # failed
+    message: Annotated[str, Key("m")]
+
+
+class Progress(TypedDict):
+    record: Annotated[Literal["progress"], Tag("p")]
+    id: Annotated[str, Key("i")]
+    done: Annotated[int | float | None, Key("d")]
+    total: Annotated[int | float | None, Key("n")]
+    message: Annotated[str, Key("m")]
+
+
+class ApprovalAsked(TypedDict):
+    record: Annotated[Literal["approval_asked"], Tag("r")]
+    id: Annotated[str, Key("i")]
+    kind: Annotated[str, Key("k")]                     # approve | ask | tool
+    question: Annotated[str, Key("q")]
+    time: Annotated[int | None, Key("t")]
+
+
+class ApprovalAnswered(TypedDict):
+    record: Annotated[Literal["approval_answered"], Tag("d")]
+    question: Annotated[str, Key("q")]
+    answer: Annotated[Any, Key("a")]                   # yes/no, the text answered, or null
+    by: Annotated[str, Key("by")]
+    code: Annotated[str, Key("c")]                     # the error when no answer came
+    time: Annotated[int | None, Key("t")]
+
+
+class Log(TypedDict):
+    record: Annotated[Literal["log"], Tag("l")]
+    id: Annotated[str, Key("i")]
+    time: Annotated[int | None, Key("t")]
+    message: Annotated[str, Key("m")]
+
+
+class Verify(TypedDict):
+    record: Annotated[Literal["verify"], Tag("v")]
+    id: Annotated[str, Key("i")]
+    time: Annotated[int | None, Key("t")]
+    ok: Annotated[bool, Key("ok")]
+    message: Annotated[str, Key("m")]
+
+
+class RequireFailed(TypedDict):
+    record: Annotated[Literal["require_failed"], Tag("q")]
+    id: Annotated[str, Key("i")]
+    time: Annotated[int | None, Key("t")]
+    message: Annotated[str, Key("m")]
+
+
+class Artifact(TypedDict):
+    record: Annotated[Literal["artifact"], Tag("f")]
+    id: Annotated[str, Key("i")]
+    time: Annotated[int | None, Key("t")]
+    name: Annotated[str, Key("n")]
+
+
+Record = (ScopeStarted | ScopeEnded | CallStarted | CallEnded | Progress | ApprovalAsked | ApprovalAnswered
+          | Log | Verify | RequireFailed | Artifact)
+RECORD_TYPES: tuple[type, ...] = (ScopeStarted, ScopeEnded, CallStarted, CallEnded, Progress, ApprovalAsked,
+                                  ApprovalAnswered, Log, Verify, RequireFailed, Artifact)
+
+
+# -- the messages (their keys are the wire's as they are: a few a second) --------------------
+# Host → browser: records `from` (the run's index of the first) on, in order. (`from` is a
+# keyword, hence the functional form.)
+Batch = TypedDict("Batch", {"t": Literal["batch"], "from": int, "ev": list[dict[str, Any]]})
+
+
+class End(TypedDict):
+    """Host → browser: the run ended with status `s` after `ms` milliseconds."""
+
+    t: Literal["end"]
+    s: str
+    ms: int | None
+
+
+class Detail(TypedDict):
+    """Host → browser: the full card `d` of agent call `i`."""
+
+    t: Literal["detail"]
+    i: str
+    d: dict[str, Any]
+
+
+class Hello(TypedDict):
+    """Browser → host: a view opened, holding the first `have` records."""
+
+    t: Literal["hello"]
+    have: int
+
+
+class DetailRequest(TypedDict):
+    """Browser → host: the card of agent call `i` was opened."""
+
+    t: Literal["detail"]
+    i: str
+
+
+TO_BROWSER: tuple[type, ...] = (Batch, End, Detail)
+TO_HOST: tuple[type, ...] = (Hello, DetailRequest)
+
+
+# -- the table both sides read ----------------------------------------------------------------
+@dataclass(frozen=True)
+class RecordSpec:
+    """One record's wire form: its readable name, its tag, each field's short key."""
+
+    name: str
+    tag: str
+    keys: dict[str, str]            # readable field -> short key
+
+
+def _spec(record_type: type) -> RecordSpec:
+    hints = get_type_hints(record_type, include_extras=True)
+    name, tag, keys = "", "", {}
+    for field_name, hint in hints.items():
+        while get_origin(hint) is Required:
+            hint = get_args(hint)[0]
+        literal, *marks = get_args(hint)
+        for mark in marks:
+            if isinstance(mark, Tag):
+                name, tag = get_args(literal)[0], mark.short
+            elif isinstance(mark, Key):
+                keys[field_name] = mark.short
+    if not tag:
+        raise TypeError(f"{record_type.__name__} has no `record` field with a Tag")
+    return RecordSpec(name, tag, keys)
+
+
+SPECS: dict[str, RecordSpec] = {spec.name: spec for spec in map(_spec, RECORD_TYPES)}
+
+
+def encode(record: Record) -> dict[str, Any]:
+    """The record as the wire carries it: its tag under `e`, each field under its key."""
+    spec = SPECS[record["record"]]
+    wire: dict[str, Any] = {RECORD_KEY: spec.tag}
+    for name, value in record.items():
+        if name != "record":
+            wire[spec.keys[name]] = value
+    return wire
+
+
+def wire_table() -> dict[str, Any]:
+    """The declaration as plain JSON, as `widgets/src/wire.js` writes it: records by tag
+    (`{record, fields: {short key: readable name}}`) and each message's keys."""
+    records = {spec.tag: {"record": spec.name, "fields": {short: name for name, short in spec.keys.items()}}
+               for spec in SPECS.values()}
+    messages = {_snake(m.__name__): sorted(m.__annotations__) for m in (*TO_BROWSER, *TO_HOST)}
+    return {"records": records, "messages": messages}
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
