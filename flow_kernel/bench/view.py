@@ -23,6 +23,7 @@ from flow_kernel.runtime.context import RunContext
 from flow_kernel.runtime.session import Session
 from flow_kernel.views.run_model import RunModel
 from flow_kernel.views.run_stream import RATE, Batcher, Compactor
+from flow_kernel.views.wire import Batch
 
 NAME = "view"
 STATIC = Path(__file__).resolve().parents[1] / "views" / "static"
@@ -57,7 +58,7 @@ def events_of(n: int) -> list[dict[str, Any]]:
 
 def host_side(events: list[dict[str, Any]]) -> dict[str, float]:
     """The view's host work over `events`, batched by the events' own times; bytes and CPU."""
-    sent: list[dict[str, Any]] = []
+    sent: list[Batch] = []
     batcher = Batcher(sent.append)
     compact = Compactor()
     model = RunModel()

@@ -25,7 +25,15 @@ from flow_kernel.runtime.events import is_default_label, scope_of
 from flow_kernel.short_text import shorten
 from flow_kernel.views.panel_view import panel_line
 from flow_kernel.views.run_model import item_of
-from flow_kernel.views.wire import CallEnded, CallStarted, Record, ScopeEnded, ScopeStarted, encode
+from flow_kernel.views.wire import (
+    Batch,
+    CallEnded,
+    CallStarted,
+    Record,
+    ScopeEnded,
+    ScopeStarted,
+    encode,
+)
 
 RATE = 20  # messages a second at most
 MAX_BATCH = 2000  # records a message at most; the rest goes in the next one
@@ -166,7 +174,7 @@ class Batcher:
     that joins late or twice never counts one twice). All records are kept: a view that
     opens later says `hello` and is sent them again (`replay`)."""
 
-    def __init__(self, send: Callable[[dict[str, Any]], None], loop: asyncio.AbstractEventLoop | None = None,
+    def __init__(self, send: Callable[[Batch], None], loop: asyncio.AbstractEventLoop | None = None,
                  rate: float = RATE, clock: Callable[[], float] = time.monotonic) -> None:
         self.send = send
         self.loop = loop
@@ -214,7 +222,7 @@ class Batcher:
             self.due.cancel()
             self.due = None
 
-    def _send(self, message: dict[str, Any]) -> None:
+    def _send(self, message: Batch) -> None:
         self.messages += 1
         self.bytes += len(json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode())
         self.send(message)

@@ -20,6 +20,7 @@ from flow_kernel.views.prompts import Prompts
 from flow_kernel.views.run_html import summary_bundle
 from flow_kernel.views.run_model import Node, RunModel
 from flow_kernel.views.run_stream import Batcher, Compactor
+from flow_kernel.views.wire import Detail, End
 
 LIVE_TEXT = "Flow run (live view)"
 DETAIL_TEXT = 4000  # characters of a card's prompt or instructions sent to the browser
@@ -39,7 +40,7 @@ class RunView:
         self.widget = RunWidget(title=title or "")
         self.compact = Compactor()
         self.batcher = Batcher(self.widget.send, self.loop)
-        self.ended: dict[str, Any] | None = None
+        self.ended: End | None = None
         self.widget.on_msg(self._on_message)
         self.prompts = Prompts()
         self.box = w.VBox([self.widget, self.prompts.box])
@@ -75,7 +76,8 @@ class RunView:
         elif content.get("t") == "detail" and isinstance(content.get("i"), str):
             node = self.model.nodes.get(content["i"])
             if node is not None and node.kind == "agent":
-                self.widget.send({"t": "detail", "i": node.id, "d": self.detail(node)})
+                card: Detail = {"t": "detail", "i": node.id, "d": self.detail(node)}
+                self.widget.send(card)
 
     def detail(self, node: Node) -> dict[str, Any]:
         """A card's full text, each part bounded."""
