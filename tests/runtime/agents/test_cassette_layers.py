@@ -56,7 +56,7 @@ def test_a_miss_names_the_cassette(tmp_path: Path) -> None:
     async def approve(*args: Any) -> tuple[bool, str]:
         raise AssertionError("no one is asked")
 
-    with pytest.raises(AgentInvocationError, match="empty.jsonl has no answer"):
+    with pytest.raises(AgentInvocationError, match=r"empty\.jsonl has no answer"):
         asyncio.run(ReplayLayer(CassettePlayer(path), "s", approve)(Attempt(make_call(), 1), Inner("never")))
 
 

@@ -62,7 +62,7 @@ def test_a_429_after_a_tool_ran_is_not_sent_again() -> None:
 
 
 def test_failures_open_the_breaker() -> None:
-    layer, events, resilience = guard(breaker_failures=2)
+    layer, events, _ = guard(breaker_failures=2)
     for _ in range(2):
         with pytest.raises(AgentInvocationError):
             asyncio.run(layer(attempt(), Inner(AgentInvocationError("unreachable"))))

@@ -14,7 +14,7 @@ from flow_kernel.runtime.agents import Attempt
 from flow_kernel.runtime.agents.journal import JournalLayer, attempt_request
 from flow_kernel.runtime.durable.checkpoint import position
 from flow_kernel.runtime.providers.base import ProviderReply
-from flow_kernel.runtime.providers.local import ScriptedProvider, Script, Reply
+from flow_kernel.runtime.providers.local import Reply, Script, ScriptedProvider
 from tests.runtime.agents.making import Inner, make_call
 
 
