@@ -9,8 +9,8 @@ import pytest
 
 from flow_kernel import SourceFile
 from flow_kernel.lang.compiler import compile_source
-from flow_kernel.runtime import agents as agents_module
 from flow_kernel.runtime.context import RunContext
+from flow_kernel.runtime.providers.local import ScriptedProvider
 from flow_kernel.runtime.run import RunOutcome, run_compiled
 from flow_kernel.sandbox.inprocess import InProcessExecutor
 
@@ -24,7 +24,7 @@ def run(source: str) -> RunOutcome:
 @pytest.fixture()
 def peak(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     seen = {"now": 0, "peak": 0, "calls": 0}
-    original = agents_module.AgentPipeline._invoke
+    original = ScriptedProvider.attempt  # the provider attempts in flight at once
 
     async def counting(self: Any, *args: Any) -> Any:
         seen["now"] += 1
@@ -35,7 +35,7 @@ def peak(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
         finally:
             seen["now"] -= 1
 
-    monkeypatch.setattr(agents_module.AgentPipeline, "_invoke", counting)
+    monkeypatch.setattr(ScriptedProvider, "attempt", counting)
     return seen
 
 
@@ -181,9 +181,9 @@ def test_the_order_budget_gate_resolution_in_the_pipeline() -> None:
     budget left waits for the gate before the target is resolved (a non-member call that
     cannot get a slot has not failed yet)."""
     from flow_kernel.errors import CapabilityViolationError, LimitExceededError
-    from flow_kernel.runtime.agents import AgentPipeline, FrameBudget
-    from flow_kernel.runtime.config import FlowConfig
-    from flow_kernel.runtime.tools import ToolRegistry
+    from flow_kernel.runtime.agents import AgentPipeline, HostCalls
+    from flow_kernel.runtime.budgets import FrameBudget
+    from flow_kernel.runtime.context import RunContext
 
     compiled = compile_source(SourceFile("o.flow", 'agent a { model: "scripted", script: ["x"] }\n'
                                          'agent c { model: "scripted", script: ["x"] }\nteam t { main: a }\n'))
@@ -195,8 +195,7 @@ def test_the_order_budget_gate_resolution_in_the_pipeline() -> None:
         async def approve(*args: Any) -> tuple[bool, str]:
             return True, "test"
 
-        pipeline = AgentPipeline(compiled.check, lambda e: None, frames, config=FlowConfig(), tools=ToolRegistry(),
-                                 approve_tool=approve)
+        pipeline = AgentPipeline(compiled.check, RunContext(), frames, HostCalls(lambda e: None, approve))
         await gate.acquire()  # someone else holds the only slot
         with pytest.raises(LimitExceededError):
             await asyncio.wait_for(pipeline.call({"agent": "a", "frame": "f", "prompt": "p", "call": "c1"}), 1)
