@@ -49,7 +49,7 @@ def run(providers: dict[str, Any] | None = None) -> RunOutcome:
     async def go() -> RunOutcome:
         executor = SandboxExecutor(warm=0)
         try:
-            return await run_compiled(compiled, executor, RunContext(providers=providers))
+            return await run_compiled(compiled, executor, RunContext(providers=providers or {}))
         finally:
             await executor.close()
 
