@@ -263,10 +263,10 @@ class CellRunner:
             run_id, workflow, input, resume = resuming.run_id, resuming.workflow, resuming.input, resuming.checkpoint
         run_id = run_id or new_run_id()
         self.interactive[run_id] = port.person_present or background
-        agents = _declared_agents(compiled)
         # A live view where a person watches (a prompt can be answered, or the run goes on in
         # the background); elsewhere (nbclient, nbval, a terminal) only the summary at the end.
-        live = LiveView(lambda: port.open_view(title, run_id, agents) if self.interactive.get(run_id) else None, title)
+        live = LiveView(lambda: port.open_view(title, run_id, _declared_agents(compiled))
+                        if self.interactive.get(run_id) else None, title)
         self.live[run_id] = live
         sinks = [port.on_event, live.sink] if port.summaries else [port.on_event]
         task = asyncio.ensure_future(self.session.run_async(
