@@ -33,14 +33,9 @@ from flow_kernel.runtime.context import EventSink, RunContext, TraceSink
 from flow_kernel.runtime.durable.cassette import CassettePlayer, CassetteRecorder
 from flow_kernel.runtime.durable.journal import Checkpoint
 from flow_kernel.runtime.policy.ceilings import Ceilings
+from flow_kernel.runtime.policy.grants import flag_grants
 from flow_kernel.runtime.policy.operator import Operator
-from flow_kernel.runtime.policy.trust import (
-    Capability,
-    Trust,
-    operator_capability,
-    parse_allow,
-    resolve_path,
-)
+from flow_kernel.runtime.policy.trust import Capability, Trust, parse_allow
 from flow_kernel.runtime.providers.base import Provider
 from flow_kernel.runtime.providers.resilience import Resilience
 from flow_kernel.runtime.run import Executor, RunOutcome, run_compiled
@@ -191,14 +186,9 @@ class Session:
                 record: str | Path | None, replay: str | Path | None,
                 allow: Iterable[Capability | str]) -> list[Capability]:
         """What the constructor's arguments grant: the person wrote them."""
-        grants = [Capability.of("run", exe, self.directory) for exe in allow_run]
-        if isinstance(operator, str) and (cap := operator_capability(operator, self.directory)) is not None:
-            grants.append(cap)
-        if isinstance(config, (str, Path)):
-            grants.append(Capability("config", str(resolve_path(config, self.directory).parent)))
-        for path in (record, replay):
-            if path is not None:
-                grants.append(Capability("path", str(resolve_path(path, self.directory))))
+        grants = flag_grants(self.directory, allow_run=allow_run, paths=(record, replay),
+                             operator=operator if isinstance(operator, str) else None,
+                             config=config if isinstance(config, (str, Path)) else None)
         for item in allow:
             grants.extend([item] if isinstance(item, Capability) else parse_allow(item, self.directory))
         return grants
