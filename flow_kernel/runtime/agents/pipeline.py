@@ -222,7 +222,7 @@ class AgentPipeline:
     def _resolve(self, payload: dict[str, Any]) -> str:
         """Target resolution: an agent by name, or a team's main agent or member. Only a
         declared agent resolves: the generated code names no other, so any other name came
-        from a bypassed sandbox (a host KeyError before)."""
+        from a bypassed sandbox: a `capability-violation`, never a host KeyError."""
         name = self._target(payload)
         if name not in self.agents:
             raise CapabilityViolationError(f"no agent `{name}` is declared in this program", details={"agent": name})
@@ -286,7 +286,7 @@ class AgentPipeline:
         """The output contract of a call: a schema the host compiled from the checked program,
         never one from the request. The request's `schema` only picks among the compiled ones
         (a call site's `output:` may differ from the agent's); anything else, from a bypassed
-        sandbox (a schema with `$ref: "file:///…"`), means the agent's declared output (issue 15).
+        sandbox (a schema with `$ref: "file:///…"`), means the agent's declared output.
         With it, its sorted JSON text when known (a compiled schema's is its key), else None."""
         if self._compiled_schemas is None:
             self._compiled_schemas = compiled_output_schemas(self.check)

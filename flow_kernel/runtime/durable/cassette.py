@@ -153,8 +153,8 @@ def check_recordable(path: Path | str) -> None:
 class CassetteRecorder:
     """Records into the cassette at `path`, keeping the entries of scopes the recording does
     not run again. The file is checked without following a link there, and it is replaced
-    only when it is new, empty or a cassette: `%record notes.py` must not wipe the notes
-    (issue 15). Refusals are ValueError, said plainly."""
+    only when it is new, empty or a cassette: `%record notes.py` must not wipe the notes.
+    Refusals are ValueError, said plainly."""
 
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)

@@ -1,5 +1,7 @@
 """The deterministic providers: `scripted` (an agent's `script`) and `mock`
-(schema-valid values seeded by the agent and the prompt), language.md §4.2.1.
+(schema-valid values seeded by the agent and the prompt), language.md §4.2.1. Both are
+entries of the one provider table (table.py: `local`, made from the program when a run
+starts; the scripted one with `calls_tools=False`).
 
 `mock` also exercises an agent's tools, so that tools and approval-gated tools can be
 shown and tested with no model: before answering, it calls each tool the call was given
@@ -82,7 +84,8 @@ class ScriptedProvider:
 
     The cursor counts the run's attempts, wherever their answers come from: an attempt
     answered from the run's journal (a resumed run) moves it as the live attempt did
-    (`passed`), so a resumed run goes on with the entry the journal's last attempt left."""
+    (`passed`: it `KeepsPlace`, base.py), so a resumed run goes on with the entry the
+    journal's last attempt left."""
 
     def __init__(self, scripts: dict[str, Script]) -> None:
         self.scripts = scripts

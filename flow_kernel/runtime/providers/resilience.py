@@ -1,7 +1,7 @@
-"""Resilience per provider (issue 19): rate limits, `Retry-After`, a circuit breaker and a
+"""Resilience per provider: rate limits, `Retry-After`, a circuit breaker and a
 bulkhead, shared by every run of a session.
 
-Each remote provider (provider_table.py) gets one `ProviderGuard`, configured under its
+Each remote provider (providers/table.py) gets one `ProviderGuard`, configured under its
 `[providers.NAME]` table in `flow.toml` (defaults in `Limits`):
 
 ```toml

@@ -1,5 +1,5 @@
 """Streaming replies: what a provider reports while the model writes, and how the pipeline
-turns it into `agent.delta` events (issue 19).
+turns it into `agent.delta` events.
 
 A streaming provider calls `request.on_delta(Delta(...))` for each piece the API sends: the
 answer's text, or the arguments of a tool call as the model writes them. `DeltaMerger`
