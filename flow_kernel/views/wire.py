@@ -96,12 +96,17 @@ class Progress(TypedDict):
     message: Annotated[str, Key("m")]
 
 
-class ApprovalAsked(TypedDict):
-    record: Annotated[Literal["approval_asked"], Tag("r")]
+class _InScope(TypedDict):
+    """What every record of a point event carries: its scope and its time."""
+
     id: Annotated[str, Key("i")]
+    time: Annotated[int | None, Key("t")]
+
+
+class ApprovalAsked(_InScope):
+    record: Annotated[Literal["approval_asked"], Tag("r")]
     kind: Annotated[str, Key("k")]                     # approve | ask | tool
     question: Annotated[str, Key("q")]
-    time: Annotated[int | None, Key("t")]
 
 
 class ApprovalAnswered(TypedDict):
@@ -113,32 +118,25 @@ class ApprovalAnswered(TypedDict):
     time: Annotated[int | None, Key("t")]
 
 
-class Log(TypedDict):
+class _Message(_InScope):
+    message: Annotated[str, Key("m")]
+
+
+class Log(_Message):
     record: Annotated[Literal["log"], Tag("l")]
-    id: Annotated[str, Key("i")]
-    time: Annotated[int | None, Key("t")]
-    message: Annotated[str, Key("m")]
 
 
-class Verify(TypedDict):
+class Verify(_Message):
     record: Annotated[Literal["verify"], Tag("v")]
-    id: Annotated[str, Key("i")]
-    time: Annotated[int | None, Key("t")]
     ok: Annotated[bool, Key("ok")]
-    message: Annotated[str, Key("m")]
 
 
-class RequireFailed(TypedDict):
+class RequireFailed(_Message):
     record: Annotated[Literal["require_failed"], Tag("q")]
-    id: Annotated[str, Key("i")]
-    time: Annotated[int | None, Key("t")]
-    message: Annotated[str, Key("m")]
 
 
-class Artifact(TypedDict):
+class Artifact(_InScope):
     record: Annotated[Literal["artifact"], Tag("f")]
-    id: Annotated[str, Key("i")]
-    time: Annotated[int | None, Key("t")]
     name: Annotated[str, Key("n")]
 
 

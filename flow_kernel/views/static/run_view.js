@@ -52,10 +52,10 @@ const WIRE = {
     "a": {"record": "call_started", "fields": {"i": "id", "p": "parent", "a": "agent", "l": "label", "t": "time", "g": "group", "x": "index", "of": "of"}},
     "b": {"record": "call_ended", "fields": {"i": "id", "s": "state", "ms": "latency", "n": "attempts", "r": "retries", "t": "time", "o": "output", "c": "code", "m": "message"}},
     "p": {"record": "progress", "fields": {"i": "id", "d": "done", "n": "total", "m": "message"}},
-    "r": {"record": "approval_asked", "fields": {"i": "id", "k": "kind", "q": "question", "t": "time"}},
+    "r": {"record": "approval_asked", "fields": {"i": "id", "t": "time", "k": "kind", "q": "question"}},
     "d": {"record": "approval_answered", "fields": {"q": "question", "a": "answer", "by": "by", "c": "code", "t": "time"}},
     "l": {"record": "log", "fields": {"i": "id", "t": "time", "m": "message"}},
-    "v": {"record": "verify", "fields": {"i": "id", "t": "time", "ok": "ok", "m": "message"}},
+    "v": {"record": "verify", "fields": {"i": "id", "t": "time", "m": "message", "ok": "ok"}},
     "q": {"record": "require_failed", "fields": {"i": "id", "t": "time", "m": "message"}},
     "f": {"record": "artifact", "fields": {"i": "id", "t": "time", "n": "name"}}
   },
