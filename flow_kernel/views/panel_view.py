@@ -1,5 +1,5 @@
 """A panel in the run view: for each round, a table of experts × criteria with each
-expert's scores, the per-criterion means, the weighted aggregate and the spread (issue 22).
+expert's scores, the per-criterion means, the weighted aggregate and the spread.
 
 `PanelTable` is the view-model, folded from the run's `panel.*` events (runtime/events/vocabulary.py)
 by `fold`; `RunModel` keeps one per panel call (by label) and shows it where the call

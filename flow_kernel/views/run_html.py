@@ -1,5 +1,5 @@
 """The run view's static summary as HTML: what a saved notebook keeps in the cell, read
-without the kernel, without trust and on GitHub (issue 18).
+without the kernel, without trust and on GitHub.
 
 Sanitisers decide what survives there: JupyterLab's drops `<style>` in an untrusted
 notebook and keeps a safelist of inline style properties, GitHub drops styles altogether.

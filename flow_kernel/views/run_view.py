@@ -149,9 +149,9 @@ class RunView:
 
 
 def close_widgets(*widgets: Any) -> None:
-    """Close widgets with their children, layouts and styles. Each of those is a widget of
+    """Close widgets with their children, layouts and styles: each of those is a widget of
     its own that `Widget.close()` leaves open, registered in the comm manager for the
-    kernel's life: three Layouts a cell, kept forever, before (issue 23)."""
+    kernel's life."""
     from ipywidgets import Widget
 
     todo, seen = list(widgets), set()
