@@ -3,7 +3,14 @@ show under a span, computed once."""
 
 from __future__ import annotations
 
-from flow_kernel.diagnostics.excerpt import TAB_WIDTH, char_width, display_line, excerpt, location, same_name
+from flow_kernel.diagnostics.excerpt import (
+    TAB_WIDTH,
+    char_width,
+    display_line,
+    excerpt,
+    location,
+    same_name,
+)
 from flow_kernel.source import SourceFile, Span
 
 

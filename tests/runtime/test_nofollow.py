@@ -34,7 +34,7 @@ def test_a_link_in_place_of_an_existing_file_is_refused(tmp_path: Path) -> None:
     (tmp_path / "run.jsonl").symlink_to(tmp_path / "precious.txt")
     folder = open_folder(tmp_path, own=0)
     try:
-        with pytest.raises(LinkRefused, match="run.jsonl is a symbolic link"):
+        with pytest.raises(LinkRefused, match=r"run\.jsonl is a symbolic link"):
             open_existing_file(folder, tmp_path / "run.jsonl")
         with pytest.raises(LinkRefused, match="is a symbolic link"):
             create_new_file(folder, "run.jsonl", tmp_path / "run.jsonl")
