@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import importlib.util
 import tomllib
 from pathlib import Path
 
@@ -95,3 +96,11 @@ def test_a_client_reads_its_variables_from_the_table(name: str, monkeypatch: pyt
     monkeypatch.setenv("FLOW_TEST_URL", "http://127.0.0.1:9/v1")
     provider = module.OpenAIProvider() if name == "openai" else module.AnthropicProvider()
     assert provider.endpoint.source == "$FLOW_TEST_URL" and provider.client.api_key == "from-the-table"
+
+
+def test_every_entry_names_a_builder_that_imports() -> None:
+    for entry in PROVIDERS.values():
+        module, _, function = entry.builder.partition(":")
+        assert module.startswith("flow_kernel.runtime.") and function, entry.name
+        if entry.local or importlib.util.find_spec(entry.package) is not None:
+            assert callable(entry.build), entry.name

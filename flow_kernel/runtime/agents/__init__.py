@@ -34,7 +34,13 @@ was split into layers; the event sequence of every call stayed the same.
 
 from flow_kernel.runtime.agents.attempt import Attempt, AttemptLayer, CallRefused, Invoke
 from flow_kernel.runtime.agents.calls import AgentCall, AgentSpec, prompt_files_identity
-from flow_kernel.runtime.agents.pipeline import AgentPipeline, EmitKept, HostCalls, SandboxCall, Trace
+from flow_kernel.runtime.agents.pipeline import (
+    AgentPipeline,
+    EmitKept,
+    HostCalls,
+    SandboxCall,
+    Trace,
+)
 from flow_kernel.runtime.agents.request import OperatorAsk, ToolApprover
 from flow_kernel.runtime.context import TraceSink
 

@@ -54,7 +54,7 @@ from flow_kernel.runtime.providers.base import (
     transport_errors,
 )
 from flow_kernel.runtime.providers.streaming import Delta, DeltaSink
-from flow_kernel.runtime.providers.table import PROVIDERS
+from flow_kernel.runtime.providers.table import PROVIDERS, ProviderSetup
 from flow_kernel.short_text import shorten
 
 _ENTRY = PROVIDERS["anthropic"]  # its key and endpoint variables
@@ -72,6 +72,15 @@ if TYPE_CHECKING:
 # The API requires a cap; `[providers.anthropic] max_tokens` changes it. The same number a cost
 # reservation assumes when none is configured, so an attempt sends the output it reserved.
 DEFAULT_MAX_TOKENS = DEFAULT_MAX_OUTPUT_TOKENS
+
+
+def build(setup: ProviderSetup) -> AnthropicProvider:
+    """The `anthropic` entry's provider: its key, endpoint and `max_tokens` (when set) from
+    the setup."""
+    max_tokens = setup.settings.max_tokens
+    if max_tokens is not None:
+        return AnthropicProvider(api_key=setup.key, max_tokens=max_tokens, endpoint=setup.endpoint)
+    return AnthropicProvider(api_key=setup.key, endpoint=setup.endpoint)
 
 
 class AnthropicProvider:

@@ -20,6 +20,7 @@ from flow_kernel.errors import AgentInvocationError, OutputValidationError
 from flow_kernel.lang import ast, patterns
 from flow_kernel.lang.literals import NOT_LITERAL, literal_value
 from flow_kernel.runtime.providers.base import ProviderReply, ProviderRequest
+from flow_kernel.runtime.providers.table import ProviderSetup
 
 
 @dataclass(frozen=True)
@@ -121,6 +122,16 @@ class ScriptedProvider:
             cls = OutputValidationError if code == "output-validation" else AgentInvocationError
             raise cls(message)
         return reply.value
+
+
+def build_mock(setup: ProviderSetup) -> MockProvider:
+    """The `mock` entry's provider (it needs nothing from the setup)."""
+    return MockProvider()
+
+
+def build_scripted(setup: ProviderSetup) -> ScriptedProvider:
+    """The `scripted` entry's provider: the scripts of the program's agents."""
+    return ScriptedProvider({name: parse_script(decl) for name, decl in setup.agents.items()})
 
 
 class MockProvider:

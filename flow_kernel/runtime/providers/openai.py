@@ -47,12 +47,17 @@ from flow_kernel.runtime.providers.base import (
     transport_errors,
 )
 from flow_kernel.runtime.providers.streaming import Delta, DeltaSink
-from flow_kernel.runtime.providers.table import PROVIDERS
+from flow_kernel.runtime.providers.table import PROVIDERS, ProviderSetup
 from flow_kernel.short_text import shorten
 
 _ENTRY = PROVIDERS["openai"]  # its key and endpoint variables
 
 OPENAI_HOST = "api.openai.com"  # OpenAI's own API: the output cap goes by its new name only
+
+
+def build(setup: ProviderSetup) -> OpenAIProvider:
+    """The `openai` entry's provider: its key, endpoint and `max_tokens` from the setup."""
+    return OpenAIProvider(api_key=setup.key, max_tokens=setup.settings.max_tokens, endpoint=setup.endpoint)
 
 
 class OpenAIProvider:

@@ -10,12 +10,14 @@ its entry (`local`, `calls_tools`), never a check of its name. Adding a remote p
 one entry (plus its client module in runtime/providers/ and its package in pyproject's
 `providers` extra, which tests/runtime/test_provider_table.py checks).
 
-Imports only the standard library, `errors` and `providers.base` at module level: config.py
-reads this table, and a client library is imported only when its provider is built.
+The table imports no client: an entry names its builder (`module:function`, as entry points
+do), imported only when its provider is built, and the client modules read the table (their
+variables, `ProviderSetup`). So config.py can read the table without any client library.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -111,7 +113,8 @@ class ProviderSetup:
 @dataclass(frozen=True)
 class ProviderEntry:
     name: str  # `model: "NAME/model"`; a local provider's model is its name alone
-    build: Callable[[ProviderSetup], Provider]  # imports its client: only when the provider is built
+    # `module:function`, a (ProviderSetup) -> Provider; imported only when the provider is built
+    builder: str
     package: str = ""  # the client package (`flow doctor` shows its version); "": it needs none
     key_env: str = ""  # the variable holding the key when `api_key_env` is not set
     url_env: str = ""  # the variable holding the endpoint when `base_url` is not set
@@ -164,6 +167,13 @@ class ProviderEntry:
         self.require_client()
         return self.build(ProviderSetup(self, config, agents or {}))
 
+    @property
+    def build(self) -> Callable[[ProviderSetup], Provider]:
+        """The builder the entry names, imported."""
+        module, _, function = self.builder.partition(":")
+        built: Callable[[ProviderSetup], Provider] = getattr(importlib.import_module(module), function)
+        return built
+
     def doctor_line(self) -> str:
         """The client's version and whether its settings are in the environment (set or
         unset only: never a value)."""
@@ -179,60 +189,23 @@ class ProviderEntry:
                 f"{key} {'set' if os.environ.get(key) else 'unset'})")
 
 
-def _mock(setup: ProviderSetup) -> Provider:
-    from flow_kernel.runtime.providers.local import MockProvider
-
-    return MockProvider()
-
-
-def _scripted(setup: ProviderSetup) -> Provider:
-    from flow_kernel.runtime.providers.local import ScriptedProvider, parse_script
-
-    return ScriptedProvider({name: parse_script(decl) for name, decl in setup.agents.items()})
-
-
-def _openai(setup: ProviderSetup) -> Provider:
-    from flow_kernel.runtime.providers.openai import OpenAIProvider
-
-    return OpenAIProvider(api_key=setup.key, max_tokens=setup.settings.max_tokens, endpoint=setup.endpoint)
-
-
-def _anthropic(setup: ProviderSetup) -> Provider:
-    from flow_kernel.runtime.providers.anthropic import AnthropicProvider
-
-    max_tokens = setup.settings.max_tokens
-    if max_tokens is not None:
-        return AnthropicProvider(api_key=setup.key, max_tokens=max_tokens, endpoint=setup.endpoint)
-    return AnthropicProvider(api_key=setup.key, endpoint=setup.endpoint)
-
-
-def _a2a(setup: ProviderSetup) -> Provider:
-    """`a2a/NAME`: the agent [a2a.NAME] declares, else the one at [providers.a2a] base_url
-    (or $A2A_BASE_URL); the bearer token of agents without their own `token_env` from
-    [providers.a2a] api_key_env (or $A2A_TOKEN)."""
-    from flow_kernel.runtime.remote.a2a import A2AProvider
-
-    endpoint = setup.endpoint
-    return A2AProvider(dict(setup.config.a2a), endpoint if endpoint.url else None, setup.key)
-
-
 # Every provider, by the prefix of `model: "provider/model"` (a local one: its whole name),
 # the local ones first, in the order they are listed.
 PROVIDERS: dict[str, ProviderEntry] = {entry.name: entry for entry in (
     # Seeded schema-valid values; it calls each of a call's tools once (local.py).
-    ProviderEntry("mock", _mock, local=True),
+    ProviderEntry("mock", "flow_kernel.runtime.providers.local:build_mock", local=True),
     # An agent's `script`; its replies never call tools.
-    ProviderEntry("scripted", _scripted, local=True, calls_tools=False),
+    ProviderEntry("scripted", "flow_kernel.runtime.providers.local:build_scripted", local=True, calls_tools=False),
     # `max_tokens` caps every request's output when set (as `max_completion_tokens` to OpenAI's
     # own API, as both names to any other endpoint: openai.py), and is what a `cost` limit
     # reserves for each attempt's output (else DEFAULT_MAX_OUTPUT_TOKENS, lang/prices.py),
     # which a cost-limited request then carries as its cap.
-    ProviderEntry("openai", _openai, "openai", "OPENAI_API_KEY", "OPENAI_BASE_URL",
+    ProviderEntry("openai", "flow_kernel.runtime.providers.openai:build", "openai", "OPENAI_API_KEY", "OPENAI_BASE_URL",
                   {"max_tokens": MAX_TOKENS, "stream": STREAM, **RESILIENCE}),
-    ProviderEntry("anthropic", _anthropic, "anthropic", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL",
+    ProviderEntry("anthropic", "flow_kernel.runtime.providers.anthropic:build", "anthropic", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL",
                   {"max_tokens": MAX_TOKENS, "stream": STREAM, **RESILIENCE}),
     # A remote A2A agent as the model (runtime/remote/a2a.py, docs/protocols.md).
-    ProviderEntry("a2a", _a2a, "a2a", "A2A_TOKEN", "A2A_BASE_URL", extra="protocols", distribution="a2a-sdk"),
+    ProviderEntry("a2a", "flow_kernel.runtime.remote.a2a:build", "a2a", "A2A_TOKEN", "A2A_BASE_URL", extra="protocols", distribution="a2a-sdk"),
 )}
 # The providers a configuration may have a `[providers.NAME]` table for, and `flow doctor` checks.
 REMOTE_PROVIDERS: dict[str, ProviderEntry] = {name: entry for name, entry in PROVIDERS.items() if not entry.local}

@@ -28,10 +28,19 @@ from flow_kernel.runtime.providers.base import (
     decode_output,
     repair_message,
 )
+from flow_kernel.runtime.providers.table import ProviderSetup
 from flow_kernel.runtime.remote.config import A2AAgentSettings
 
 # An agent that keeps asking questions without answering is an invocation failure.
 MAX_QUESTIONS = 8
+
+
+def build(setup: ProviderSetup) -> A2AProvider:
+    """`a2a/NAME`: the agent [a2a.NAME] declares, else the one at [providers.a2a] base_url
+    (or $A2A_BASE_URL); the bearer token of agents without their own `token_env` from
+    [providers.a2a] api_key_env (or $A2A_TOKEN)."""
+    endpoint = setup.endpoint
+    return A2AProvider(dict(setup.config.a2a), endpoint if endpoint.url else None, setup.key)
 
 
 class A2AProvider:
