@@ -48,7 +48,7 @@ from flow_kernel.lang.compiler import Compiled
 from flow_kernel.lang.literals import NOT_LITERAL, literal_value
 from flow_kernel.lang.purposes import purpose_of
 from flow_kernel.runtime.config import FlowConfig
-from flow_kernel.runtime.providers.table import LOCAL_PROVIDERS, PROVIDERS
+from flow_kernel.runtime.providers.table import LOCAL_PROVIDERS, REMOTE_PROVIDERS
 
 # A variable whose name says it holds a secret (OPENAI_API_KEY, GITHUB_TOKEN, AWS_SECRET_ACCESS_KEY, …).
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE", re.IGNORECASE)
@@ -104,7 +104,7 @@ def _model_of(node: ast.Decl) -> str | None:
 
 def _keys_of(model: str | None, config: FlowConfig) -> set[str]:
     if model is None:
-        return {name for provider in PROVIDERS for name in _provider_keys(provider, "", config)}
+        return {name for provider in REMOTE_PROVIDERS for name in _provider_keys(provider, "", config)}
     purpose = purpose_of(model)
     if purpose is not None:
         model = config.models.get(purpose)
@@ -117,7 +117,7 @@ def _keys_of(model: str | None, config: FlowConfig) -> set[str]:
 
 
 def _provider_keys(provider: str, name: str, config: FlowConfig) -> set[str]:
-    entry = PROVIDERS.get(provider)
+    entry = REMOTE_PROVIDERS.get(provider)
     if entry is None:
         return set()
     names = {config.provider(provider).api_key_env or entry.key_env}
@@ -130,7 +130,7 @@ def _provider_keys(provider: str, name: str, config: FlowConfig) -> set[str]:
 def secret_names(environ: Mapping[str, str], config: FlowConfig | None = None) -> set[str]:
     """The variables of `environ` that hold credentials: a name that says so, a provider's
     key variable, one the configuration names as a key or token."""
-    named = {entry.key_env for entry in PROVIDERS.values()}
+    named = {entry.key_env for entry in REMOTE_PROVIDERS.values()}
     if config is not None:
         named |= {s.api_key_env for s in config.providers.values() if s.api_key_env}
         named |= {a.token_env for a in config.a2a.values() if a.token_env}
