@@ -245,32 +245,27 @@ def _cassette_needs(session: Session, args: str) -> list[Capability]:
     return path_needs(session, args) if args and args != "off" else []
 
 
-@magic("record", "%record PATH | off", "record every agent answer of the following cells to a cassette",
-       needs=_cassette_needs, choices=("off",))
-def _record(session: Session, args: str, plan: CellPlan) -> None:
-    if not args:
-        raise MagicError("%record needs a cassette path (or `off`)")
-    for capability in _cassette_needs(session, args):
-        session.trust.require(capability)
-    try:
-        session.record(None if args == "off" else args)
-    except ValueError as exc:  # a link at the path, or a file that is not a cassette: left as it was
-        raise MagicError(f"%record: {exc}") from None
-    plan.outputs.append(text_output("recording off" if args == "off" else f"recording agent answers to {args}"))
+def _cassette_magic(name: str, help_text: str, shown: Callable[[str], str]) -> None:
+    """`%record` / `%replay` PATH | off: `session.record` / `session.replay` of the path, granted
+    first; a link at the path, or a file that is not a cassette, is a MagicError and leaves
+    the session as it was."""
+    @magic(name, f"%{name} PATH | off", help_text, needs=_cassette_needs, choices=("off",))
+    def apply(session: Session, args: str, plan: CellPlan) -> None:
+        if not args:
+            raise MagicError(f"%{name} needs a cassette path (or `off`)")
+        for capability in _cassette_needs(session, args):
+            session.trust.require(capability)
+        try:
+            getattr(session, name)(None if args == "off" else args)
+        except ValueError as exc:
+            raise MagicError(f"%{name}: {exc}") from None
+        plan.outputs.append(text_output(shown(args)))
 
 
-@magic("replay", "%replay PATH | off", "answer agent calls of the following cells from a cassette",
-       needs=_cassette_needs, choices=("off",))
-def _replay(session: Session, args: str, plan: CellPlan) -> None:
-    if not args:
-        raise MagicError("%replay needs a cassette path (or `off`)")
-    for capability in _cassette_needs(session, args):
-        session.trust.require(capability)
-    try:
-        session.replay(None if args == "off" else args)
-    except ValueError as exc:
-        raise MagicError(f"%replay: {exc}") from None
-    plan.outputs.append(text_output("replay off" if args == "off" else f"replaying agent answers from {args}"))
+_cassette_magic("record", "record every agent answer of the following cells to a cassette",
+                lambda args: "recording off" if args == "off" else f"recording agent answers to {args}")
+_cassette_magic("replay", "answer agent calls of the following cells from a cassette",
+                lambda args: "replay off" if args == "off" else f"replaying agent answers from {args}")
 
 
 def _allow_needs(session: Session, args: str) -> list[Capability]:
