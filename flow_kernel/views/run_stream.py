@@ -1,7 +1,7 @@
 """The run view's wire: each run event as a small record for the browser, sent in batches.
 
-The host sends events, not HTML: `compact(event, t0)` keeps what a row of the
-view shows — ids, names, states, a label, a time — with every text clipped, so a record's
+The host sends events, not HTML: `Compactor` keeps what a row of the view
+shows — ids, names, states, a label, a time — with every text clipped, so a record's
 size does not depend on the run (a prompt, an output or a tool call's result stays on the
 host; the browser asks for a card's `detail` when the card is opened). `Batcher` collects
 records and sends them at most `RATE` times a second, `MAX_BATCH` at a time, so a run of
