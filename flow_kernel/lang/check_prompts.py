@@ -7,7 +7,7 @@ relative to the file that declares it (or the notebook's folder for a cell), and
 that folder unless the person granted the path (runtime/policy/trust.py); a missing or refused
 file is F2011 naming the path. The text is read here, at compile time, so what runs is
 what was checked, and its digest goes into the cassette's prompt identity (an edited file
-is a replay miss, runtime/agents.py).
+is a replay miss, runtime/agents/calls.py).
 
 `model: "for:<purpose>"` names one of the five purposes (lang/purposes.py): an unknown one
 is F4025; in a file (`flow check`, `flow run`) an unset one is F4026, because the checker is

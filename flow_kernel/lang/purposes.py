@@ -1,7 +1,7 @@
 """Models chosen by what a call needs (`model: "for:deep-judgement"`): the five purposes and
 how a model string names one. The configuration's `[models]` table maps each purpose to a
 "provider/model" (runtime/config.py); the checker fails closed on an unset purpose in a file,
-the agent pipeline at run time in a notebook (runtime/agents.py)."""
+the agent pipeline at run time in a notebook (runtime/agents/pipeline.py)."""
 
 from __future__ import annotations
 

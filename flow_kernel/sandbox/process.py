@@ -48,7 +48,7 @@ _encode = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",",
 Notify = Callable[[str, dict[str, Any]], None]
 # Whether a request (op, payload) may run at once in the reader, up to its first wait, rather
 # than in a task of its own: the handler's owner says so only for code that nothing ties to
-# the current task (anyio's cancel scopes are; runtime/agents.py `AgentPipeline.runs_at_once`).
+# the current task (anyio's cancel scopes are; runtime/agents/pipeline.py `AgentPipeline.runs_at_once`).
 Eager = Callable[[str, Any], bool]
 
 
