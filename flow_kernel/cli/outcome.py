@@ -11,7 +11,9 @@ import sys
 from typing import Any
 
 from flow_kernel.cli.common import EXIT_FAILED, EXIT_OK, display_name
-from flow_kernel.frontend.cell import CellRunner, HeadlessPort, waiting_text
+from flow_kernel.frontend.cell import CellRunner
+from flow_kernel.frontend.outputs import waiting_text
+from flow_kernel.frontend.port import HeadlessPort
 from flow_kernel.lang.compiler import Compiled
 from flow_kernel.runtime.run import RunOutcome
 from flow_kernel.runtime.session import Resumption, Session

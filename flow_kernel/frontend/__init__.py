@@ -1,4 +1,5 @@
-"""The front ends' common ground: the cell runner (`cell.py`), the magic registry
+"""The front ends' common ground: the cell runner (`cell.py`) and its port (`port.py`),
+what a cell shows (`outputs.py`), the magic registry
 (`magics.py`, with the runner's own magics in `run_magics.py`), and what `%eval` and
 `%resume` do (`eval_magic.py`, `resume_magic.py`).
 
@@ -12,6 +13,7 @@ runtime/policy/grants.py); a new front end is now one `CellPort` implementation.
 """
 
 from flow_kernel.frontend import run_magics as _run_magics  # noqa: F401 - registers the runner magics
-from flow_kernel.frontend.cell import CellEnd, CellError, CellPort, CellRunner
+from flow_kernel.frontend.cell import CellEnd, CellError, CellRunner
+from flow_kernel.frontend.port import CellPort, HeadlessPort
 
-__all__ = ["CellEnd", "CellError", "CellPort", "CellRunner"]
+__all__ = ["CellEnd", "CellError", "CellPort", "CellRunner", "HeadlessPort"]

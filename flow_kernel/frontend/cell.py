@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from flow_kernel.diagnostics import Diagnostic
-from flow_kernel.frontend.magics import MAGICS, Bundle, CellPlan, MagicError, apply_cell, parse_cell
+from flow_kernel.frontend.magics import MAGICS, CellPlan, MagicError, apply_cell, parse_cell
+from flow_kernel.frontend.outputs import compiled_bundle, render_diagnostics, result_bundle
+from flow_kernel.frontend.port import Bundle, CellPort
 from flow_kernel.lang.compiler import Compiled
 from flow_kernel.runtime.durable.journal import Checkpoint
 from flow_kernel.runtime.events.failure_report import describe_error
@@ -27,68 +29,6 @@ from flow_kernel.runtime.run import RunOutcome, new_run_id
 from flow_kernel.runtime.session import Resumption, Session
 from flow_kernel.views.live import LiveView
 from flow_kernel.views.prompts import ALLOW_NOTEBOOK, ALLOW_ONCE, DENY, capability_request
-
-
-class CellPort(Protocol):
-    """What a front end does for the runner. `person_present`: a person can answer a prompt
-    now; `widgets`: outputs can be live widgets; `summaries`: a run that had something worth
-    watching ends with its summary (`close_view`) — a notebook keeps it, a terminal or a
-    served caller has its own progress."""
-
-    person_present: bool
-    widgets: bool
-    summaries: bool
-
-    def show(self, bundle: Bundle) -> None:
-        """Show a display (a MIME bundle) under the cell."""
-
-    def warn(self, text: str) -> None:
-        """Write `text` (whole lines, each ending in a newline) where warnings go."""
-
-    def on_event(self, event: dict[str, Any]) -> None:
-        """A run's event as it happens (`print` output, a published artifact, progress)."""
-
-    def open_view(self, title: str | None, run_id: str, agents: dict[str, dict[str, Any]]) -> Any:
-        """Show a live run view and give it (a `RunView`), or None where no person watches."""
-
-    def close_view(self, run_id: str, bundle: Bundle | None) -> None:
-        """A run ended: its summary (None: nothing to show) replaces its live view, if any."""
-
-    async def prompt(self, request: dict[str, Any]) -> Any:
-        """Ask a person with a widget prompt (only called when `widgets`)."""
-
-    async def read_line(self, prompt: str) -> str:
-        """Ask a person for a typed line (only called when `person_present` and not `widgets`)."""
-
-
-class HeadlessPort:
-    """A `CellPort` where no person is: nothing is asked (an operator policy answers), no view,
-    no summary, displays and warnings dropped. A front end overrides what it shows."""
-
-    person_present = False
-    widgets = False
-    summaries = False
-
-    def show(self, bundle: Bundle) -> None:
-        return None
-
-    def warn(self, text: str) -> None:
-        return None
-
-    def on_event(self, event: dict[str, Any]) -> None:
-        return None
-
-    def open_view(self, title: str | None, run_id: str, agents: dict[str, dict[str, Any]]) -> Any:
-        return None
-
-    def close_view(self, run_id: str, bundle: Bundle | None) -> None:
-        return None
-
-    async def prompt(self, request: dict[str, Any]) -> Any:
-        raise RuntimeError("no person is here to ask")
-
-    async def read_line(self, prompt: str) -> str:
-        raise RuntimeError("no person is here to ask")
 
 
 @dataclass(frozen=True)
@@ -202,7 +142,7 @@ class CellRunner:
             return CellEnd()
         warnings = [d for d in compiled.check.diagnostics if not d.is_error]
         if warnings:  # above the run they are about
-            port.warn(_render_diagnostics(warnings))
+            port.warn(render_diagnostics(warnings))
         return await self.run_program(compiled, port, title=plan.name, background=prelude.background)
 
     async def grant(self, missing: list[Capability], port: CellPort) -> None:
@@ -355,34 +295,6 @@ def compile_failed(diagnostics: list[Diagnostic]) -> CellEnd:
     return CellEnd(error=CellError("CompileError", evalue, [f"CompileError: {evalue}"]), diagnostics=diagnostics)
 
 
-def compiled_bundle(compiled: Compiled, mode: str) -> Bundle:
-    """`%python`: the generated module (an escaped <pre>, never Markdown); `%check`: the
-    diagnostics."""
-    from flow_kernel.markup import escape
-
-    if mode == "python":
-        assert compiled.python is not None
-        return {"text/plain": compiled.python, "text/html": f"<pre>{escape(compiled.python)}</pre>"}
-    diagnostics = compiled.check.diagnostics
-    text = _render_diagnostics(diagnostics) if diagnostics else "no diagnostics"
-    return {"text/plain": text.rstrip("\n")}
-
-
-def result_bundle(value: Any) -> Bundle:
-    """A run's result: short values on one line as Flow renders them; long structures indented."""
-    import json
-
-    from flow_kernel.runtime.value_text import render_value
-
-    text = render_value(value)
-    bundle: Bundle = {"text/plain": text}
-    if isinstance(value, dict | list):
-        bundle["application/json"] = value
-        if len(text) > 80:
-            bundle["text/plain"] = json.dumps(value, ensure_ascii=False, indent=2)
-    return bundle
-
-
 def cell_name(code: str, label: str = "cell") -> str:
     """A cell's name in spans, run views and journals: from its text, so a notebook's outputs
     are the same however its cells were run, and a cell run again is the same cell."""
@@ -391,33 +303,11 @@ def cell_name(code: str, label: str = "cell") -> str:
     return f"<{label} {hashlib.sha256(code.strip().encode()).hexdigest()[:6]}>"
 
 
-def waiting_text(outcome: RunOutcome, how: str, text_value: str) -> str:
-    """What a run that stopped `waiting` says: its requests, and how to answer the first.
-    `how` is a template with `{run}`, `{id}` and `{value}` (`true` for an approval,
-    `text_value` for a question)."""
-    lines = [f"run {outcome.run_id} is waiting for an answer:"]
-    for pending in outcome.pending:
-        choices = pending.get("choices")
-        lines.append(f"  {pending['id']}  {pending['kind']}: {pending['question']}"
-                     + (f"  (choices: {', '.join(map(str, choices))})" if choices else ""))
-    first = outcome.pending[0]
-    value = "true" if first["kind"] in ("approve", "tool") else text_value
-    lines.append(how.format(run=outcome.run_id, id=first["id"], value=value))
-    return "\n".join(lines)
-
-
 def _declared_agents(compiled: Compiled) -> dict[str, dict[str, Any]]:
     from flow_kernel.views.run_model import declared_agents
 
     return declared_agents(compiled.check.decls)
 
 
-def _render_diagnostics(diagnostics: list[Diagnostic]) -> str:
-    from flow_kernel.diagnostics.render import render_text
-
-    return render_text(diagnostics)
-
-
-__all__ = ["CANCELLED", "CellEnd", "CellError", "CellPort", "CellRefused", "CellRunner", "HeadlessPort", "Prelude",
-           "cell_name",
-           "compile_failed", "ended", "failed", "result_bundle", "waiting_text"]
+__all__ = ["CANCELLED", "CellEnd", "CellError", "CellRefused", "CellRunner", "Prelude", "cell_name", "compile_failed",
+           "ended", "failed"]

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from flow_kernel.frontend.port import Bundle
 from flow_kernel.lang import types as T
 from flow_kernel.lang.session_scope import SessionBinding
 from flow_kernel.markup import escape
@@ -46,9 +47,9 @@ from flow_kernel.runtime.session import Session
 from flow_kernel.short_text import shorten
 
 if TYPE_CHECKING:
-    from flow_kernel.frontend.cell import CellPort, CellRunner, Prelude
+    from flow_kernel.frontend.cell import CellRunner, Prelude
+    from flow_kernel.frontend.port import CellPort
 
-Bundle = dict[str, Any]  # a MIME bundle: {"text/plain": ..., "text/html": ...}
 
 
 class MagicError(Exception):

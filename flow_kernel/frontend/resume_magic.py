@@ -20,9 +20,10 @@ from flow_kernel.runtime.session import Resumption
 from flow_kernel.views.pending_prompt import pending_request, typed_answer
 
 if TYPE_CHECKING:
-    from flow_kernel.frontend.cell import CellPort, CellRunner
+    from flow_kernel.frontend.cell import CellRunner
+    from flow_kernel.frontend.port import CellPort
 
-# How a notebook answers a waiting run (frontend/cell.py `waiting_text`).
+# How a notebook answers a waiting run (frontend/outputs.py `waiting_text`).
 NOTEBOOK_ANSWER = ("answer with %answer {run} {id} {value} (or `flow answer` in a terminal), then %resume {run} "
                    "— here, in another kernel, or after a restart")
 

@@ -12,7 +12,8 @@ from flow_kernel.frontend.magics import MAGICS, CellPlan, Magic, MagicError, Run
 from flow_kernel.runtime.session import Session
 
 if TYPE_CHECKING:
-    from flow_kernel.frontend.cell import CellPort, CellRunner, Prelude
+    from flow_kernel.frontend.cell import CellRunner, Prelude
+    from flow_kernel.frontend.port import CellPort
 
 
 def runner_magic(name: str, usage: str, help_text: str) -> Callable[[RunnerMagic], RunnerMagic]:

@@ -1,9 +1,11 @@
 """`FlowKernel`: Flow cells over the Jupyter protocol (runtime.md §8).
 
 Built on `ipykernel.kernelbase.Kernel` (not the IPython kernel: no Python completion,
-debugger or `language_info`). A cell: leading magics → compile against the session →
-diagnostics and stop if there are errors → run in the sandbox, `print` streamed live →
-the last expression's value as `execute_result`. Every failure is an iopub `error`
+debugger or `language_info`). A cell goes through the cell runner (frontend/cell.py:
+magics → compile against the session → diagnostics and stop if there are errors → run in
+the sandbox); this kernel adapts its I/O (`KernelPort`): `print` streamed live, displays,
+the live run view, prompts, and the last expression's value as `execute_result`. Every
+failure is an iopub `error`
 message (what nbval and frontends look for) and an `execute_reply` with status error;
 nothing escapes `do_execute`, so the kernel answers the next request whatever happened.
 
@@ -29,8 +31,10 @@ from typing import Any
 
 from ipykernel.kernelbase import Kernel
 
-from flow_kernel.frontend.cell import CellRunner, result_bundle, waiting_text
-from flow_kernel.frontend.magics import MAGICS, Bundle, notebook_trust
+from flow_kernel.frontend.cell import CellRunner
+from flow_kernel.frontend.magics import MAGICS, notebook_trust
+from flow_kernel.frontend.outputs import result_bundle, waiting_text
+from flow_kernel.frontend.port import Bundle
 from flow_kernel.frontend.resume_magic import NOTEBOOK_ANSWER
 from flow_kernel.kernel.status import StatusGate
 from flow_kernel.runtime.config import FlowConfig

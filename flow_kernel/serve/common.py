@@ -26,7 +26,8 @@ from flow_kernel.errors import (
     OperatorUnavailableError,
     WorkflowInputValidationError,
 )
-from flow_kernel.frontend.cell import CellRunner, HeadlessPort
+from flow_kernel.frontend.cell import CellRunner
+from flow_kernel.frontend.port import HeadlessPort
 from flow_kernel.lang import ast
 from flow_kernel.lang.check_result import CheckResult
 from flow_kernel.runtime.durable.deadlines import duration_text

@@ -13,7 +13,9 @@ from typing import Any
 import pytest
 
 from flow_kernel.frontend import CellEnd, CellRunner
-from flow_kernel.frontend.cell import HeadlessPort, cell_name, waiting_text
+from flow_kernel.frontend.cell import cell_name
+from flow_kernel.frontend.outputs import waiting_text
+from flow_kernel.frontend.port import HeadlessPort
 from flow_kernel.runtime.policy.trust import Trust
 from flow_kernel.runtime.session import Session
 
