@@ -66,13 +66,13 @@ FAILING_BATCH = """workflow item(n: int) -> int {
 
 def test_a_batch_with_failing_items_gives_every_item_its_record_in_order(ray_cluster: Any) -> None:
     from flow_kernel.lang.compiler import compile_source
+    from flow_kernel.runtime.context import RunContext
     from flow_kernel.runtime.eval.data import Case
-    from flow_kernel.runtime.eval.items import RunSettings
     from flow_kernel.runtime.eval.ray_executor import RayItems
     from flow_kernel.source import SourceFile
 
     compiled = compile_source(SourceFile("batch.flow", FAILING_BATCH))
-    items = RayItems(compiled, "item", [], RunSettings(), concurrency=1, workers=1, keep_events=False, collect=False)
+    items = RayItems(compiled, "item", [], RunContext(), concurrency=1, workers=1, keep_events=False, collect=False)
     actor = items._new_actor(ray_cluster, 1)  # the actor `map` makes: one sandbox, the batch waiting its turn
     try:
         pid = ray_cluster.get(actor.ready.remote(), timeout=120)

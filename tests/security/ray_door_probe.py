@@ -19,9 +19,9 @@ from typing import Any
 import psutil
 
 from flow_kernel.lang.compiler import compile_source
+from flow_kernel.runtime.context import RunContext
 from flow_kernel.runtime.eval import ray_cluster, ray_executor
 from flow_kernel.runtime.eval.data import Case
-from flow_kernel.runtime.eval.items import RunSettings
 from flow_kernel.source import SourceFile
 
 # One agent on `anthropic/…` (never called): its eval needs ANTHROPIC_API_KEY and no other key.
@@ -77,7 +77,7 @@ async def main(reopened: bool) -> dict[str, Any]:
     import ray
 
     compiled = compile_source(SourceFile("door.flow", PROGRAM))
-    items = ray_executor.RayItems(compiled, "square", [], RunSettings(), concurrency=1, workers=1, sandbox=False,
+    items = ray_executor.RayItems(compiled, "square", [], RunContext(), concurrency=1, workers=1, sandbox=False,
                                   keep_events=False, collect=False)
     done: list[Any] = []
     await items.map([(Case("n3", 3, {"n": 3}, has_expected=False), 1)], done.append)
