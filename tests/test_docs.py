@@ -1,6 +1,7 @@
 """The guides stay true: every Flow example in docs/language-guide.md and
 docs/runtime-guide.md checks as the page says — clean, or (a deliberate mistake) with
-the diagnostic codes the output shown after it names."""
+the diagnostic codes the output shown after it names; and every file of the package or
+the tests that a page names by its path is there."""
 
 from __future__ import annotations
 
@@ -54,3 +55,37 @@ def test_the_package_docstring_runs_as_shown() -> None:
 
     result = doctest.testmod(flow_kernel)
     assert result.attempted >= 5 and result.failed == 0
+
+
+PACKAGE = DOCS.parent / "flow_kernel"
+# A file of the package or of the tests named by its path: `runtime/durable/journal.py`,
+# `flow_kernel/serve/door.py`, `tests/test_docs.py`. A placeholder (`cli/NAME.py`) is no path.
+PATH_REF = re.compile(r"(?<![\w./-])(?:flow_kernel/)?((?:runtime|cli|kernel|serve|frontend|views|lang|diagnostics|sandbox"
+                      r"|bench|flowbox|tests)/[\w/.-]*?\.py)\b")
+
+
+def stale_paths(pages: list[Path]) -> list[str]:
+    """Each `page:line: path` whose path names no file of the checkout."""
+    found = []
+    for page in pages:
+        for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
+            for match in PATH_REF.finditer(line):
+                path = match.group(1)
+                if re.search(r"[A-Z]", path.removeprefix("tests/")):
+                    continue
+                places = (DOCS.parent / path, PACKAGE / path, PACKAGE / "sandbox" / "bootstrap" / path)
+                if not any(place.exists() for place in places):
+                    found.append(f"{page.name}:{number}: {path}")
+    return found
+
+
+def test_the_docs_name_files_where_they_are() -> None:
+    pages = [*sorted(DOCS.glob("*.md")), DOCS.parent / "README.md"]
+    assert stale_paths(pages) == []
+
+
+def test_a_moved_file_is_found(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text("see `runtime/journal.py` and flow_kernel/cli/serve_door.py; `runtime/durable/journal.py`,\n"
+                    "`tests/test_docs.py` and `cli/NAME.py` are fine\n", encoding="utf-8")
+    assert stale_paths([page]) == ["page.md:1: runtime/journal.py", "page.md:1: cli/serve_door.py"]
