@@ -100,7 +100,7 @@ class AgentPipeline:
         # The local providers are made when the run starts, from the program (a resumed run's
         # journal moves the scripted one's place before any live attempt); the pipeline's own
         # may start a call in the bridge's reader (`runs_at_once`), an embedder's may not.
-        self._own = {name for name, entry in PROVIDERS.items() if entry.local and name not in self.providers}
+        self._own = tuple(name for name, entry in PROVIDERS.items() if entry.local and name not in self.providers)
         for name in self._own:
             self.providers[name] = PROVIDERS[name].make_for(config, decls)
         # calls so far by (agent, label): the cassette key's `occurrence`, counted within this run
@@ -116,7 +116,8 @@ class AgentPipeline:
         # Each remote provider's rate limits, Retry-After, breaker and bulkhead: the session's,
         # shared by its runs; a run of its own otherwise.
         self.resilience = context.resilience or Resilience(lambda name: self.config.provider(name).options)
-        self.invoke = chain(self._layers(checkpoint, decls))
+        self.layers = self._layers(checkpoint, decls)  # the attempt chain, outermost first
+        self.invoke = chain(self.layers)
 
     def _layers(self, checkpoint: RunCheckpoint | None, decls: dict[str, ast.AgentDecl]) -> list[AttemptLayer]:
         """The attempt chain of this run, outermost first: only the layers that apply."""
