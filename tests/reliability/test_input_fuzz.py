@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from flow_kernel import Session
 from flow_kernel.frontend.magics import MAGICS, MagicError, plan_cell
-from flow_kernel.kernel import assist
+from flow_kernel.kernel import assist, assist_inspect
 from flow_kernel.lang import SessionScope
 from tests.lang.test_fuzz import flow_programs, flowish_text, mutated_programs, no_hang, token_soup
 
@@ -41,7 +41,7 @@ def test_completion_inspection_and_is_complete_never_raise(text: str, where: flo
         reply = assist._complete(text, cursor, SCOPE, magics)
         assert 0 <= reply["cursor_start"] <= reply["cursor_end"] <= len(text)
         assert all(isinstance(m, str) for m in reply["matches"])
-        inspected = assist._inspect(text, cursor, SCOPE, detail)
+        inspected = assist_inspect._inspect(text, cursor, SCOPE, detail)
         assert isinstance(inspected["found"], bool)
         assert assist._is_complete(text)["status"] in ("complete", "incomplete", "invalid")
 
