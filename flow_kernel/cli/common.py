@@ -25,6 +25,7 @@ from flow_kernel.terminal_text import terminal_safe
 if TYPE_CHECKING:
     from flow_kernel.files import FileSystemLoader
     from flow_kernel.lang import CheckResult
+    from flow_kernel.runtime.config import FlowConfig
     from flow_kernel.runtime.policy.trust import Trust
 
 EXIT_OK = 0
@@ -131,6 +132,14 @@ def flag_trust(args: Namespace, folder: Path, *, document: Path | None = None, a
     return Trust(folder, grants=grants, document=document, asker=asker)
 
 
+def flag_config(args: Namespace, folder: Path, trust: Trust) -> FlowConfig:
+    """The configuration of one command: the file `--config` names (granted by the flag), else
+    the one found for `folder`, applied only where the person trusts it (runtime/config.py)."""
+    from flow_kernel.runtime.config import find_config, load_config
+
+    return load_config(args.config) if getattr(args, "config", None) else find_config(folder, trust=trust)
+
+
 def guarded_loader(path: str, allow_paths: Sequence[str] = ()) -> FileSystemLoader:
     """A loader for FILE's `use`s: files outside FILE's folder need a grant (runtime/policy/trust.py:
     `--allow-path`, `FLOW_ALLOW`, `flow trust`), else F2011 says how to grant them."""
@@ -141,5 +150,5 @@ def guarded_loader(path: str, allow_paths: Sequence[str] = ()) -> FileSystemLoad
     return FileSystemLoader(guard=trust.use_guard())
 
 
-__all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "UsageError", "display_name", "flag_trust", "guarded_loader", "load_file",
+__all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "UsageError", "display_name", "flag_config", "flag_trust", "guarded_loader", "load_file",
            "print_error", "wants_color", "warn_unpinned"]

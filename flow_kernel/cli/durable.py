@@ -28,6 +28,7 @@ from flow_kernel.cli.common import (
     EXIT_OK,
     EXIT_USAGE,
     UsageError,
+    flag_config,
     flag_trust,
     print_error,
     warn_unpinned,
@@ -79,7 +80,7 @@ def _refused(command: str, exc: Any, json_mode: bool) -> int:
 
 def cmd_resume(args: argparse.Namespace) -> int:
     from flow_kernel.cli.outcome import report, run_in_terminal
-    from flow_kernel.runtime.config import ConfigError, config_folder, find_config, load_config
+    from flow_kernel.runtime.config import ConfigError, config_folder
     from flow_kernel.runtime.durable.resume import ResumeRefused, load_checkpoint
     from flow_kernel.runtime.policy.operator import Operator
     from flow_kernel.runtime.policy.processes import RunPolicy
@@ -97,7 +98,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     try:
         RunPolicy(args.allow_run)
         trust = flag_trust(args, folder, asker="This run")
-        config = load_config(args.config) if args.config else find_config(folder, trust=trust)
+        config = flag_config(args, folder, trust)
         policy = args.operator or ("defer" if header.get("operator") == "defer" else config.operator)
         operator = Operator.parse(policy) if policy else Operator.default()
     except (UsageError, ValueError, ConfigError) as exc:

@@ -30,6 +30,7 @@ from flow_kernel.cli.common import (
     EXIT_USAGE,
     UsageError,
     display_name,
+    flag_config,
     flag_trust,
     load_file,
     print_error,
@@ -78,7 +79,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from flow_kernel.diagnostics.render import render_text
     from flow_kernel.files import FileSystemLoader
     from flow_kernel.lang.compiler import compile_checked
-    from flow_kernel.runtime.config import ConfigError, config_folder, find_config, load_config
+    from flow_kernel.runtime.config import ConfigError, config_folder
     from flow_kernel.runtime.eval.runner import EvalUsageError
     from flow_kernel.runtime.eval.scorers import ScorerError
     from flow_kernel.runtime.policy.ceilings import Ceilings
@@ -104,7 +105,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
             ceilings = dataclasses.replace(ceilings, sandboxes=args.concurrency)
         trust = flag_trust(args, config_folder(args.file), document=Path(args.file))
         result = load_file(FileSystemLoader(guard=trust.use_guard()), args.file)
-        config = load_config(args.config) if args.config else find_config(config_folder(args.file), trust=trust)
+        config = flag_config(args, config_folder(args.file), trust)
         if config.ignored is not None:
             print(terminal_safe(f"flow {command}: warning: {config.ignored_warning()}"), file=sys.stderr)
         policy = args.operator or config.operator

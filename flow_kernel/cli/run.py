@@ -27,6 +27,7 @@ from flow_kernel.cli.common import (
     EXIT_USAGE,
     UsageError,
     display_name,
+    flag_config,
     flag_trust,
     load_file,
     print_error,
@@ -87,7 +88,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from flow_kernel.diagnostics.render import render_text
     from flow_kernel.files import FileSystemLoader
     from flow_kernel.lang.compiler import compile_checked
-    from flow_kernel.runtime.config import ConfigError, config_folder, find_config, load_config
+    from flow_kernel.runtime.config import ConfigError, config_folder
     from flow_kernel.runtime.policy.operator import Operator
     from flow_kernel.runtime.policy.trust import CapabilityDenied
     from flow_kernel.runtime.session import Session
@@ -99,7 +100,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         RunPolicy(args.allow_run)  # a malformed entry is a usage error, before anything runs
         Ceilings.from_env()  # so is a bad FLOW_MAX_* value
         trust = flag_trust(args, config_folder(args.file), document=Path(args.file))
-        config = load_config(args.config) if args.config else find_config(config_folder(args.file), trust=trust)
+        config = flag_config(args, config_folder(args.file), trust)
         result = load_file(FileSystemLoader(guard=trust.use_guard()), args.file, models=config.models,
                            mcp_servers=config.mcp)
         data = _parse_input(args.input)

@@ -28,6 +28,7 @@ from flow_kernel.cli.common import (
     EXIT_USAGE,
     UsageError,
     display_name,
+    flag_config,
     flag_trust,
     load_file,
     print_error,
@@ -170,7 +171,7 @@ def _workflow_host(args: argparse.Namespace) -> Any:
     from flow_kernel.diagnostics.render import render_text
     from flow_kernel.files import FileSystemLoader
     from flow_kernel.lang.compiler import compile_checked
-    from flow_kernel.runtime.config import config_folder, find_config, load_config
+    from flow_kernel.runtime.config import config_folder
     from flow_kernel.runtime.policy.operator import Operator
     from flow_kernel.runtime.session import Session
     from flow_kernel.serve.common import WorkflowHost, file_folder
@@ -185,7 +186,7 @@ def _workflow_host(args: argparse.Namespace) -> Any:
     except ImportError:
         raise UsageError("flow serve needs the protocol SDKs: pip install 'flow-kernel[protocols]'") from None
     trust = flag_trust(args, config_folder(args.file), document=Path(args.file))
-    config = load_config(args.config) if args.config else find_config(config_folder(args.file), trust=trust)
+    config = flag_config(args, config_folder(args.file), trust)
     result = load_file(FileSystemLoader(guard=trust.use_guard()), args.file, models=config.models,
                        mcp_servers=config.mcp)
     if not result.ok:
