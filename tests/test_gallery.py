@@ -195,8 +195,8 @@ def test_every_provider_and_operator_policy_is_in_a_cell() -> None:
     sources = ["".join(cell["source"]) for path in NOTEBOOKS for cell in _load(path)["cells"]
                if cell["cell_type"] == "code"]
     text = "\n".join(sources)
-    providers = {"scripted": 'model: "scripted"', "mock": 'model: "mock"', "replay": "%replay "}
-    providers |= {name: f'model: "{name}/' for name in PROVIDERS}
+    providers = {name: f'model: "{name}"' if entry.local else f'model: "{name}/' for name, entry in PROVIDERS.items()}
+    providers["replay"] = "%replay "
     missing = [name for name, needle in providers.items() if needle not in text]
     policies = [*POLICIES, "answers:"]
     missing += [f"operator {p}" for p in policies
