@@ -1,6 +1,6 @@
 """All registered codes, gathered from the per-family tables.
 
-`_catalogue_f1_f3` and `_catalogue_f4_f7` are the normative catalogue (spec/diagnostics.md,
+`_catalogue_f1` … `_catalogue_f6_f7` (one a family) are the normative catalogue (spec/diagnostics.md,
 a copy of the shared spec). Codes that later issues added for syntax the spec does not have
 yet live in their own topic tables below; `ADDED_CODES` names them, so the test that holds
 the registry to the spec (tests/lang/test_codes.py) checks the rest exactly and these only
@@ -11,8 +11,12 @@ from __future__ import annotations
 
 from flow_kernel.diagnostics._catalogue_budgets import ENTRIES as _BUDGETS
 from flow_kernel.diagnostics._catalogue_durability import ENTRIES as _DURABILITY
-from flow_kernel.diagnostics._catalogue_f1_f3 import ENTRIES as _EARLY
-from flow_kernel.diagnostics._catalogue_f4_f7 import ENTRIES as _LATE
+from flow_kernel.diagnostics._catalogue_f1 import ENTRIES as _F1
+from flow_kernel.diagnostics._catalogue_f2 import ENTRIES as _F2
+from flow_kernel.diagnostics._catalogue_f3 import ENTRIES as _F3
+from flow_kernel.diagnostics._catalogue_f4 import ENTRIES as _F4
+from flow_kernel.diagnostics._catalogue_f5 import ENTRIES as _F5
+from flow_kernel.diagnostics._catalogue_f6_f7 import ENTRIES as _F6_F7
 from flow_kernel.diagnostics._catalogue_panels import ENTRIES as _PANELS
 from flow_kernel.diagnostics._catalogue_protocols import ENTRIES as _PROTOCOLS
 from flow_kernel.diagnostics._catalogue_providers import ENTRIES as _PROVIDERS
@@ -30,5 +34,5 @@ _ADDED: tuple[tuple[Entry, ...], ...] = (
 )
 
 # (code, severity letter E/W/I, one-line summary, explanation, failing example, fixed example)
-ENTRIES: tuple[Entry, ...] = _EARLY + _LATE + tuple(entry for table in _ADDED for entry in table)
+ENTRIES: tuple[Entry, ...] = _F1 + _F2 + _F3 + _F4 + _F5 + _F6_F7 + tuple(entry for table in _ADDED for entry in table)
 ADDED_CODES: frozenset[str] = frozenset(entry[0] for table in _ADDED for entry in table)
