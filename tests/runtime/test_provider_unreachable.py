@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
+from flow_kernel.runtime.config import parse_config
 from flow_kernel.runtime.providers.base import Endpoint
-from flow_kernel.runtime.providers.table import PROVIDERS, ProviderSettings
+from flow_kernel.runtime.providers.table import PROVIDERS
 from flow_kernel.runtime.session import Session
 
 VARIABLES = ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "A2A_BASE_URL")
@@ -71,7 +72,7 @@ def test_a_base_url_from_the_environment(tmp_path: Path, closed: str, monkeypatc
 @pytest.mark.parametrize(("provider", "default"), [("openai", "https://api.openai.com/v1"),
                                                    ("anthropic", "https://api.anthropic.com")])
 def test_the_clients_default(provider: str, default: str) -> None:
-    built = PROVIDERS[provider].make(ProviderSettings())
+    built = PROVIDERS[provider].make_for(parse_config({}))
     variable = PROVIDERS[provider].url_env
     assert built.endpoint == Endpoint(provider, None, "default", variable)  # type: ignore[attr-defined]
     error = built.endpoint.unreachable(str(built.client.base_url).rstrip("/"), "Connection error.")  # type: ignore[attr-defined]
