@@ -257,7 +257,7 @@ def test_bad_sections_and_agent_tables_are_refused_with_the_key(config: dict[str
 
 def test_the_mcp_magic_lists_servers_and_their_tools_and_doctor_starts_them(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from flow_kernel.kernel.magics import MagicError, plan_cell
+    from flow_kernel.frontend.magics import MagicError, plan_cell
     from flow_kernel.runtime.doctor import doctor_report
 
     s, _ = session(tmp_path, stdio_config() + '\n[mcp.gone]\ncommand = ["/nonexistent/server"]\ntimeout_ms = 2000\n', [])

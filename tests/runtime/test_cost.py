@@ -54,7 +54,7 @@ def test_a_run_reports_the_cost_from_the_built_in_table(server: SSEServer, capsy
     model = RunModel.from_events(outcome.events)
     assert model.cost == pytest.approx(first + second)
     assert ("cost", round(first + second, 4), None) in model.budgets()
-    from flow_kernel.cli.run import report
+    from flow_kernel.cli.outcome import report
 
     assert report(outcome, False) == 0
     assert "cost 0.000960 (4,000 input + 600 output tokens)" in capsys.readouterr().err

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from flow_kernel.kernel import eval_magic
-from flow_kernel.kernel.magics import MagicError, notebook_trust
+from flow_kernel.frontend import eval_magic
+from flow_kernel.frontend.magics import MagicError, notebook_trust
 from flow_kernel.runtime.eval import results as results_module
 from flow_kernel.runtime.eval.runner import EvalUsageError
 from flow_kernel.runtime.policy.trust import CapabilityDenied
