@@ -74,7 +74,7 @@ def test_targets_and_report(quick_run: tuple[dict[str, Any], str, str]) -> None:
         assert target["goal_met"] in (True, False, None)
         assert (target["goal"] is None) == (target["goal_met"] is None) or target["value"] is None
     # The printed report is a Markdown table of the targets, then the details.
-    assert "| figure | measured | compared with, same run | value | target | met | issue 23 goal | met |" in printed
+    assert "| figure | measured | compared with, same run | value | target | met | goal | met |" in printed
     for figure in figures:
         assert f"| {figure} |" in printed
     for section in suite.SECTIONS:

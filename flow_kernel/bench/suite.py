@@ -5,8 +5,8 @@ run instead of measuring.
 
 Each section times its measurements several times after a warm-up and keeps the
 median, min and max; the report prints the targets (met or not, with the figure each
-is compared with in the same run), the tighter goals beside them (the report's "issue 23
-goal" column; docs/performance.md) and then every section's details.
+is compared with in the same run), the tighter goals beside them (docs/performance.md) and
+then every section's details.
 `--quick` uses fewer repeats and smaller inputs: a smoke run for CI, whose times mean
 little. Nothing here fails because of a time.
 """
@@ -101,7 +101,7 @@ def render(result: dict[str, Any]) -> str:
         f"flow bench — {kind}, {result['date']}, {result['seconds']:.0f} s",
         f"Python {m['python']}, Node {m['node']}, {m['cpus']} CPUs, {m['platform']}",
         "",
-        "| figure | measured | compared with, same run | value | target | met | issue 23 goal | met |",
+        "| figure | measured | compared with, same run | value | target | met | goal | met |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for t in result["targets"]:
