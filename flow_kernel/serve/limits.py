@@ -8,6 +8,10 @@ make the server hold.
   previous answer), else it is closed; at most `max_connections` are held, and a new one
   past the cap closes the oldest that is not in the middle of a request, so connections
   opened and left half-way never keep a real client out;
+- a connection the server ends after an answer (a refused body, `connection: close`) stops
+  writing first and drops what the client still sends, for at most `LINGER_SECONDS` and
+  `LINGER_BYTES`, then closes: a client still sending a refused body reads the 413 instead
+  of a reset that would discard it (RFC 9112 §9.6);
 - a served run's input is at most `max_body` bytes of JSON and matches its workflow's input
   schema before a journal is opened (serve_common.WorkflowHost);
 - runs go on side by side up to the sandboxes ceiling; at most `max_waiting` more wait for a
@@ -31,6 +35,8 @@ MIB = 1 << 20
 DEFAULT_QUESTION_TIMEOUT = 600.0  # seconds
 HEADER_TIMEOUT = 10.0  # seconds from a connection's opening (or its last answer) to a request's headers
 BODY_TIMEOUT = 30.0  # seconds from a request's headers to the end of its body
+LINGER_SECONDS = 2.0  # how long a closing connection drops what the client still sends
+LINGER_BYTES = 8 * MIB  # how much of it, at most
 
 
 @dataclass(frozen=True)
@@ -94,6 +100,49 @@ def body_cap(app: ASGIApp, bounds: Bounds) -> ASGIApp:
     return capped
 
 
+class _LingeringTransport:
+    """A transport whose `close()` ends the server's side first and closes the socket once the
+    client has stopped sending, `LINGER_SECONDS` have passed or `LINGER_BYTES` were dropped;
+    everything else is the wrapped transport's."""
+
+    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
+        self._transport = transport
+        self._loop = loop
+        self._dropped = 0
+        self._timer: asyncio.TimerHandle | None = None
+        self.lingering = False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
+
+    def is_closing(self) -> bool:
+        return self.lingering or self._transport.is_closing()
+
+    def close(self) -> None:
+        transport = self._transport
+        if self.lingering or transport.is_closing():
+            return
+        if LINGER_SECONDS <= 0 or not transport.can_write_eof():
+            transport.close()
+            return
+        self.lingering = True
+        transport.write_eof()  # sent once the answer is written out
+        transport.resume_reading()
+        self._timer = self._loop.call_later(LINGER_SECONDS, self.close_now)
+
+    def drop(self, data: bytes) -> None:
+        """What the client sent after the end: counted and dropped."""
+        self._dropped += len(data)
+        if self._dropped > LINGER_BYTES:
+            self.close_now()
+
+    def close_now(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._transport.close()
+
+
 def bounded_protocol(bounds: Bounds) -> type[asyncio.Protocol]:
     """uvicorn's h11 protocol with a header deadline and a cap on held connections."""
     from uvicorn.protocols.http.h11_impl import H11Protocol
@@ -101,18 +150,30 @@ def bounded_protocol(bounds: Bounds) -> type[asyncio.Protocol]:
     class BoundedH11(H11Protocol):
         _deadline: asyncio.TimerHandle | None = None
         _idle_since = 0.0
+        _lingering: _LingeringTransport
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-            super().connection_made(transport)
+            self._lingering = _LingeringTransport(transport, self.loop)
+            super().connection_made(self._lingering)  # type: ignore[arg-type]
             self._arm()
             if len(self.connections) > bounds.max_connections:
                 self._make_room()
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._disarm()
+            self._lingering.close_now()
             super().connection_lost(exc)
 
+        def eof_received(self) -> None:
+            if self._lingering.lingering:
+                self._lingering.close_now()
+                return
+            super().eof_received()
+
         def data_received(self, data: bytes) -> None:
+            if self._lingering.lingering:
+                self._lingering.drop(data)
+                return
             super().data_received(data)
             if self._in_request():
                 self._disarm()
@@ -140,15 +201,15 @@ def bounded_protocol(bounds: Bounds) -> type[asyncio.Protocol]:
         def _overdue(self) -> None:
             self._deadline = None
             if not self._in_request():
-                self.transport.close()
+                self._lingering.close_now()
 
         def _make_room(self) -> None:
             """Past the cap: close the connection idle longest (it may be this new one)."""
             idle = [c for c in self.connections if isinstance(c, BoundedH11) and not c._in_request()
                     and not c.transport.is_closing()]
             if idle:
-                min(idle, key=lambda c: c._idle_since).transport.close()
+                min(idle, key=lambda c: c._idle_since)._lingering.close_now()
             else:
-                self.transport.close()
+                self._lingering.close_now()
 
     return BoundedH11
