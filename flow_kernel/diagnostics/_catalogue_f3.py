@@ -1,10 +1,7 @@
-"""Catalogue entries for the family F3xxx (types): code, severity letter, summary, explanation,
-failing example and fixed example (see `diagnostics.md`, which is normative for codes and
-severities)."""
+"""The catalogue of F3xxx (types), in the shape `catalogue.py` describes."""
 
 from __future__ import annotations
 
-# (code, severity letter E/W/I, one-line summary, explanation, failing example, fixed example)
 ENTRIES: tuple[tuple[str, str, str, str, str, str], ...] = (
     # ------------------------------------------------------------------- F3xxx types
     (

@@ -1,7 +1,7 @@
 """All registered codes, gathered from the per-family tables.
 
-`_catalogue_f1` … `_catalogue_f6_f7` (one a family) are the normative catalogue (spec/diagnostics.md,
-a copy of the shared spec). Codes that later issues added for syntax the spec does not have
+`_catalogue_f1` … `_catalogue_f6_f7` (one module a family) are the normative catalogue
+(spec/diagnostics.md, a copy of the shared spec). Codes for syntax the spec does not have
 yet live in their own topic tables below; `ADDED_CODES` names them, so the test that holds
 the registry to the spec (tests/lang/test_codes.py) checks the rest exactly and these only
 for not colliding with it. When the shared spec takes a code in, move its entry into the
