@@ -31,6 +31,7 @@ LOAD_SECONDS = float(os.environ.get("FLOW_LOAD_SECONDS", "20"))
 WARM_UP_SECONDS = 10.0
 KEPT = 10  # finished tasks kept per caller: past the warm-up the server holds about as many as it drops
 TASK_NOT_FOUND = -32001
+ALL_SERVED_WITHIN = 180.0  # seconds past the load's end for the last callers' first runs
 
 pytestmark = pytest.mark.bench
 
@@ -70,7 +71,9 @@ async def _load(agent: Served, until: float, marks: dict[str, int]) -> list[Call
 
     async def work(me: Caller) -> None:
         n = 0
-        while time.monotonic() < until:
+        # Past the load's end, a caller still without a run goes on until it has one (a deadline
+        # for a loaded machine, not a timing): every caller is served in the end.
+        while time.monotonic() < until or (not me.tasks and time.monotonic() < until + ALL_SERVED_WITHIN):
             n += 1
             sent = await me.call("SendMessage", start_message("echo", {"text": f"{me.name}-{n}"}, f"{me.name}-{n}"))
             task = sent["result"]["task"]
@@ -120,9 +123,8 @@ def test_two_hundred_callers_each_see_only_their_own_tasks(tmp_path: Path) -> No
     mib = {k: v / (1 << 20) for k, v in marks.items()}
     print(f"\n{CLIENTS} callers, {runs} runs ({refused} refused: too many waiting) in {seconds:.0f} s; server RSS: {mib['start']:.0f} MiB at start, "
           f"{mib['warm']:.0f} MiB after {WARM_UP_SECONDS:.0f} s, {mib['end']:.0f} MiB at the end")
-    # Every caller was answered: runs, or refusals while more than the server's turns and waiting
-    # places (64) were taken; with 200 callers at once, at least half get runs through.
-    assert all(c.tasks or c.refused for c in callers)
-    assert sum(1 for c in callers if c.tasks) >= CLIENTS // 2
+    # Every caller got runs through, whatever refusals it met while more than the server's turns
+    # and waiting places (64) were taken.
+    assert [c.name for c in callers if not c.tasks] == []
     assert [c.crossings for c in callers if c.crossings] == []  # no task seen across callers
     assert marks["end"] < 2 * marks["warm"] + (200 << 20)  # flat enough: no growth without bound

@@ -131,6 +131,33 @@ def test_reopened_door_without_the_cap_the_whole_body_is_read(in_process: Any, m
     assert _sent_big(open_server.url) == 200  # all 2 MiB taken in and parsed
 
 
+def _sent_whole_then_read(url: str) -> int | str:
+    """POST headers declaring 4 MiB and then all of it without looking for an answer, as a
+    plain client does; then the status line, or "reset" when the connection was reset."""
+    host, port = _address(url)
+    body = BIG * 2
+    with socket.create_connection((host, port), timeout=30) as sock:
+        try:
+            sock.sendall(f"POST / HTTP/1.1\r\nHost: {host}:{port}\r\nAuthorization: {AUTH['Authorization']}\r\n"
+                         f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body)
+            status_line = sock.makefile("rb").readline()
+        except (ConnectionResetError, BrokenPipeError):
+            return "reset"
+        return int(status_line.split()[1]) if status_line else "reset"
+
+
+def test_a_client_that_sends_its_whole_refused_body_still_reads_the_413(in_process: Any) -> None:
+    server = in_process()
+    assert _sent_whole_then_read(server.url) == 413  # the server stopped writing, then dropped the rest
+    assert _quick_run_completes(server.url)
+
+
+def test_reopened_door_closing_at_once_resets_the_413_away(in_process: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(serve_limits, "LINGER_SECONDS", 0.0)  # close as soon as the answer is written
+    server = in_process()
+    assert _sent_whole_then_read(server.url) == "reset"
+
+
 # -- connections -----------------------------------------------------------------------------------
 def _half_open(url: str, count: int) -> list[socket.socket]:
     """Connections that start a request and never finish its headers."""
