@@ -233,12 +233,9 @@ def root_type(cell: Cell, name: str, cursor: int, repair: bool = False) -> T.Typ
     result = cell.result
     if result is None:
         return None
-    for entry in result.decls.values():
-        node = entry.node
-        if entry.workflow is not None and entry.origin == "cell" and node.span.start <= cursor <= node.span.end:
-            for pname, ptype, optional in entry.workflow.params:
-                if pname == name:
-                    return T.union([ptype, T.NULL]) if optional else ptype
+    param = _workflow_param(result, name, cursor)
+    if param is not None:
+        return param
     contexts = [result.toplevel] if result.toplevel is not None else []
     contexts += list(result.workflows.values())
     for ctx in contexts:
@@ -268,6 +265,12 @@ def _repaired_param(cell: Cell, name: str, at: int) -> T.Type | None:
         result = check(SourceFile("<cell>", text), session=cell.scope, cell=True)
     except Exception:
         return None
+    return _workflow_param(result, name, at)
+
+
+def _workflow_param(result: CheckResult, name: str, at: int) -> T.Type | None:
+    """The type of parameter `name` of the cell's workflow around offset `at` (nullable when
+    the parameter is optional), if there is one."""
     for entry in result.decls.values():
         node = entry.node
         if entry.workflow is not None and entry.origin == "cell" and node.span.start <= at <= node.span.end:
