@@ -259,13 +259,10 @@ def against_layers(graph: Graph) -> list[str]:
     return found
 
 
-# Private names other modules reach for today, each with the file's owner this session.
-# An entry that is no longer needed fails too: remove it when its file is fixed.
+# Private names a module may reach for, each with its reason. An entry that is no longer
+# needed fails too: remove it when its file no longer needs it.
 PRIVATE_ALLOWED: frozenset[str] = frozenset({
-    # flowbox (inside Pyodide): a rename changes the sandbox snapshot's hash; the lead's call
-    "flowbox.panels calls rt._agent",
-    "flowbox.panels calls rt._event",
-    # for good: flowbox's event loop is an asyncio loop and drives asyncio's own handles
+    # flowbox's event loop is an asyncio loop: it drives asyncio's own handles
     "flowbox.loop calls asyncio._get_running_loop",
     "flowbox.loop calls asyncio._set_running_loop",
     "flowbox.loop calls handle._run",

@@ -79,16 +79,19 @@ def judge_prompt(name, spec, record):
     ])
 
 
-async def run(rt, name, candidate, spec, options):
+async def run(event, agent, name, candidate, spec, options):
+    """Run the panel `name` on `candidate`: its rounds, verdicts, aggregate and synthesis, as
+    the typed record. `event(kind, data)` records a run event; `await agent(target, prompt,
+    options, check)` is one agent call, as the runtime makes it."""
     label = options.get("label") or name
     about = options.get("context")
     criteria = spec["criteria"]
     record = {"panel": name, "status": "not-converged", "rounds": [], "scores": None, "aggregate": None,
               "spread": None, "synthesis": None, "error": None}
     base = {"panel": name, "label": label}
-    rt._event("panel.started", {**base, "experts": [dict(e) for e in spec["experts"]],
-                                "criteria": [{k: c[k] for k in ("id", "weight", "low", "high")} for c in criteria],
-                                "rounds": spec["rounds"], "spread": spec["spread"]})
+    event("panel.started", {**base, "experts": [dict(e) for e in spec["experts"]],
+                            "criteria": [{k: c[k] for k in ("id", "weight", "low", "high")} for c in criteria],
+                            "rounds": spec["rounds"], "spread": spec["spread"]})
     previous = None
     try:
         for number in range(1, spec["rounds"] + 1):
@@ -101,21 +104,21 @@ async def run(rt, name, candidate, spec, options):
                     context["about"] = about
                 if previous is not None:
                     context["previous_round"] = previous
-                reply = await rt._agent({"agent": expert["agent"], "team": None, "member": None},
-                                        expert_prompt(name, spec, expert, number),
-                                        {"schema": spec["schema"], "label": f"{label}/r{number}/{expert['agent']}",
-                                         "context": context}, None)
+                reply = await agent({"agent": expert["agent"], "team": None, "member": None},
+                                    expert_prompt(name, spec, expert, number),
+                                    {"schema": spec["schema"], "label": f"{label}/r{number}/{expert['agent']}",
+                                     "context": context}, None)
                 verdict = {"expert": expert["agent"], "domain": expert["domain"],
                            "scores": {c["id"]: reply["scores"][c["id"]] for c in criteria},
                            "rationale": reply["rationale"]}
                 current["verdicts"].append(verdict)
-                rt._event("panel.verdict", {**base, "round": number, **verdict})
+                event("panel.verdict", {**base, "round": number, **verdict})
             current.update(summarise(criteria, current["verdicts"]), complete=True)
             record.update(scores=current["scores"], aggregate=current["aggregate"], spread=current["spread"])
             converged = current["spread"] <= spec["spread"]
-            rt._event("panel.round", {**base, "round": number, "status": "converged" if converged else "running",
-                                      "scores": current["scores"], "aggregate": current["aggregate"],
-                                      "spread": current["spread"]})
+            event("panel.round", {**base, "round": number, "status": "converged" if converged else "running",
+                                  "scores": current["scores"], "aggregate": current["aggregate"],
+                                  "spread": current["spread"]})
             if converged:
                 record["status"] = "converged"
                 break
@@ -123,9 +126,9 @@ async def run(rt, name, candidate, spec, options):
         if spec.get("judge"):
             context = {"candidate": candidate, "rounds": record["rounds"], "scores": record["scores"],
                        "aggregate": record["aggregate"]}
-            record["synthesis"] = await rt._agent({"agent": spec["judge"], "team": None, "member": None},
-                                                  judge_prompt(name, spec, record),
-                                                  {"label": f"{label}/synthesis", "context": context}, None)
+            record["synthesis"] = await agent({"agent": spec["judge"], "team": None, "member": None},
+                                              judge_prompt(name, spec, record),
+                                              {"label": f"{label}/synthesis", "context": context}, None)
     except FlowError as exc:
         details = exc.details if isinstance(exc.details, dict) else {}
         if exc.code == "limit-exceeded" and details.get("limit") == "agent_runs":
@@ -135,6 +138,6 @@ async def run(rt, name, candidate, spec, options):
             record["error"] = {"code": exc.code, "message": exc.message}
         else:
             raise
-    rt._event("panel.completed", {**base, "status": record["status"], "rounds": len(record["rounds"]),
-                                  "aggregate": record["aggregate"], "spread": record["spread"]})
+    event("panel.completed", {**base, "status": record["status"], "rounds": len(record["rounds"]),
+                              "aggregate": record["aggregate"], "spread": record["spread"]})
     return record

@@ -404,7 +404,7 @@ class Runtime:
     async def panel(self, name, candidate, spec, options):
         """A panel call: its rounds, verdicts and aggregate run here (panels.py)."""
         self.step()
-        return await _panels.run(self, name, candidate, spec, options)
+        return await _panels.run(self._event, self._agent, name, candidate, spec, options)
 
     async def expect(self, call, output):
         """Failed `expect` messages for a candidate output (asked by the host)."""
@@ -649,7 +649,7 @@ class Interrupted(Exception):
 
 def _failure(rt, exc):
     """The code and message a failed workflow or scope records: the same code the run's
-    error gets in `execute` (a full heap was journalled as `cancelled` before)."""
+    error gets in `execute` (a full heap is `isolate` in both, never `cancelled`)."""
     if isinstance(exc, FlowError):
         return exc.code, exc.message
     if isinstance(exc, MemoryError):
