@@ -1,6 +1,6 @@
-"""Errors raised inside the sandbox. They leave it as DTOs (`to_dto`); the host
-rebuilds typed errors from the code. Shipped into Pyodide as source: imports only
-the standard library."""
+"""Errors raised inside the sandbox, and where in the generated code one was raised
+(`location`). They leave it as DTOs (`to_dto`); the host rebuilds typed errors from the
+code. Shipped into Pyodide as source: imports only the standard library."""
 
 from __future__ import annotations
 
@@ -33,3 +33,32 @@ class FlowError(Exception):
 def evaluation(message, **details):
     """The error of a failed evaluation: a missing field on `any`, bad `parseJson`, …"""
     return FlowError("evaluation", message, details)
+
+
+def location(exc):
+    """(line, col, end_line, end_col) of the innermost generated-code frame of `exc`."""
+    loc = None
+    tb = exc.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if code.co_filename == "<flow>" and tb.tb_lasti >= 0:
+            positions = list(code.co_positions())
+            index = tb.tb_lasti // 2
+            if index < len(positions):
+                line, end_line, col, end_col = positions[index]
+                if line is not None:
+                    loc = (line, col or 0, end_line or line, end_col or 0)
+        tb = tb.tb_next
+    return loc
+
+
+def context_location(exc):
+    """The location of `exc`, or of the error it was raised while handling."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        loc = location(exc)
+        if loc is not None:
+            return loc
+        exc = exc.__context__
+    return None

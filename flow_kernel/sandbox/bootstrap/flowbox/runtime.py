@@ -21,7 +21,7 @@ from . import builtins as _builtins
 from . import operators as _ops
 from . import panels as _panels
 from . import values as _values
-from .errors import FlowError, evaluation
+from .errors import FlowError, context_location, evaluation
 
 ABI = 1
 STEP_CLOCK_EVERY = 64  # check a nested workflow's deadline every this many steps
@@ -721,35 +721,6 @@ async def _fail_closed(coros):
 
 
 # -- entry points for the bridge ------------------------------------------------------------------
-def _location(exc):
-    """(line, col, end_line, end_col) of the innermost generated-code frame of `exc`."""
-    loc = None
-    tb = exc.__traceback__
-    while tb is not None:
-        code = tb.tb_frame.f_code
-        if code.co_filename == "<flow>" and tb.tb_lasti >= 0:
-            positions = list(code.co_positions())
-            index = tb.tb_lasti // 2
-            if index < len(positions):
-                line, end_line, col, end_col = positions[index]
-                if line is not None:
-                    loc = (line, col or 0, end_line or line, end_col or 0)
-        tb = tb.tb_next
-    return loc
-
-
-def _context_location(exc):
-    """The location of `exc`, or of the error it was raised while handling."""
-    seen = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        loc = _location(exc)
-        if loc is not None:
-            return loc
-        exc = exc.__context__
-    return None
-
-
 async def execute(main, payload, bridge):
     """Run `main(rt, args)` for one `run` request; returns the reply value or raises FlowError."""
     rt = Runtime(bridge, payload)
@@ -789,51 +760,13 @@ async def execute(main, payload, bridge):
     finally:
         _active.pop(run_id, None)
     if error is not None:
-        error.loc = error.loc or _context_location(error)
+        error.loc = error.loc or context_location(error)
         rt_bindings = {} if error.code == "isolate" else rt.bindings  # the heap may be full: send nothing big
-        error.extra = {"bindings": _json_only(rt_bindings), "steps": rt.steps}
+        error.extra = {"bindings": _values.json_bindings(rt_bindings), "steps": rt.steps}
         raise error
     if not _values.is_json(result):
         raise FlowError("isolate", "the run's result is not a JSON value")
-    return {"result": result, "bindings": _json_only(rt.bindings), "steps": rt.steps, "memory": bridge.memory()}
-
-
-BINDINGS_BUDGET = 4 * 1024 * 1024  # bytes of session bindings a reply may carry
-
-
-def _json_only(bindings):
-    """The bindings worth sending back: JSON values, and not bigger than the budget in all
-    (a run that filled the heap must still be able to report)."""
-    out, budget = {}, BINDINGS_BUDGET
-    for name, value in bindings.items():
-        size = _size(value, budget)
-        if size is None or not _values.is_json(value):
-            continue
-        budget -= size
-        out[name] = value
-    return out
-
-
-def _size(value, budget):
-    """A rough encoded size of `value`, or None once it passes `budget` (without encoding it)."""
-    stack, total = [value], 0
-    while stack:
-        v = stack.pop()
-        if isinstance(v, str):
-            total += len(v) + 2
-        elif isinstance(v, list):
-            total += 2 + len(v)
-            stack.extend(v)
-        elif isinstance(v, dict):
-            total += 2 + len(v) * 4
-            for k, item in v.items():
-                total += len(k)
-                stack.append(item)
-        else:
-            total += 8
-        if total > budget:
-            return None
-    return total
+    return {"result": result, "bindings": _values.json_bindings(rt.bindings), "steps": rt.steps, "memory": bridge.memory()}
 
 
 def cancel(run_id, reason):

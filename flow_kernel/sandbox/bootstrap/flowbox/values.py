@@ -174,3 +174,41 @@ def expect_bool(v, what):
     if v is True or v is False:
         return v
     raise evaluation(f"{what} must be a bool, got {type_of(v)}")
+
+
+BINDINGS_BUDGET = 4 * 1024 * 1024  # bytes of session bindings a reply may carry
+
+
+def json_bindings(bindings):
+    """The bindings worth sending back: JSON values, and not bigger than the budget in all
+    (a run that filled the heap must still be able to report)."""
+    out, budget = {}, BINDINGS_BUDGET
+    for name, value in bindings.items():
+        size = _size(value, budget)
+        if size is None or not is_json(value):
+            continue
+        budget -= size
+        out[name] = value
+    return out
+
+
+def _size(value, budget):
+    """A rough encoded size of `value`, or None once it passes `budget` (without encoding it)."""
+    stack, total = [value], 0
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            total += len(v) + 2
+        elif isinstance(v, list):
+            total += 2 + len(v)
+            stack.extend(v)
+        elif isinstance(v, dict):
+            total += 2 + len(v) * 4
+            for k, item in v.items():
+                total += len(k)
+                stack.append(item)
+        else:
+            total += 8
+        if total > budget:
+            return None
+    return total
