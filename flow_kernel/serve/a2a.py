@@ -81,7 +81,7 @@ class _A2AChannel:
         self.live.queue.put_nowait(("question", asked))
         try:
             return await answer
-        finally:  # answered, or withdrawn when its deadline passed (serve_common.WorkflowHost)
+        finally:  # answered, or withdrawn when its deadline passed (common.WorkflowHost)
             if self.live.pending is asked:
                 self.live.pending = None
                 if not self.live.cancelled and self.live.go_on is not None:

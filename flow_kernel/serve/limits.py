@@ -13,7 +13,7 @@ make the server hold.
   `LINGER_BYTES`, then closes: a client still sending a refused body reads the 413 instead
   of a reset that would discard it (RFC 9112 §9.6);
 - a served run's input is at most `max_body` bytes of JSON and matches its workflow's input
-  schema before a journal is opened (serve_common.WorkflowHost);
+  schema before a journal is opened (common.WorkflowHost);
 - runs go on side by side up to the sandboxes ceiling; at most `max_waiting` more wait for a
   turn, and one past that is refused with `limit-exceeded` at once;
 - a question to the caller (`approve`/`ask`) waits at most `question_timeout` seconds
