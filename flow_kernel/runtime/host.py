@@ -174,7 +174,7 @@ class HostServices:
                 sink(full)
 
     def _emit_live(self, event: dict[str, Any]) -> None:
-        """A live-only event (streamed text, events.py `Kind.live`): to the sinks that show
+        """A live-only event (streamed text, events/vocabulary.py `Kind.live`): to the sinks that show
         the run as it goes, not kept in the run's events, not journaled, not numbered."""
         from flow_kernel.runtime.durable.journal import Journal
 
@@ -262,7 +262,7 @@ class HostServices:
     # -- operator ------------------------------------------------------------------------------
     async def approve(self, payload: dict[str, Any]) -> bool:
         question = str(payload.get("question"))
-        deadline = PromptDeadline.of(payload, "approve")  # `timeout T else V` (prompt_deadline.py)
+        deadline = PromptDeadline.of(payload, "approve")  # `timeout T else V` (durable/deadlines.py)
         timed = deadline.event_data() if deadline is not None else {}
         self._event("approval.requested", payload, {"kind": "approve", "question": question, "details": payload.get("details"), **timed})
         try:

@@ -1,7 +1,7 @@
 """What `flow serve --mcp` and `flow serve --a2a` share (docs/protocols.md): the served file's
 workflows, one Session that runs them in the sandbox (each call a run with its journal in
 `.flow/runs`), the operator that routes `approve`/`ask` to the caller of the run, and the
-HTTP server (the door in front of it is serve_door.py).
+HTTP server (the door in front of it is door.py).
 
 `approve`/`ask` inside a served run go to the request that started it (`Channel`): an MCP
 client's elicitation, an A2A task's `input-required`. When the caller cannot answer, a
@@ -87,7 +87,7 @@ class WorkflowHost:
     """Runs the served file's workflows, each with its caller's channel: several at once, at
     most the session's sandboxes ceiling (FLOW_MAX_SANDBOXES, default 4), more waiting their
     turn. A run waiting on a question holds only its own turn, for at most
-    `bounds.question_timeout` (serve_limits.py)."""
+    `bounds.question_timeout` (limits.py)."""
 
     def __init__(self, session: Session, compiled: Any, fallback: Operator | None,
                  bounds: Bounds | None = None) -> None:
@@ -226,7 +226,7 @@ def outcome_error(outcome: RunOutcome) -> dict[str, Any]:
 
 async def serve_http(app: ASGIApp, host: str, port: int, ready: Callable[[Any], None] | None = None,
                      bounds: Bounds | None = None) -> None:
-    """Serve `app` with uvicorn, within `bounds` (serve_limits.py), until stopped; `ready(server)`
+    """Serve `app` with uvicorn, within `bounds` (limits.py), until stopped; `ready(server)`
     once it listens (the caller may stop it with `server.should_exit = True`). Signals are
     `flow serve`'s (serve.py), not uvicorn's."""
     import uvicorn

@@ -5,7 +5,7 @@ cell still runs. The browser builds the tree; the host keeps the `RunModel` for 
 details (asked for when the card opens) and for the static summary.
 
 When the run ends, the kernel replaces the widget's output with the static summary
-(`static_bundle`, views/run_summary.py) and closes the widget, so a saved notebook keeps
+(`static_bundle`) and closes the widget, so a saved notebook keeps
 the summary alone.
 """
 

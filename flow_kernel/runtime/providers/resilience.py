@@ -22,7 +22,7 @@ first come, first served, never more than the bucket holds) → the **bulkhead**
 wait counts against the run's deadline and never goes past it: a wait that would end
 after the deadline fails the call at once (`agent-invocation`, `details.rate_limited`).
 Each wait and each state change of a breaker is an event of the call that saw it
-(`provider.waiting` / `provider.resumed`, `provider.breaker`: events.py, timing kinds).
+(`provider.waiting` / `provider.resumed`, `provider.breaker`: events/vocabulary.py, timing kinds).
 
 The clock is injected (`Clock`): tests run minutes of rate limiting in milliseconds.
 """

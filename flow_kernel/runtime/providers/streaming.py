@@ -9,7 +9,7 @@ costs a run view a few updates a second, not hundreds. For a structured contract
 update also carries the partial value parsed so far (`jiter`'s partial mode: an unfinished
 string or array is kept as far as it goes), so a card can fill field by field.
 
-`agent.delta` events are live only (events.py, `Kind.live`): sinks see them as they happen
+`agent.delta` events are live only (events/vocabulary.py, `Kind.live`): sinks see them as they happen
 (the run view, the terminal), but they are not kept in the run's events or journal, not
 part of the canonical sequence and not in cassettes — the final output is, in
 `agent.completed`. A stream cut mid-way still leaves its text: `DeltaMerger.text` is what

@@ -1,7 +1,7 @@
 """The one table of model providers (runtime.md §4.1): everything that knows a provider by
 name reads it here — building one (runtime/agents/), the `[providers.NAME]` keys of
 `flow.toml` (runtime/config.py), the `flow doctor` line (runtime/doctor.py), `%provider`'s
-check and its completion (kernel/magics.py, kernel/assist.py), the variables a client reads
+check and its completion (frontend/magics.py, kernel/assist.py), the variables a client reads
 its key and endpoint from.
 
 Every provider is one `ProviderEntry` in `PROVIDERS`, the local ones (`mock`, `scripted`:
