@@ -110,12 +110,10 @@ def test_the_one_function() -> None:
 def test_the_reopened_door_reaches_the_terminal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The same run in-process with the safe-text function undone: the raw escapes get out."""
     from flow_kernel import cli
-    from flow_kernel.cli import common
-    from flow_kernel.cli import run as cli_run
-    from flow_kernel.runtime.events import terminal
 
-    for module in (terminal_text, cli, common, cli_run, terminal):
-        if hasattr(module, "terminal_safe"):
+    cli.build_parser()  # every command's module imported, so every holder of the function is undone
+    for name, module in list(sys.modules.items()):
+        if name.startswith("flow_kernel") and hasattr(module, "terminal_safe"):
             monkeypatch.setattr(module, "terminal_safe", lambda text: text)
     (tmp_path / "prog.flow").write_text(PROGRAM, encoding="utf-8")
     monkeypatch.chdir(tmp_path)
