@@ -105,7 +105,7 @@ def test_five_thousand_items_keep_the_page_responsive(lab: tuple[Any, str, Path]
     widget.locator("button[data-act=page]", has_text="next").click()
     widget.get_by_text("items 51–100 of", exact=False).wait_for(timeout=60_000)
     widget.locator(".fr-card .fr-head").first.click()
-    widget.get_by_text("Classify the ticket and summarise it", exact=False).wait_for(timeout=10_000)
+    widget.get_by_text("Classify the ticket and summarise it", exact=False).wait_for(timeout=30_000)
     assert "support triage specialist" in widget.inner_text()
     page.wait_for_function(  # the picture while calls run (between batches a map may have none)
         "() => /[1-9]\\d* running/.test(document.querySelector('.flow-run-view .fr-group').innerText)", timeout=30_000)
