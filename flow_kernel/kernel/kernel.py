@@ -26,6 +26,7 @@ import asyncio
 import contextlib
 import os
 import traceback
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -331,7 +332,9 @@ class KernelPort:
             view = RunView(title, run_id, agents=agents)
         except ImportError:  # ipywidgets missing: the cell still runs, without a live view
             return None
-        self.view_displays[run_id] = display_id = f"flow-run-{run_id}"
+        # One display per execution: a resumed run keeps its id, and updating a display id
+        # shared with the cell that left it waiting would rewrite that cell's view too.
+        self.view_displays[run_id] = display_id = f"flow-run-{run_id}-{uuid.uuid4().hex[:12]}"
         self.kernel.iopub("display_data", {"data": view.mimebundle(), "metadata": {},
                                            "transient": {"display_id": display_id}}, self.parent)
         return view

@@ -12,7 +12,9 @@ A run that stops while it waits (the `defer` policy) keeps the deadline as a wal
 (`due`, ISO 8601 UTC) in its pending record (checkpoint.py); the deadline is checked when the
 run is resumed (`expired`): an answer given before it stands, one given after it, or none
 at all, gives the default, `by: "timeout"`. Before the deadline, with no answer, the run
-waits again.
+waits again. A person at a front end that resumes the run (`%resume`) is asked only the
+requests still open (`still_open`), and only until their deadline (`before_due`): a request
+past its deadline is the default's, never a question a click could no longer answer.
 """
 
 from __future__ import annotations
@@ -22,13 +24,15 @@ import contextlib
 import datetime
 from collections.abc import Awaitable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from flow_kernel.errors import CapabilityViolationError
 
 # The longest deadline a request may carry (a year): a forged `timeout_ms` cannot make the
 # host compute a date past what `datetime` holds.
 MAX_TIMEOUT_MS = 366 * 24 * 3_600_000
+
+_Answer = TypeVar("_Answer")
 
 
 def utc_now() -> datetime.datetime:
@@ -73,14 +77,21 @@ class PromptDeadline:
         """The operator's answer if it comes within the deadline, else the default by
         `timeout`. An operator that fails (unavailable, cancelled) fails the same way as
         without a deadline; a late answer is dropped (the prompt is cancelled)."""
-        task = asyncio.ensure_future(asking)
-        done, _ = await asyncio.wait({task}, timeout=self.timeout_ms / 1000)
-        if task in done:
-            return task.result()
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await task  # the prompt closes (the widget removes its buttons) before the run goes on
-        return self.default, "timeout"
+        answered = await _within(self.timeout_ms / 1000, asking)
+        return answered if answered is not None else (self.default, "timeout")
+
+
+async def _within(seconds: float, asking: Awaitable[_Answer]) -> _Answer | None:
+    """`asking`'s result if it comes within `seconds`, else None, with `asking` cancelled and
+    awaited (the prompt closes, the widget removes its buttons, before the caller goes on)."""
+    task = asyncio.ensure_future(asking)
+    done, _ = await asyncio.wait({task}, timeout=max(seconds, 0.0))
+    if task in done:
+        return task.result()
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        await task
+    return None
 
 
 def expired(due: str | None, now: datetime.datetime | str | None = None) -> bool:
@@ -89,6 +100,22 @@ def expired(due: str | None, now: datetime.datetime | str | None = None) -> bool
     or its run resumed. A request without one never expires."""
     when, at = _time(due), _time(now) if now is not None else utc_now()
     return when is not None and at is not None and at >= when
+
+
+def still_open(requests: list[dict[str, Any]], now: datetime.datetime | None = None) -> list[dict[str, Any]]:
+    """The waiting requests a person may still answer: those whose deadline (`due`) has not
+    passed. The others are not asked: resuming the run answers them with their default."""
+    return [r for r in requests if not expired(r.get("due"), now)]
+
+
+async def before_due(due: str | None, asking: Awaitable[_Answer]) -> _Answer | None:
+    """A person's answer to a waiting request, if it comes before the request's deadline
+    (`due`; without one, whenever it comes); None when the deadline passes first: the prompt
+    is cancelled, and resuming the run answers with the default."""
+    when = _time(due)
+    if when is None:
+        return await asking
+    return await _within((when - utc_now()).total_seconds(), asking)
 
 
 def _time(value: datetime.datetime | str | None) -> datetime.datetime | None:
