@@ -21,7 +21,7 @@ from flow_kernel.frontend.magics import MAGICS, CellPlan, MagicError, apply_cell
 from flow_kernel.frontend.outputs import compiled_bundle, render_diagnostics, result_bundle
 from flow_kernel.frontend.port import Bundle, CellPort
 from flow_kernel.lang.compiler import Compiled
-from flow_kernel.runtime.durable.journal import Checkpoint
+from flow_kernel.runtime.durable.journal import Checkpoint, process_ending
 from flow_kernel.runtime.events.failure_report import describe_error
 from flow_kernel.runtime.policy.processes import unpinned, unpinned_warning
 from flow_kernel.runtime.policy.trust import Capability, CapabilityDenied
@@ -89,6 +89,7 @@ class CellRunner:
         self.live: dict[str, LiveView] = {}  # run id -> its live view, while it runs
         self.interactive: dict[str, bool] = {}  # run id -> whether a person can answer its prompts
         self.background: dict[str, asyncio.Task[RunOutcome]] = {}  # run id -> a `%background` run
+        self.running: dict[str, asyncio.Task[RunOutcome]] = {}  # run id -> every run going on
         self._config_warned = False
         self._unpinned_warned: set[str] = set()
 
@@ -211,6 +212,8 @@ class CellRunner:
         sinks = [port.on_event, live.sink] if port.summaries else [port.on_event]
         task = asyncio.ensure_future(self.session.run_async(
             compiled, run_id=run_id, sinks=sinks, workflow=workflow, input=input, resume=resume))
+        self.running[run_id] = task
+        task.add_done_callback(lambda _: self.running.pop(run_id, None))
         if background:
             self.background[run_id] = task
             task.add_done_callback(lambda done: self._background_ended(run_id, done, port))
@@ -248,6 +251,20 @@ class CellRunner:
     def _forget(self, run_id: str) -> LiveView:
         self.interactive.pop(run_id, None)
         return self.live.pop(run_id)
+
+    async def shutdown(self, grace: float = 5.0) -> None:
+        """The process shuts down (a kernel's shutdown or restart): every run going on is
+        stopped as an interrupt stops it (its view says `interrupted`) and journaled
+        `interrupted`, so `%resume RUN` or `flow resume RUN` goes on with it later; then the
+        sandboxes stop. Waits at most `grace` seconds for the runs to end."""
+        process_ending()
+        tasks = list(self.running.values())
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks, timeout=grace)
+        await asyncio.sleep(0)  # the cells awaiting those runs close their views
+        await self.session.aclose()
 
     async def wait(self, run_id: str) -> RunOutcome | None:
         """Wait for a background run to end: its outcome, None when it was cancelled."""

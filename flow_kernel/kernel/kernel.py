@@ -40,6 +40,7 @@ from flow_kernel.frontend.resume_magic import NOTEBOOK_ANSWER
 from flow_kernel.kernel.status import StatusGate
 from flow_kernel.runtime.config import FlowConfig
 from flow_kernel.runtime.context import RunContext
+from flow_kernel.runtime.durable.journal import process_ending
 from flow_kernel.runtime.gc_policy import older_objects_frozen
 from flow_kernel.runtime.policy.ceilings import Ceilings
 from flow_kernel.runtime.policy.operator import Operator
@@ -262,13 +263,16 @@ class FlowKernel(Kernel):
         return answer.strip()
 
     async def do_shutdown(self, restart: bool) -> dict[str, Any]:
-        """Stop the sandbox processes. They belong to the shell's loop, and shutdown comes on
-        the control thread's, so the closing is handed over to the shell loop."""
+        """Shutdown or restart: the runs going on stop as interrupted — journaled so, they go
+        on with `%resume RUN` in the next kernel, and their views say `interrupted` — then
+        the sandbox processes stop. Runs and sandboxes belong to the shell's loop, and
+        shutdown comes on the control thread's, so the stopping is handed over to the shell loop."""
+        process_ending()  # also when no cell ever ran: nothing of this process ends `failed` now
         loop = self._cell_loop
         if loop is not None and loop.is_running():
-            future = asyncio.run_coroutine_threadsafe(self.flow.aclose(), loop)
+            future = asyncio.run_coroutine_threadsafe(self.runner.shutdown(), loop)
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(asyncio.wrap_future(future), 5)
+                await asyncio.wait_for(asyncio.wrap_future(future), 8)
         return {"status": "ok", "restart": restart}
 
     async def do_complete(self, code: str, cursor_pos: int) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from flow_kernel.lang.sourcemap import span_to_json
 from flow_kernel.runtime.context import RunContext
 from flow_kernel.runtime.durable.cassette import source_scope
 from flow_kernel.runtime.durable.checkpoint import RunCheckpoint
-from flow_kernel.runtime.durable.journal import Journal, RunLocked, now_text
+from flow_kernel.runtime.durable.journal import Journal, RunLocked, is_process_ending, now_text
 from flow_kernel.runtime.durable.nofollow import LinkRefused
 from flow_kernel.runtime.durable.resume import program_header
 from flow_kernel.runtime.gc_policy import older_objects_frozen
@@ -241,8 +241,10 @@ async def _run(compiled: Compiled, executor: Executor, host: HostServices, outco
 
 
 def _record_end(journal: Journal, outcome: RunOutcome) -> None:
-    """The execution's end in the journal: how it ended, and what it waits for."""
-    end: dict[str, Any] = {"status": outcome.status, "at": now_text()}
+    """The execution's end in the journal: how it ended, and what it waits for. A run that
+    fails while its process shuts down (a kernel restart) was interrupted: it can go on."""
+    status = "interrupted" if outcome.status == "failed" and is_process_ending() else outcome.status
+    end: dict[str, Any] = {"status": status, "at": now_text()}
     if outcome.pending:
         end["pending"] = [p["id"] for p in outcome.pending]
     if outcome.error is not None:

@@ -11,7 +11,8 @@ run's *checkpoint records*: lines with a `"journal"` key instead of an event `ty
 - `pending`: a question the `defer` operator left for later; `answer`: its answer, with who
   gave it (`flow answer`, `%answer`, the widget);
 - `resumed`: a later execution of the same run starts; `end`: an execution ended
-  (`completed`, `failed` or `waiting`).
+  (`completed`, `failed` or `waiting`; `interrupted` when the process was shutting down,
+  `process_ending`: a kernel shutdown or restart, and the run can go on).
 
 Checkpoint records are written, flushed and `fdatasync`ed before the run goes on (the
 effect is then on the disk, not only with the OS); events are flushed to the OS only
@@ -43,6 +44,7 @@ import json
 import os
 import re
 import secrets
+import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -220,6 +222,22 @@ def _sync_and_close(file: TextIO) -> None:
         file.close()
 
 
+# Set once this process is shutting down (a kernel's shutdown or restart): a run it ends
+# then did not fail, it was interrupted, and its journal says so (run.py `_record_end`).
+_ending = threading.Event()
+
+
+def process_ending() -> None:
+    """Say this process is shutting down: every run that ends from now on without a result
+    is journaled `interrupted` (resumable), not `failed`."""
+    _ending.set()
+
+
+def is_process_ending() -> bool:
+    """This process is shutting down (`process_ending` was called)."""
+    return _ending.is_set()
+
+
 def wait_for_syncs() -> None:
     """Wait until every journal closed so far is on the disk (tests, tools that copy journals)."""
     for future in list(_syncs):
@@ -335,7 +353,8 @@ class Checkpoint:
 
     @property
     def status(self) -> str:
-        """`completed`, `failed`, `waiting`, or `interrupted` (its last execution has no end)."""
+        """`completed`, `failed`, `waiting`, or `interrupted` (its last execution has no end,
+        or ended as its process shut down)."""
         if not self.ended or not self.ends:
             return "interrupted"
         return str(self.ends[-1].get("status"))
