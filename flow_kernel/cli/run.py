@@ -142,6 +142,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         from flow_kernel.runtime.events.terminal import TerminalProgress
 
         sinks.append(TerminalProgress(sys.stderr, color=wants_color(sys.stderr)))
+    elif args.progress is None:  # no terminal: a log still says why calls wait on their providers
+        from flow_kernel.runtime.events.terminal import NOTICES, TerminalProgress
+
+        sinks.append(TerminalProgress(sys.stderr, only=NOTICES))
     try:
         session = Session(directory=Path.cwd(), config=config, operator=operator, allow_run=args.allow_run,
                           record=args.record, replay=args.replay, allow=trust, sandbox="one",

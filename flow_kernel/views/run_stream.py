@@ -40,6 +40,7 @@ MAX_BATCH = 2000  # records a message at most; the rest goes in the next one
 LABEL = 48  # characters of a card's label
 TEXT = 160  # characters of a message, a question, a log line
 PREVIEW = 60  # characters of an output's preview
+STREAMED = 200  # characters of one piece of a call's streamed text (its end: the card shows the newest)
 
 _SCOPE = {"workflow", "pipeline", "stage"}
 
@@ -132,7 +133,33 @@ def _point(kind: str, i: str, t: int | None, data: dict[str, Any]) -> Record | N
         return {"record": "require_failed", "id": i, "time": t, "message": clip(data.get("message"), TEXT)}
     if kind == "artifact.published":
         return {"record": "artifact", "id": i, "time": t, "name": clip(data.get("name"), 80)}
+    return _live(kind, i, t, data)
+
+
+def _live(kind: str, i: str, t: int | None, data: dict[str, Any]) -> Record | None:
+    """The record of a call's live state: its streamed text, a wait for its provider's
+    limits, the provider's breaker (timing and live kinds, events/vocabulary.py)."""
+    if kind == "agent.delta":
+        text = data.get("text")
+        piece = text if isinstance(text, str) else ""
+        if len(piece) > STREAMED:  # the record's length says a part was left out
+            piece = "…" + piece[1 - STREAMED:]
+        return {"record": "call_text", "id": i, "time": t, "attempt": _count(data.get("attempt")),
+                "round": _count(data.get("round")), "text": piece, "length": _count(data.get("length"))}
+    if kind == "provider.waiting":
+        return {"record": "call_waiting", "id": i, "time": t, "provider": clip(data.get("provider"), 40),
+                "reason": clip(data.get("reason"), 16), "wait": _count(data.get("wait_ms"))}
+    if kind == "provider.resumed":
+        return {"record": "call_resumed", "id": i, "time": t, "waited": _count(data.get("waited_ms"))}
+    if kind == "provider.breaker":
+        return {"record": "breaker", "id": i, "time": t, "provider": clip(data.get("provider"), 40),
+                "state": clip(data.get("state"), 16), "pause": _count(data.get("pause_ms"))}
     return None
+
+
+def _count(value: Any) -> int | None:
+    """A whole number of the event (an attempt, a length, milliseconds); None for anything else."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
 def _call(phase: str, i: str, p: str | None, data: dict[str, Any], t: int | None, order: Any) -> Record:

@@ -140,10 +140,40 @@ class Artifact(_InScope):
     name: Annotated[str, Key("n")]
 
 
+# The live state of a call (timing and live kinds: shown while the run goes, never in the
+# static summary). A piece of streamed text is model output: the browser shows it as text.
+class CallText(_InScope):
+    record: Annotated[Literal["call_text"], Tag("w")]
+    attempt: Annotated[int | None, Key("n")]           # the attempt and the tool round written…
+    round: Annotated[int | None, Key("r")]             # …(a new one writes from the start)
+    text: Annotated[str, Key("w")]                     # appended since the call's last piece (its end, clipped)
+    length: Annotated[int | None, Key("len")]          # the answer's length after it
+
+
+class CallWaiting(_InScope):
+    record: Annotated[Literal["call_waiting"], Tag("h")]
+    provider: Annotated[str, Key("pv")]
+    reason: Annotated[str, Key("k")]                   # rpm | tpm | bulkhead | retry-after
+    wait: Annotated[int | None, Key("ms")]             # the wait it expects (null: until a slot frees)
+
+
+class CallResumed(_InScope):
+    record: Annotated[Literal["call_resumed"], Tag("u")]
+    waited: Annotated[int | None, Key("ms")]
+
+
+class Breaker(_InScope):
+    record: Annotated[Literal["breaker"], Tag("k")]
+    provider: Annotated[str, Key("pv")]
+    state: Annotated[str, Key("s")]                    # open | half-open | closed
+    pause: Annotated[int | None, Key("ms")]            # open: until a probe may go through
+
+
 Record = (ScopeStarted | ScopeEnded | CallStarted | CallEnded | Progress | ApprovalAsked | ApprovalAnswered
-          | Log | Verify | RequireFailed | Artifact)
+          | Log | Verify | RequireFailed | Artifact | CallText | CallWaiting | CallResumed | Breaker)
 RECORD_TYPES: tuple[type, ...] = (ScopeStarted, ScopeEnded, CallStarted, CallEnded, Progress, ApprovalAsked,
-                                  ApprovalAnswered, Log, Verify, RequireFailed, Artifact)
+                                  ApprovalAnswered, Log, Verify, RequireFailed, Artifact, CallText, CallWaiting,
+                                  CallResumed, Breaker)
 
 
 # -- the messages (their keys are the wire's as they are: a few a second) --------------------

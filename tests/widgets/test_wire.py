@@ -73,6 +73,10 @@ def test_what_the_compactor_sends_is_declared() -> None:
         ev("log", "s2", text="hi"), ev("verify.evaluated", "s2", passed=True, message="v", condition="c"),
         ev("require.failed", "s2", message="r", condition="c"), ev("artifact.published", "s2", name="a.md", text="x"),
         ev("stage.failed", "s2", "s1", name="a", code="c", message="m"),
+        ev("agent.delta", "c1", "s2", agent="w", label=None, attempt=1, round=1, text="hi", length=2),
+        ev("provider.waiting", "c1", "s2", provider="p", reason="rpm", wait_ms=10),
+        ev("provider.resumed", "c1", "s2", provider="p", reason="rpm", waited_ms=10),
+        ev("provider.breaker", "c1", "s2", provider="p", state="open", failures=3, pause_ms=100),
     ]
     by_tag = {spec.tag: spec for spec in SPECS.values()}
     seen = set()

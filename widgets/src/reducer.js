@@ -7,6 +7,7 @@
 import { decode } from "./wire.js";
 
 export const BINS = [10, 30, 100, 300, 1000, 3000, 10000]; // latency bin upper bounds (ms); one more for slower
+export const KEPT = 4096; // characters of a call's streamed text a card keeps (its end)
 
 export function emptyState() {
   return {
@@ -15,9 +16,10 @@ export function emptyState() {
     t: 0, // the latest event's time (ms since the run started)
     nodes: new Map(), // scope id -> {id, kind, parent, name, state, t0, t1, code, msg, children: [{ref} | item], progress}
     roots: [],
-    calls: new Map(), // agent call id -> {id, agent, label, idx, group, parent, stage, state, t0, ms, n, r, out, code, msg}
+    calls: new Map(), // agent call id -> {id, agent, label, idx, group, parent, stage, state, t0, ms, n, r, out, code, msg, stream, wait, waited}
     groups: new Map(), // parallelMap group -> {id, parent, agents:Set, items:[call ids], done, running, failed, retried, cancelled, hist}
     approvals: [],
+    breakers: new Map(), // provider -> {state, until}: its circuit breaker, as last reported
     agents: new Set(),
     stages: new Set(),
     inflight: 0,
@@ -60,6 +62,10 @@ export function applyEvent(state, raw) {
     case "scope_ended": return closeScope(state, e, id, t);
     case "call_started": return startCall(state, e, id, t);
     case "call_ended": return endCall(state, e, id);
+    case "call_text": return streamed(state, e, id);
+    case "call_waiting": return waiting(state, e, id, t);
+    case "call_resumed": return resumed(state, e, id);
+    case "breaker": return breaker(state, e, t);
     case "approval_asked": return request(state, e, id);
     case "approval_answered": return resolve(state, e);
     case "progress": {
@@ -107,7 +113,8 @@ function startCall(state, e, id, t) {
   if (state.calls.has(id)) return;
   const parent = str(e.parent);
   const call = { id, agent: str(e.agent), label: str(e.label), idx: num(e.index), group: e.group == null ? null : str(e.group), parent,
-    stage: stageOf(state, parent), state: "running", t0: t, ms: null, n: 0, r: 0, out: "", code: "", msg: "" };
+    stage: stageOf(state, parent), state: "running", t0: t, ms: null, n: 0, r: 0, out: "", code: "", msg: "",
+    stream: null, wait: null, waited: 0 };
   state.calls.set(id, call);
   state.agents.add(call.agent);
   state.inflight += 1;
@@ -138,6 +145,7 @@ function endCall(state, e, id) {
   call.out = str(e.output);
   call.code = str(e.code);
   call.msg = str(e.message);
+  call.wait = null;
   state.inflight = Math.max(0, state.inflight - 1);
   state.attempts += call.n;
   const group = call.group !== null ? state.groups.get(call.group) : null;
@@ -148,6 +156,46 @@ function endCall(state, e, id) {
     if (call.r > 0) group.retried += 1;
     if (call.ms !== null) group.hist[bin(call.ms)] += 1;
   }
+}
+
+// A piece of a call's streamed text: appended to what its card holds (the last KEPT characters).
+// A new attempt or tool round writes from the start; a piece that says the answer grew by more
+// than it carries (left out on the host, or a record missed) shows the gap as "…".
+function streamed(state, e, id) {
+  const call = state.calls.get(id);
+  if (!call) return;
+  call.wait = null; // writing: no longer held
+  const at = `${num(e.attempt) ?? ""}:${num(e.round) ?? ""}`;
+  if (!call.stream || call.stream.at !== at) call.stream = { at, text: "", length: 0 };
+  const piece = str(e.text);
+  const length = num(e.length);
+  let text = call.stream.text;
+  if (length !== null && length - piece.length > call.stream.length && !piece.startsWith("…")) text += "…";
+  text += piece;
+  if (text.length > KEPT) text = "…" + text.slice(text.length - KEPT + 1);
+  call.stream.text = text;
+  call.stream.length = length ?? call.stream.length + piece.length;
+}
+
+// A call held by its provider's limits: why, and until when (ms since the run started; null
+// when the wait has no known end, e.g. for a free slot).
+function waiting(state, e, id, t) {
+  const call = state.calls.get(id);
+  if (!call || call.state !== "running") return;
+  const wait = num(e.wait);
+  call.wait = { provider: str(e.provider), reason: str(e.reason), ms: wait, until: t !== null && wait !== null ? t + wait : null };
+}
+
+function resumed(state, e, id) {
+  const call = state.calls.get(id);
+  if (!call) return;
+  call.wait = null;
+  call.waited += num(e.waited) ?? 0;
+}
+
+function breaker(state, e, t) {
+  const pause = num(e.pause);
+  state.breakers.set(str(e.provider), { state: str(e.state), until: t !== null && pause !== null ? t + pause : null });
 }
 
 export function bin(ms) {
@@ -187,6 +235,7 @@ export function end(state, status) {
   for (const call of state.calls.values()) {
     if (call.state !== "running") continue;
     call.state = "cancelled";
+    call.wait = null;
     state.inflight = Math.max(0, state.inflight - 1);
     const group = call.group !== null ? state.groups.get(call.group) : null;
     if (group) {
@@ -221,11 +270,12 @@ export function page(state, group, filter, pageIndex, size) {
 }
 
 export function counts(state) {
-  let done = 0, failed = 0, cancelled = 0;
+  let done = 0, failed = 0, cancelled = 0, waiting = 0;
   for (const call of state.calls.values()) {
+    if (call.state === "running" && call.wait) waiting += 1;
     if (call.state === "completed") done += 1;
     else if (call.state === "failed") failed += 1;
     else if (call.state === "cancelled") cancelled += 1;
   }
-  return { calls: state.calls.size, done, failed, cancelled, inflight: state.inflight };
+  return { calls: state.calls.size, done, failed, cancelled, waiting, inflight: state.inflight };
 }

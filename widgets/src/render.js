@@ -30,9 +30,17 @@ export function header(state, title, elapsed) {
     c.calls ? `<span>${c.done}/${c.calls} calls done</span>` : "",
     c.failed ? `<span class="fr-err">${c.failed} failed</span>` : "",
     c.cancelled ? `<span class="fr-muted">${c.cancelled} cancelled</span>` : "",
+    c.waiting ? `<span class="fr-waiting">⏸ ${esc(plural(c.waiting, "call"))} waiting</span>` : "",
+    ...breakers(state),
     `<span class="fr-muted">agent runs ${state.attempts}${esc(limit)}</span>`,
   ];
   return `<header class="fr-header">${parts.join("")}</header>`;
+}
+
+// Providers whose circuit breaker is not closed: calls to them fail fast until it is.
+function breakers(state) {
+  return [...state.breakers].filter(([, b]) => b.state !== "closed").map(([provider, b]) =>
+    `<span class="fr-breaker">⚡ ${esc(provider)} breaker ${esc(b.state)}${b.until !== null ? ` until ${esc(duration(b.until))}` : ""}</span>`);
 }
 
 function filters(state, ui) {
@@ -129,7 +137,25 @@ export function card(state, ui, call) {
   const body = open ? `<div class="fr-body">${details(state, ui, call)}</div>` : "";
   return `<div class="fr-card fr-${esc(call.state)}${open ? " fr-open" : ""}"><div class="fr-head" data-act="card" data-id="${esc(call.id)}">` +
     `${mark(call.state)} <span class="fr-agent">${esc(call.agent)}</span> <strong>${esc(call.label)}</strong>${index}` +
-    ` <span class="fr-muted">${esc(meta)}</span>${tail}</div>${body}</div>`;
+    ` <span class="fr-muted">${esc(meta)}</span>${tail}</div>${held(call)}${written(call)}${body}</div>`;
+}
+
+const REASONS = { "retry-after": "Retry-After", rpm: "requests-per-minute limit", tpm: "tokens-per-minute limit",
+  bulkhead: "a free slot (max_in_flight)" };
+
+// A call held by its provider's limits: for whom, why, and until when (time into the run).
+export function held(call) {
+  const w = call.state === "running" ? call.wait : null;
+  if (!w) return "";
+  const why = Object.prototype.hasOwnProperty.call(REASONS, w.reason) ? REASONS[w.reason] : w.reason;
+  const how = w.ms !== null ? ` · ${duration(w.ms)}, until ${duration(w.until)} into the run` : "";
+  return `<div class="fr-waiting">⏸ waiting for ${esc(w.provider)}: ${esc(why)}${esc(how)}</div>`;
+}
+
+// What the model has written so far (the end of it): model text, shown as text.
+export function written(call) {
+  if (!call.stream || !call.stream.text) return "";
+  return `<div class="fr-stream" aria-label="streamed text">${esc(call.stream.text)}</div>`;
 }
 
 function details(state, ui, call) {

@@ -51,7 +51,7 @@ test("300 items: one row with counts, a histogram of every latency, one page of 
   assert.equal(group.failed, 2); // items 3 and 7 give invalid output
   assert.equal(group.retried, 2); // each was repaired once before failing
   assert.equal(group.hist.reduce((a, b) => a + b, 0), 300);
-  assert.deepEqual(counts(state), { calls: 300, done: 298, failed: 2, cancelled: 0, inflight: 0 });
+  assert.deepEqual(counts(state), { calls: 300, done: 298, failed: 2, cancelled: 0, waiting: 0, inflight: 0 });
   const failed = page(state, group, { failed: true }, 0, PAGE);
   assert.deepEqual(failed.rows.map((c) => c.idx), [3, 7]);
   assert.equal(page(state, group, { agent: "nobody" }, 0, PAGE).total, 0);

@@ -3,12 +3,16 @@ happened, indented by where it happened (workflow → pipeline → stage → age
 while the run goes on. `print` output is not shown here: it goes to stdout. The kinds are
 the vocabulary's (`vocabulary.py`), the depth of each scope the event tree's (`tree.py`);
 this module only says how each looks.
+
+Without a terminal (`flow run` in CI, piped), `flow run` keeps only `NOTICES`: the waits
+for a provider's limits and its breaker's changes, which a log needs to explain a slow run.
 """
 
 from __future__ import annotations
 
+import datetime
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any, TextIO
 
 from flow_kernel.runtime.events.tree import EventTree, Scope, scope_label
@@ -19,12 +23,18 @@ from flow_kernel.terminal_text import terminal_safe
 _MARK = {"completed": "✓", "failed": "✗", "started": "▸"}
 _PLAIN = {"completed": "ok", "failed": "FAIL", "started": ">"}
 WRITING_EVERY = 1.0  # seconds between two lines of one call's streamed text
+# What a run's log shows when no person watches: why calls wait on their providers.
+NOTICES = frozenset({"provider.waiting", "provider.resumed", "provider.breaker"})
 
 
 class TerminalProgress:
+    """An event sink writing a line per event worth one; `only`: the kinds to write (None:
+    every kind it knows how to show)."""
+
     def __init__(self, stream: TextIO, *, color: bool = False, unicode: bool = True,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, only: Collection[str] | None = None) -> None:
         self.stream = stream
+        self.only = only
         self.color = color
         self.marks = _MARK if unicode else _PLAIN
         self.tree: EventTree[Scope] = EventTree(Scope)
@@ -33,7 +43,7 @@ class TerminalProgress:
 
     def __call__(self, event: Event) -> None:
         line = self.line(event)
-        if line is not None:
+        if line is not None and (self.only is None or event.get("type") in self.only):
             self.stream.write(line + "\n")
             self.stream.flush()
 
@@ -73,13 +83,18 @@ class TerminalProgress:
         if kind == "agent.delta":
             return self._writing(str(span.get("id")), data, indent)
         if kind == "provider.waiting":
-            wait = data.get("wait_ms")
-            how_long = f" ~{wait / 1000:.1f} s" if isinstance(wait, int | float) else ""
-            return f"{indent}⏸ waiting{how_long} for {data.get('provider')} ({data.get('reason')})"
+            wait = _millis(data.get("wait_ms"))
+            how_long = f" ~{wait / 1000:.1f} s" if wait is not None else ""
+            return f"{indent}⏸ waiting{how_long} for {data.get('provider')} ({data.get('reason')}){_until(event, wait)}"
+        if kind == "provider.resumed":
+            waited = _millis(data.get("waited_ms"))
+            after = f" after {waited / 1000:.1f} s" if waited is not None else ""
+            return f"{indent}▶ resumed{after} ({data.get('provider')}, {data.get('reason')})"
         if kind == "provider.breaker":
             state = data.get("state")
             why = f" after {data.get('failures')} failures" if state == "open" and data.get("failures") else ""
-            return f"{indent}⚡ {data.get('provider')}'s circuit breaker is {state}{why}"
+            until = _until(event, _millis(data.get("pause_ms"))) if state == "open" else ""
+            return f"{indent}⚡ {data.get('provider')}'s circuit breaker is {state}{why}{until}"
         return None
 
     def _writing(self, call: str, data: dict[str, Any], indent: str) -> str | None:
@@ -125,6 +140,26 @@ class TerminalProgress:
 
     def _paint(self, text: str, code: str) -> str:
         return f"\x1b[{code}m{text}\x1b[0m" if self.color else text
+
+
+def _millis(value: Any) -> float | None:
+    """A duration of the event's data in milliseconds; None when it is not one."""
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value < 1e12
+    return float(value) if ok else None
+
+
+def _until(event: Event, millis: float | None) -> str:
+    """` until HH:MM:SS UTC`: the event's time plus `millis`; empty when either is unknown."""
+    ts = event.get("ts")
+    if millis is None or not isinstance(ts, str):
+        return ""
+    try:
+        moment = datetime.datetime.fromisoformat(ts) + datetime.timedelta(milliseconds=millis)
+    except (ValueError, OverflowError):
+        return ""
+    if moment.tzinfo is None:
+        return f" until {moment:%H:%M:%S}"
+    return f" until {moment.astimezone(datetime.UTC):%H:%M:%S} UTC"
 
 
 def _safe(value: Any) -> Any:

@@ -57,7 +57,11 @@ const WIRE = {
     "l": {"record": "log", "fields": {"i": "id", "t": "time", "m": "message"}},
     "v": {"record": "verify", "fields": {"i": "id", "t": "time", "m": "message", "ok": "ok"}},
     "q": {"record": "require_failed", "fields": {"i": "id", "t": "time", "m": "message"}},
-    "f": {"record": "artifact", "fields": {"i": "id", "t": "time", "n": "name"}}
+    "f": {"record": "artifact", "fields": {"i": "id", "t": "time", "n": "name"}},
+    "w": {"record": "call_text", "fields": {"i": "id", "t": "time", "n": "attempt", "r": "round", "w": "text", "len": "length"}},
+    "h": {"record": "call_waiting", "fields": {"i": "id", "t": "time", "pv": "provider", "k": "reason", "ms": "wait"}},
+    "u": {"record": "call_resumed", "fields": {"i": "id", "t": "time", "ms": "waited"}},
+    "k": {"record": "breaker", "fields": {"i": "id", "t": "time", "pv": "provider", "s": "state", "ms": "pause"}}
   },
   "messages": {
     "batch": ["ev", "from", "t"],
@@ -91,6 +95,7 @@ function decode(raw) {
 
 
 const BINS = [10, 30, 100, 300, 1000, 3000, 10000]; // latency bin upper bounds (ms); one more for slower
+const KEPT = 4096; // characters of a call's streamed text a card keeps (its end)
 
 function emptyState() {
   return {
@@ -99,9 +104,10 @@ function emptyState() {
     t: 0, // the latest event's time (ms since the run started)
     nodes: new Map(), // scope id -> {id, kind, parent, name, state, t0, t1, code, msg, children: [{ref} | item], progress}
     roots: [],
-    calls: new Map(), // agent call id -> {id, agent, label, idx, group, parent, stage, state, t0, ms, n, r, out, code, msg}
+    calls: new Map(), // agent call id -> {id, agent, label, idx, group, parent, stage, state, t0, ms, n, r, out, code, msg, stream, wait, waited}
     groups: new Map(), // parallelMap group -> {id, parent, agents:Set, items:[call ids], done, running, failed, retried, cancelled, hist}
     approvals: [],
+    breakers: new Map(), // provider -> {state, until}: its circuit breaker, as last reported
     agents: new Set(),
     stages: new Set(),
     inflight: 0,
@@ -144,6 +150,10 @@ function applyEvent(state, raw) {
     case "scope_ended": return closeScope(state, e, id, t);
     case "call_started": return startCall(state, e, id, t);
     case "call_ended": return endCall(state, e, id);
+    case "call_text": return streamed(state, e, id);
+    case "call_waiting": return waiting(state, e, id, t);
+    case "call_resumed": return resumed(state, e, id);
+    case "breaker": return breaker(state, e, t);
     case "approval_asked": return request(state, e, id);
     case "approval_answered": return resolve(state, e);
     case "progress": {
@@ -191,7 +201,8 @@ function startCall(state, e, id, t) {
   if (state.calls.has(id)) return;
   const parent = str(e.parent);
   const call = { id, agent: str(e.agent), label: str(e.label), idx: num(e.index), group: e.group == null ? null : str(e.group), parent,
-    stage: stageOf(state, parent), state: "running", t0: t, ms: null, n: 0, r: 0, out: "", code: "", msg: "" };
+    stage: stageOf(state, parent), state: "running", t0: t, ms: null, n: 0, r: 0, out: "", code: "", msg: "",
+    stream: null, wait: null, waited: 0 };
   state.calls.set(id, call);
   state.agents.add(call.agent);
   state.inflight += 1;
@@ -222,6 +233,7 @@ function endCall(state, e, id) {
   call.out = str(e.output);
   call.code = str(e.code);
   call.msg = str(e.message);
+  call.wait = null;
   state.inflight = Math.max(0, state.inflight - 1);
   state.attempts += call.n;
   const group = call.group !== null ? state.groups.get(call.group) : null;
@@ -232,6 +244,46 @@ function endCall(state, e, id) {
     if (call.r > 0) group.retried += 1;
     if (call.ms !== null) group.hist[bin(call.ms)] += 1;
   }
+}
+
+// A piece of a call's streamed text: appended to what its card holds (the last KEPT characters).
+// A new attempt or tool round writes from the start; a piece that says the answer grew by more
+// than it carries (left out on the host, or a record missed) shows the gap as "…".
+function streamed(state, e, id) {
+  const call = state.calls.get(id);
+  if (!call) return;
+  call.wait = null; // writing: no longer held
+  const at = `${num(e.attempt) ?? ""}:${num(e.round) ?? ""}`;
+  if (!call.stream || call.stream.at !== at) call.stream = { at, text: "", length: 0 };
+  const piece = str(e.text);
+  const length = num(e.length);
+  let text = call.stream.text;
+  if (length !== null && length - piece.length > call.stream.length && !piece.startsWith("…")) text += "…";
+  text += piece;
+  if (text.length > KEPT) text = "…" + text.slice(text.length - KEPT + 1);
+  call.stream.text = text;
+  call.stream.length = length ?? call.stream.length + piece.length;
+}
+
+// A call held by its provider's limits: why, and until when (ms since the run started; null
+// when the wait has no known end, e.g. for a free slot).
+function waiting(state, e, id, t) {
+  const call = state.calls.get(id);
+  if (!call || call.state !== "running") return;
+  const wait = num(e.wait);
+  call.wait = { provider: str(e.provider), reason: str(e.reason), ms: wait, until: t !== null && wait !== null ? t + wait : null };
+}
+
+function resumed(state, e, id) {
+  const call = state.calls.get(id);
+  if (!call) return;
+  call.wait = null;
+  call.waited += num(e.waited) ?? 0;
+}
+
+function breaker(state, e, t) {
+  const pause = num(e.pause);
+  state.breakers.set(str(e.provider), { state: str(e.state), until: t !== null && pause !== null ? t + pause : null });
 }
 
 function bin(ms) {
@@ -271,6 +323,7 @@ function end(state, status) {
   for (const call of state.calls.values()) {
     if (call.state !== "running") continue;
     call.state = "cancelled";
+    call.wait = null;
     state.inflight = Math.max(0, state.inflight - 1);
     const group = call.group !== null ? state.groups.get(call.group) : null;
     if (group) {
@@ -305,13 +358,14 @@ function page(state, group, filter, pageIndex, size) {
 }
 
 function counts(state) {
-  let done = 0, failed = 0, cancelled = 0;
+  let done = 0, failed = 0, cancelled = 0, waiting = 0;
   for (const call of state.calls.values()) {
+    if (call.state === "running" && call.wait) waiting += 1;
     if (call.state === "completed") done += 1;
     else if (call.state === "failed") failed += 1;
     else if (call.state === "cancelled") cancelled += 1;
   }
-  return { calls: state.calls.size, done, failed, cancelled, inflight: state.inflight };
+  return { calls: state.calls.size, done, failed, cancelled, waiting, inflight: state.inflight };
 }
 
 // ---- widgets/src/render.js
@@ -345,9 +399,17 @@ function header(state, title, elapsed) {
     c.calls ? `<span>${c.done}/${c.calls} calls done</span>` : "",
     c.failed ? `<span class="fr-err">${c.failed} failed</span>` : "",
     c.cancelled ? `<span class="fr-muted">${c.cancelled} cancelled</span>` : "",
+    c.waiting ? `<span class="fr-waiting">⏸ ${esc(plural(c.waiting, "call"))} waiting</span>` : "",
+    ...breakers(state),
     `<span class="fr-muted">agent runs ${state.attempts}${esc(limit)}</span>`,
   ];
   return `<header class="fr-header">${parts.join("")}</header>`;
+}
+
+// Providers whose circuit breaker is not closed: calls to them fail fast until it is.
+function breakers(state) {
+  return [...state.breakers].filter(([, b]) => b.state !== "closed").map(([provider, b]) =>
+    `<span class="fr-breaker">⚡ ${esc(provider)} breaker ${esc(b.state)}${b.until !== null ? ` until ${esc(duration(b.until))}` : ""}</span>`);
 }
 
 function filters(state, ui) {
@@ -444,7 +506,25 @@ function card(state, ui, call) {
   const body = open ? `<div class="fr-body">${details(state, ui, call)}</div>` : "";
   return `<div class="fr-card fr-${esc(call.state)}${open ? " fr-open" : ""}"><div class="fr-head" data-act="card" data-id="${esc(call.id)}">` +
     `${mark(call.state)} <span class="fr-agent">${esc(call.agent)}</span> <strong>${esc(call.label)}</strong>${index}` +
-    ` <span class="fr-muted">${esc(meta)}</span>${tail}</div>${body}</div>`;
+    ` <span class="fr-muted">${esc(meta)}</span>${tail}</div>${held(call)}${written(call)}${body}</div>`;
+}
+
+const REASONS = { "retry-after": "Retry-After", rpm: "requests-per-minute limit", tpm: "tokens-per-minute limit",
+  bulkhead: "a free slot (max_in_flight)" };
+
+// A call held by its provider's limits: for whom, why, and until when (time into the run).
+function held(call) {
+  const w = call.state === "running" ? call.wait : null;
+  if (!w) return "";
+  const why = Object.prototype.hasOwnProperty.call(REASONS, w.reason) ? REASONS[w.reason] : w.reason;
+  const how = w.ms !== null ? ` · ${duration(w.ms)}, until ${duration(w.until)} into the run` : "";
+  return `<div class="fr-waiting">⏸ waiting for ${esc(w.provider)}: ${esc(why)}${esc(how)}</div>`;
+}
+
+// What the model has written so far (the end of it): model text, shown as text.
+function written(call) {
+  if (!call.stream || !call.stream.text) return "";
+  return `<div class="fr-stream" aria-label="streamed text">${esc(call.stream.text)}</div>`;
 }
 
 function details(state, ui, call) {
