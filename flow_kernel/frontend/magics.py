@@ -467,8 +467,11 @@ def _runs(session: Session, args: str, plan: CellPlan) -> None:
 def waiting_run(session: Session, run: str, magic: str) -> str:
     """RUN as typed, or for `last` the newest run of this kernel that stopped waiting and has
     not gone on since: a notebook can answer and resume the run a cell above left waiting
-    without writing its (random) id into a cell. After a restart the kernel has no such run:
-    name it (`%runs --waiting`)."""
+    without writing its (random) id into a cell. When no run of this kernel ever waited (a
+    new kernel, after a restart), the newest run of the folder's journals that is waiting
+    (`%resume`: or interrupted)."""
+    from flow_kernel.runtime.durable.resume import last_run
+
     if run != "last":
         return run
     seen: set[str] = set()
@@ -476,6 +479,10 @@ def waiting_run(session: Session, run: str, magic: str) -> str:
         if outcome.run_id not in seen and outcome.pending:
             return outcome.run_id
         seen.add(outcome.run_id)
+    if not any(outcome.pending for outcome in session.history):  # none ever waited here: a new kernel
+        found = last_run(session.journal_dir, ("waiting", "interrupted") if magic == "%resume" else ("waiting",))
+        if found is not None:
+            return found
     raise MagicError(f"{magic}: no run of this kernel is waiting; name the run: {magic} RUN (see %runs --waiting)")
 
 

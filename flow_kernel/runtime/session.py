@@ -281,8 +281,9 @@ class Session:
     def prepare_resume(self, run_id: str, *, input: dict[str, Any] | None = None) -> Resumption:
         """Everything `resume_async` checks before it runs (a front end with its own run path,
         the kernel, runs what this gives with `run_async(..., resume=…)`). A file run reads
-        its file again; a cell run takes its text from the journal and the declarations and
-        values it used from this session. `ResumeRefused` (with a `code`) when the run cannot
+        its file again; a cell run takes its text from the journal, the declarations it used
+        from this session (or, when this session has none of a name, from the journal) and
+        the values it used from this session. `ResumeRefused` (with a `code`) when the run cannot
         go on or its source, input, declarations or session values changed, naming what."""
         from flow_kernel.files import FileSystemLoader, SourceReadError
         from flow_kernel.runtime.durable.resume import (
@@ -308,6 +309,7 @@ class Session:
                                     f"cannot be read now ({reason})", {"changed": [str(program.get("path"))]})
             compiled = compile_checked(check(source, loader=loader))
         else:
+            self._declare_journaled(run_id, header)
             compiled = self.compile(str(program.get("text")), str(program.get("name") or "<cell>"))
         if not compiled.ok:
             first = compiled.check.errors[0]
@@ -318,6 +320,23 @@ class Session:
         given = input if input is not None else header.get("input")
         return Resumption(run_id, compiled, checkpoint, workflow if isinstance(workflow, str) else None,
                           given if isinstance(given, dict) else None)
+
+    def _declare_journaled(self, run_id: str, header: dict[str, Any]) -> None:
+        """Declare in this session, as the run's journal holds them, the declarations its cell
+        took from earlier cells and this session has none of (a new kernel): the run resumes
+        with what it ran with. One this session declares stays as it is (changed, the resume
+        refuses it: `source-changed`); ones that do not check are left out (the cell's own
+        compile then names what is missing)."""
+        from flow_kernel.runtime.durable.resume import journaled_declarations
+
+        text = journaled_declarations(header, self.scope.decls)
+        if not text:
+            return
+        result = self.check(text, f"<declarations of run {run_id}>")
+        if result.errors:
+            return
+        self.scope.commit(result, bindings=False)
+        self.sources[result.source.name] = text
 
     async def resume_async(self, run_id: str, *, input: dict[str, Any] | None = None,
                            sinks: Iterable[EventSink] = ()) -> RunOutcome:

@@ -154,6 +154,27 @@ def test_a_restart_leaves_the_run_interrupted_and_the_next_kernel_resumes_it(tmp
     assert read_checkpoint(journal).status == "completed"
 
 
+def test_the_next_kernel_resumes_last_with_the_declarations_the_run_journaled(tmp_path: Path,
+                                                                             server: HoldingServer) -> None:
+    """The new kernel never ran the declarations cell: `%resume last` finds the run in the
+    folder's journals, and the run goes on with the declarations it started with."""
+    km, kc = start(tmp_path, live_view=False)
+    try:
+        assert execute(kc, DECLARATIONS).status == "ok"
+        journal, _, kc = restart_mid_run(km, kc, server, tmp_path)
+        asked_before = len(server.calls)
+        resumed = execute(kc, "%resume last")
+        assert resumed.status == "ok", resumed.error
+        (result,) = resumed.of("execute_result")
+        assert result["data"]["application/json"] == EXPECTED
+        assert execute(kc, "let v: Verdict = { call: \"x\", answer: \"y\" }\nv.call").status == "ok"  # declared again
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+    assert server.calls[asked_before:] == list(range(HELD, CALLS))
+    assert read_checkpoint(journal).status == "completed"
+
+
 def test_an_interrupt_still_cancels_the_run(tmp_path: Path, server: HoldingServer) -> None:
     """Kernel ▸ Interrupt is the person stopping the run: it ends `failed: cancelled`."""
     km, kc = start(tmp_path, live_view=False)

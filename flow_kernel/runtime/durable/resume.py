@@ -2,14 +2,17 @@
 
 - `program_header`: the journal's first record — the program (a file's path, or a cell's
   text: a cell has no file to read it again from), hashes of its source, of each
-  declaration and `use`d file it ran with, of its input and of the session values it read.
+  declaration and `use`d file it ran with, of its input and of the session values it read,
+  and the text of the declarations a cell took from earlier cells (`journaled_declarations`:
+  a new kernel declares them again to resume the run).
 - `check_unchanged`: a resume re-checks the program as it is now and refuses (`ResumeRefused`,
   code `source-changed` / `input-changed`) when any of those hashes differ, naming what.
 - `load_checkpoint` / `resumable`: the run's journal, verified, and whether it can go on
   (`unknown-run`, `journal-forged`, `not-resumable`, `run-ended`, `run-going-on`).
 - `record_answer`: `flow answer`, `%answer` and the widget write a pending request's
   answer, with who gave it (`unknown-pending`, `already-answered`, `bad-answer`).
-- `list_runs`: every journal with its status, for `flow runs` and `%runs`.
+- `list_runs`: every journal with its status, for `flow runs` and `%runs`; `last_run`: the
+  newest with a given status (`%resume last` in a kernel that left no run waiting).
 
 Nothing here grants anything: a resumed run gets the capabilities of whoever resumes it
 (their flags, their session), never any the journal names.
@@ -20,6 +23,7 @@ from __future__ import annotations
 import getpass
 import json
 import re
+from collections.abc import Container
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -61,11 +65,22 @@ class ResumeRefused(Exception):
 # -- the header -------------------------------------------------------------------------------
 def decl_digests(check: CheckResult) -> dict[str, str]:
     """A hash of each declaration the program ran with (its kind and its text)."""
-    digests: dict[str, str] = {}
-    for name, entry in check.decls.items():
-        span = entry.node.span
-        digests[name] = digest(f"{entry.kind}\n{span.source.text[span.start:span.end]}")
-    return digests
+    return {name: digest(f"{entry.kind}\n{_decl_text(entry)}") for name, entry in check.decls.items()}
+
+
+def _decl_text(entry: Any) -> str:
+    span = entry.node.span
+    return str(span.source.text[span.start:span.end])
+
+
+def journaled_declarations(header: dict[str, Any], known: Container[str]) -> str:
+    """The text of the declarations a cell run took from earlier cells (as its header
+    holds them) that are not `known` now, one after another: what a new kernel declares
+    again to resume the run with what it ran with. Empty when none is missing."""
+    sources = header.get("session_sources")
+    if not isinstance(sources, dict):
+        return ""
+    return "\n\n".join(str(text) for name, text in sources.items() if name not in known and isinstance(text, str))
 
 
 def is_cell(name: str) -> bool:
@@ -82,6 +97,7 @@ def program_header(check: CheckResult, workflow: str | None, input: dict[str, An
     return {"format": FORMAT, "program": program, "source": digest(source.text), "workflow": workflow,
             "input": input, "input_digest": digest(input or {}), "decls": decl_digests(check),
             "session_decls": sorted(n for n, e in check.decls.items() if e.origin == "session"),
+            "session_sources": {n: _decl_text(e) for n, e in check.decls.items() if e.origin == "session"},
             "files": {f.name: digest(f.text) for f in check.used_files}, "values": values,
             "operator": operator if operator == "defer" else None, "at": now_text()}
 
@@ -276,6 +292,11 @@ def list_runs(journal_dir: Path | None, *, waiting: bool = False) -> list[RunInf
     return [i for i in infos if i.status == "waiting"] if waiting else infos
 
 
+def last_run(journal_dir: Path | None, statuses: tuple[str, ...]) -> str | None:
+    """The newest run journaled in `journal_dir` whose status is one of `statuses` (None: none is)."""
+    return next((info.run for info in reversed(list_runs(journal_dir)) if info.status in statuses), None)
+
+
 def runs_table(infos: list[RunInfo]) -> str:
     """One line per run (and one per pending request of a waiting run): `flow runs`, `%runs`."""
     lines = []
@@ -298,5 +319,6 @@ def _ending(events: list[dict[str, Any]]) -> str:
     return "interrupted"
 
 
-__all__ = ["STATUSES", "ResumeRefused", "RunInfo", "check_unchanged", "list_runs", "load_checkpoint",
+__all__ = ["STATUSES", "ResumeRefused", "RunInfo", "check_unchanged", "journaled_declarations", "last_run", "list_runs",
+           "load_checkpoint",
            "program_header", "record_answer", "resumable", "runs_table"]
