@@ -18,15 +18,9 @@ import pytest
 from flow_kernel.sandbox.node import find_node
 from flow_kernel.views.run_stream import Compactor
 from tests.security.markup_check import Policy, live_markup
+from tests.security.test_markup_views import PAYLOADS
 
 ROOT = Path(__file__).resolve().parents[2]
-PAYLOADS = [
-    '"><img src=x onerror=alert(1)>',
-    "'><svg onload=alert(1)>",
-    "</div><script>alert(1)</script><div>",
-    '" onmouseover="alert(1)" x="',
-    "<a href=javascript:alert(1)>click</a>",
-]
 # What the live view draws itself: its elements, classes, data attributes for its clicks.
 WIDGET = Policy(
     tags=frozenset({"div", "header", "span", "strong", "small", "label", "input", "select", "option", "button",
