@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import json
 import re
+import signal
+import subprocess
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -173,6 +176,37 @@ def test_the_next_kernel_resumes_last_with_the_declarations_the_run_journaled(tm
         km.shutdown_kernel(now=True)
     assert server.calls[asked_before:] == list(range(HELD, CALLS))
     assert read_checkpoint(journal).status == "completed"
+
+
+def test_a_sigterm_leaves_the_run_interrupted_and_flow_resume_finishes_it(tmp_path: Path,
+                                                                          server: HoldingServer) -> None:
+    """The kernel manager's SIGTERM (a shutdown that did not answer in time) ends the process
+    before the run can end: the journal has no end, which says `interrupted` as well, and
+    `flow resume` in a terminal goes on with the cell run and its earlier cell's declarations."""
+    km, kc = start(tmp_path, live_view=False)
+    try:
+        assert execute(kc, DECLARATIONS).status == "ok"
+        kc.execute(PROGRAM)
+        assert server.holding.wait(TIMEOUT)
+        km.signal_kernel(signal.SIGTERM)
+        deadline = time.time() + TIMEOUT
+        while km.is_alive() and time.time() < deadline:
+            time.sleep(0.05)
+        server.released.set()
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+    journal = newest_journal(tmp_path)
+    assert read_checkpoint(journal).status == "interrupted"
+    listed = subprocess.run([sys.executable, "-m", "flow_kernel.cli", "runs"], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=TIMEOUT)
+    assert re.search(rf"{journal.stem}\s+interrupted", listed.stdout), listed.stdout + listed.stderr
+    asked_before = len(server.calls)
+    resumed = subprocess.run([sys.executable, "-m", "flow_kernel.cli", "resume", journal.stem, "--format", "json"],
+                             cwd=tmp_path, capture_output=True, text=True, timeout=TIMEOUT)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert json.loads(resumed.stdout)["result"] == EXPECTED
+    assert server.calls[asked_before:] == list(range(HELD, CALLS))
 
 
 def test_an_interrupt_still_cancels_the_run(tmp_path: Path, server: HoldingServer) -> None:
