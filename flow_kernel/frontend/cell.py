@@ -233,7 +233,10 @@ class CellRunner:
         return ended(outcome)
 
     def _background_ended(self, run_id: str, task: asyncio.Task[RunOutcome], port: CellPort) -> None:
-        if task.cancelled() or task.exception() is not None:
+        if task.cancelled():  # the kernel shut down: the view says what happened until then
+            self._end_view(run_id, port, self.live[run_id].interrupt())
+            return
+        if task.exception() is not None:
             port.close_view(run_id, None)
             self._forget(run_id).drop()
             return
