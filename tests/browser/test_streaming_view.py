@@ -52,6 +52,7 @@ def test_the_card_shows_the_wait_then_fills_as_the_model_writes(lab: tuple[Any, 
         # The text grows while the call runs: several lengths seen before it ends.
         seen: list[int] = []
         markup_as_text = False
+        newest_in_sight = False  # a card with more lines than it shows scrolls to its newest
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             running = cell.locator(f"{CARD}.fr-running .fr-stream")
@@ -60,6 +61,10 @@ def test_the_card_shows_the_wait_then_fills_as_the_model_writes(lab: tuple[Any, 
                 break
             if text and (not seen or len(text) > seen[-1]):
                 seen.append(len(text))
+                if text.count("\n") >= 10 and not newest_in_sight:
+                    newest_in_sight = running.first.evaluate(
+                        "e => e.scrollHeight > e.clientHeight && e.scrollTop + e.clientHeight >= e.scrollHeight - 2")
+                    view.screenshot("run-view-streaming.png", index=1)
             if '<img src=x onerror="window.__flowPwned = 1">' in text:  # the model's markup, drawn as text
                 markup_as_text = True
                 assert cell.locator(".flow-run-view img").count() == 0
@@ -67,6 +72,7 @@ def test_the_card_shows_the_wait_then_fills_as_the_model_writes(lab: tuple[Any, 
         print(f"streamed text lengths seen while the call ran: {seen}")
         assert len(seen) >= 3 and seen == sorted(seen), seen
         assert markup_as_text
+        assert newest_in_sight
         assert page.evaluate("() => window.__flowPwned") is None
         view.wait_for_text("Line 12 of the poem.", index=1, timeout=60_000)  # the summary's result
         view.page.close()

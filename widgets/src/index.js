@@ -25,6 +25,8 @@ function render({ model, el }) {
   const draw = () => {
     due = null;
     root.innerHTML = renderRun(state, ui, model.get("title"), elapsed());
+    // A card's streamed text shows its newest lines: each redraw scrolls it to its end.
+    for (const written of root.querySelectorAll(".fr-stream")) written.scrollTop = written.scrollHeight;
   };
   const schedule = () => {
     if (due === null) due = setTimeout(draw, FRAME);

@@ -30,7 +30,7 @@ export function header(state, title, elapsed) {
     c.calls ? `<span>${c.done}/${c.calls} calls done</span>` : "",
     c.failed ? `<span class="fr-err">${c.failed} failed</span>` : "",
     c.cancelled ? `<span class="fr-muted">${c.cancelled} cancelled</span>` : "",
-    c.waiting ? `<span class="fr-waiting">⏸ ${esc(plural(c.waiting, "call"))} waiting</span>` : "",
+    c.waiting ? `<span class="fr-waiting">‖ ${esc(plural(c.waiting, "call"))} waiting</span>` : "",
     ...breakers(state),
     `<span class="fr-muted">agent runs ${state.attempts}${esc(limit)}</span>`,
   ];
@@ -149,7 +149,7 @@ export function held(call) {
   if (!w) return "";
   const why = Object.prototype.hasOwnProperty.call(REASONS, w.reason) ? REASONS[w.reason] : w.reason;
   const how = w.ms !== null ? ` · ${duration(w.ms)}, until ${duration(w.until)} into the run` : "";
-  return `<div class="fr-waiting">⏸ waiting for ${esc(w.provider)}: ${esc(why)}${esc(how)}</div>`;
+  return `<div class="fr-waiting">‖ waiting for ${esc(w.provider)}: ${esc(why)}${esc(how)}</div>`;
 }
 
 // What the model has written so far (the end of it): model text, shown as text.

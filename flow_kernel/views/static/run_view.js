@@ -399,7 +399,7 @@ function header(state, title, elapsed) {
     c.calls ? `<span>${c.done}/${c.calls} calls done</span>` : "",
     c.failed ? `<span class="fr-err">${c.failed} failed</span>` : "",
     c.cancelled ? `<span class="fr-muted">${c.cancelled} cancelled</span>` : "",
-    c.waiting ? `<span class="fr-waiting">⏸ ${esc(plural(c.waiting, "call"))} waiting</span>` : "",
+    c.waiting ? `<span class="fr-waiting">‖ ${esc(plural(c.waiting, "call"))} waiting</span>` : "",
     ...breakers(state),
     `<span class="fr-muted">agent runs ${state.attempts}${esc(limit)}</span>`,
   ];
@@ -518,7 +518,7 @@ function held(call) {
   if (!w) return "";
   const why = Object.prototype.hasOwnProperty.call(REASONS, w.reason) ? REASONS[w.reason] : w.reason;
   const how = w.ms !== null ? ` · ${duration(w.ms)}, until ${duration(w.until)} into the run` : "";
-  return `<div class="fr-waiting">⏸ waiting for ${esc(w.provider)}: ${esc(why)}${esc(how)}</div>`;
+  return `<div class="fr-waiting">‖ waiting for ${esc(w.provider)}: ${esc(why)}${esc(how)}</div>`;
 }
 
 // What the model has written so far (the end of it): model text, shown as text.
@@ -591,6 +591,8 @@ function render({ model, el }) {
   const draw = () => {
     due = null;
     root.innerHTML = renderRun(state, ui, model.get("title"), elapsed());
+    // A card's streamed text shows its newest lines: each redraw scrolls it to its end.
+    for (const written of root.querySelectorAll(".fr-stream")) written.scrollTop = written.scrollHeight;
   };
   const schedule = () => {
     if (due === null) due = setTimeout(draw, FRAME);
