@@ -11,7 +11,9 @@ nothing escapes `do_execute`, so the kernel answers the next request whatever ha
 
 The whole run is awaited on the kernel's event loop, so comm messages (widget clicks)
 are handled while a cell runs, and an `interrupt_request` (interrupt_mode "message")
-cancels the running cell's task: the run ends `cancelled` and the kernel lives.
+cancels the running cell's task: the run ends `cancelled` and the kernel lives. A shutdown
+or restart stops the runs going on the same way but journals them `interrupted`, so the
+next kernel goes on with them (`%resume`), and their views say so before the process exits.
 
 Capabilities come from the person (docs/security.md): when a cell's magics ask for one
 that nothing granted, a person at the frontend is asked — "This notebook asks to run the
