@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from flow_kernel import terminal_text
 from flow_kernel.terminal_text import json_for_terminal, terminal_safe
 
 ATTACK = r"\u001b]0;pwned\u0007\u001b[2J\u001b[1;1H\u009b31m\u202eevil\u000d\u0008"
