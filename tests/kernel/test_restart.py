@@ -6,6 +6,7 @@ when the run's declarations came from an earlier cell that the new kernel never 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import signal
@@ -23,6 +24,7 @@ from jupyter_client.manager import KernelManager
 
 from flow_kernel.runtime.durable.journal import read_checkpoint
 from tests.kernel.kernel_helpers import TIMEOUT, execute, start
+from tests.reliability.test_kill_resume import read_chat, send_completion
 
 CALLS = 4
 HELD = 2  # the call the server holds until the kernel has restarted
@@ -50,27 +52,15 @@ class HoldingServer:
             protocol_version = "HTTP/1.1"
 
             def do_POST(self) -> None:  # the name http.server calls
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                prompt = body["messages"][-1]["content"]
+                body, prompt = read_chat(self)
                 call = int(prompt.split()[-1])
                 first = call not in server.calls
                 server.calls.append(call)
                 if call == HELD and first:
                     server.holding.set()
                     server.released.wait(TIMEOUT)
-                payload = {"id": "c", "object": "chat.completion", "created": 0, "model": body["model"],
-                           "choices": [{"index": 0, "finish_reason": "stop",
-                                        "message": {"role": "assistant", "content": f"ans:{prompt}"}}],
-                           "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
-                data = json.dumps(payload).encode()
-                try:
-                    self.send_response(200)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
-                except OSError:  # the client went away with its kernel
-                    pass
+                with contextlib.suppress(OSError):  # the client went away with its kernel
+                    send_completion(self, body["model"], f"ans:{prompt}")
 
             def log_message(self, *args: Any) -> None:
                 pass
@@ -87,6 +77,14 @@ class HoldingServer:
 
 def shown(reply: Any) -> str:
     return "\n".join(str(c["data"].get("text/plain")) for c in reply.of("display_data"))
+
+
+def resumed_result(kc: BlockingKernelClient, magic: str) -> Any:
+    """The value of a `%resume` cell that must succeed."""
+    resumed = execute(kc, magic)
+    assert resumed.status == "ok", resumed.error
+    (result,) = resumed.of("execute_result")
+    return result["data"]["application/json"]
 
 
 def newest_journal(folder: Path) -> Path:
@@ -146,10 +144,7 @@ def test_a_restart_leaves_the_run_interrupted_and_the_next_kernel_resumes_it(tmp
         assert re.search(rf"{journal.stem}\s+interrupted", shown(listed)), shown(listed)
         assert execute(kc, DECLARATIONS).status == "ok"  # the declarations as they were
         asked_before = len(server.calls)
-        resumed = execute(kc, f"%resume {journal.stem}")
-        assert resumed.status == "ok", resumed.outputs
-        (result,) = resumed.of("execute_result")
-        assert result["data"]["application/json"] == EXPECTED
+        assert resumed_result(kc, f"%resume {journal.stem}") == EXPECTED
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
@@ -166,10 +161,7 @@ def test_the_next_kernel_resumes_last_with_the_declarations_the_run_journaled(tm
         assert execute(kc, DECLARATIONS).status == "ok"
         journal, _, kc = restart_mid_run(km, kc, server, tmp_path)
         asked_before = len(server.calls)
-        resumed = execute(kc, "%resume last")
-        assert resumed.status == "ok", resumed.error
-        (result,) = resumed.of("execute_result")
-        assert result["data"]["application/json"] == EXPECTED
+        assert resumed_result(kc, "%resume last") == EXPECTED  # a new kernel: the folder's last run
         assert execute(kc, "let v: Verdict = { call: \"x\", answer: \"y\" }\nv.call").status == "ok"  # declared again
     finally:
         kc.stop_channels()

@@ -54,6 +54,25 @@ class _QuietServer(ThreadingHTTPServer):
         """A client killed mid-request resets its connection: expected here, not worth a traceback."""
 
 
+def read_chat(handler: BaseHTTPRequestHandler) -> tuple[dict[str, Any], str]:
+    """A Chat Completions request's body and its last message."""
+    body = json.loads(handler.rfile.read(int(handler.headers["Content-Length"])))
+    return body, str(body["messages"][-1]["content"])
+
+
+def send_completion(handler: BaseHTTPRequestHandler, model: str, content: str) -> None:
+    """Answer a Chat Completions request with `content` (one choice, one token each way)."""
+    payload = {"id": "c", "object": "chat.completion", "created": 0, "model": model,
+               "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
+               "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
+    data = json.dumps(payload).encode()
+    handler.send_response(200)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(data)))
+    handler.end_headers()
+    handler.wfile.write(data)
+
+
 class CountingServer:
     """Chat Completions on 127.0.0.1: answers `ans:<prompt>`, logs (process, call) per request,
     and kills the process it serves when its plan says so."""
@@ -71,8 +90,7 @@ class CountingServer:
             protocol_version = "HTTP/1.1"
 
             def do_POST(self) -> None:  # the name http.server calls
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                prompt = body["messages"][-1]["content"]
+                body, prompt = read_chat(self)
                 with server.lock:
                     pid = server.pid
                     server.log.append((pid, int(prompt.split()[-1])))
@@ -81,16 +99,7 @@ class CountingServer:
                 if plan is not None and plan[1] == "before":
                     server.kill(pid)
                     return
-                payload = {"id": "c", "object": "chat.completion", "created": 0, "model": body["model"],
-                           "choices": [{"index": 0, "finish_reason": "stop",
-                                        "message": {"role": "assistant", "content": f"ans:{prompt}"}}],
-                           "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
-                data = json.dumps(payload).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                send_completion(self, body["model"], f"ans:{prompt}")
                 self.wfile.flush()
                 if plan is not None:
                     time.sleep(plan[2])
