@@ -168,9 +168,12 @@ CELLS = [
 
     A waiting run lives in its journal, not in a process: shut this kernel down, restart
     it, reboot the machine — the run is still there, waiting, and `%runs --waiting` in
-    any kernel started in this folder lists it. After a restart the new kernel has no
-    "last" run of its own, so name the run by its id: `%answer RUN PENDING_ID VALUE`,
-    then `%resume RUN`. In JupyterLab, `%resume RUN` of a waiting run first shows its
+    any kernel started in this folder lists it. A run that was going when the kernel
+    restarted ends `interrupted` and goes on the same way. In a new kernel, `last` is the
+    newest run of the folder's journals that waits (for `%resume`, or was interrupted),
+    and the declarations it took from earlier cells come back from its journal, so
+    `%resume last` needs no cell re-run; any run can also be named by its id:
+    `%answer RUN PENDING_ID VALUE`, then `%resume RUN`. In JupyterLab, `%resume RUN` of a waiting run first shows its
     pending request as the usual Approve / Deny buttons; the click is journaled as
     decided by the `widget`.
 
