@@ -3,6 +3,7 @@
 `FLOW_CONFIG_HOME` points at one temporary folder for the whole test session (set in the
 process environment, so kernels, `flow` subprocesses and sandboxes started by tests inherit
 it), and `FLOW_ALLOW` from the developer's shell is dropped so that it grants nothing here.
+Kernels keep their history in memory (`FLOW_HISTORY`) unless a test gives them a file.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ _CONFIG_HOME = Path(tempfile.mkdtemp(prefix="flow-test-config-"))
 
 def pytest_configure(config: pytest.Config) -> None:
     os.environ["FLOW_CONFIG_HOME"] = str(_CONFIG_HOME)
+    os.environ["FLOW_HISTORY"] = ":memory:"  # kernels keep no history file unless a test names one
     os.environ.pop("FLOW_ALLOW", None)
 
 

@@ -39,6 +39,7 @@ from flow_kernel.frontend.magics import MAGICS, notebook_trust
 from flow_kernel.frontend.outputs import result_bundle, waiting_text
 from flow_kernel.frontend.port import Bundle
 from flow_kernel.frontend.resume_magic import NOTEBOOK_ANSWER
+from flow_kernel.kernel.history import KernelHistory, default_location
 from flow_kernel.kernel.status import StatusGate
 from flow_kernel.runtime.config import FlowConfig
 from flow_kernel.runtime.context import RunContext
@@ -99,6 +100,8 @@ class FlowKernel(Kernel):
         self._cell_parent: dict[str, Any] | None = None
         self._cell_loop: asyncio.AbstractEventLoop | None = None
         self._status_gate = StatusGate()
+        self.history = KernelHistory(default_location(), self.log.warning)
+        self._history_line: int | None = None  # the running cell's line in the history, when stored
         self._wire_comms()
 
     def _wire_comms(self) -> None:
@@ -132,6 +135,7 @@ class FlowKernel(Kernel):
     async def _warm_up(self) -> None:
         """A sandbox starts while the user types the first cell (first-cell latency)."""
         self._cell_loop = asyncio.get_running_loop()
+        self.history.open()
         with contextlib.suppress(Exception):  # a failure here shows again, clearly, in the first cell
             await self.flow.warm_up()
 
@@ -157,6 +161,9 @@ class FlowKernel(Kernel):
         # Events reach the sink from the sandbox's reader task, whose context is the cell
         # that started the process: outputs carry this cell's parent explicitly.
         self._cell_parent = self.get_parent("shell")
+        self._history_line = self.execution_count if store_history and not silent else None
+        if self._history_line is not None:
+            self.history.store_input(self._history_line, code)
         try:
             # The whole cell in the runs' frozen-heap window (runtime/gc_policy.py): what it
             # leaves in reference cycles (its run view's widgets, the run's host objects) is
@@ -188,8 +195,10 @@ class FlowKernel(Kernel):
             assert end.outcome is not None
             self.display({"text/plain": waiting_text(end.outcome, NOTEBOOK_ANSWER, "TEXT")}, silent)
         elif end.value is not None and not silent:
-            self.iopub("execute_result", {"execution_count": self.execution_count,
-                                           "data": result_bundle(end.value), "metadata": {}})
+            data = result_bundle(end.value)
+            self.iopub("execute_result", {"execution_count": self.execution_count, "data": data, "metadata": {}})
+            if self._history_line is not None:
+                self.history.store_output(self._history_line, str(data.get("text/plain", "")))
         return self._ok()
 
     @property
@@ -275,7 +284,23 @@ class FlowKernel(Kernel):
             future = asyncio.run_coroutine_threadsafe(self.runner.shutdown(), loop)
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(asyncio.wrap_future(future), 8)
+        self.history.close()
         return {"status": "ok", "restart": restart}
+
+    async def do_history(self, hist_access_type: str, output: bool, raw: bool, session: int | None = None,
+                         start: int | None = None, stop: int | None = None, n: int | None = None,
+                         pattern: str | None = None, unique: bool = False, **_: Any) -> dict[str, Any]:
+        """`history_request` as IPython's kernel answers it (kernel/history.py); an unknown
+        access type has an empty history."""
+        if hist_access_type == "tail":
+            entries = self.history.tail(n if n is not None else 10, output)
+        elif hist_access_type == "range":
+            entries = self.history.range(session or 0, start or 0, stop, output)
+        elif hist_access_type == "search":
+            entries = self.history.search(pattern or "*", output, n, unique)
+        else:
+            entries = []
+        return {"status": "ok", "history": entries}
 
     async def do_complete(self, code: str, cursor_pos: int) -> dict[str, Any]:
         # Off the loop and within a budget (assist_budget.py): a slow check holds back nothing.

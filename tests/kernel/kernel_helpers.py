@@ -15,12 +15,15 @@ TIMEOUT = 90
 
 
 def start(cwd: Path, kernel_name: str = "flow", live_view: bool = True,
-          allow: str | None = None) -> tuple[KernelManager, BlockingKernelClient]:
+          allow: str | None = None, history: Path | None = None) -> tuple[KernelManager, BlockingKernelClient]:
     """`allow`: the capabilities the person grants this kernel, as `FLOW_ALLOW` words
-    (docs/security.md), e.g. "operator:auto-approve run:echo"."""
+    (docs/security.md), e.g. "operator:auto-approve run:echo"; `history`: the kernel's
+    history file (`FLOW_HISTORY`; else the tests' default, memory)."""
     env = {**os.environ, "FLOW_LIVE_VIEW": "on" if live_view else "off"}
     if allow is not None:
         env["FLOW_ALLOW"] = allow
+    if history is not None:
+        env["FLOW_HISTORY"] = str(history)
     return start_new_kernel(kernel_name=kernel_name, cwd=str(cwd), startup_timeout=TIMEOUT, env=env)
 
 

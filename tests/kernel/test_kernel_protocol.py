@@ -32,13 +32,15 @@ class FlowKernelConformance(jupyter_kernel_test.KernelTests):
     code_inspect_sample = "len"
     code_generate_error = "[1][5]"
     code_execute_result = [{"code": "6 * 7", "result": "42"}, {"code": '"a" + "b"', "result": "ab"}]
+    supported_history_operations = ("tail", "range", "search")
+    code_history_pattern = "6 [*] ?"
 
     @classmethod
     def setUpClass(cls) -> None:
         cls._dir = tempfile.TemporaryDirectory()
         # jupyter_kernel_test validates every iopub message and knows no comm messages:
         # the live run view (a widget) is off here; the other tests below have it on.
-        cls.km, cls.kc = start(Path(cls._dir.name), live_view=False)
+        cls.km, cls.kc = start(Path(cls._dir.name), live_view=False, history=Path(cls._dir.name) / "history.sqlite")
 
     @classmethod
     def tearDownClass(cls) -> None:
@@ -46,9 +48,19 @@ class FlowKernelConformance(jupyter_kernel_test.KernelTests):
         cls._dir.cleanup()
 
 
+CORRUPT = b"not a database" * 64
+
+
 @pytest.fixture(scope="module")
-def kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[object, object]]:
-    km, kc = start(tmp_path_factory.mktemp("kernel"))
+def kernel_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("kernel")
+
+
+@pytest.fixture(scope="module")
+def kernel(kernel_folder: Path) -> Iterator[tuple[object, object]]:
+    folder = kernel_folder
+    (folder / "history.sqlite").write_bytes(CORRUPT)  # every test here runs with its history in memory
+    km, kc = start(folder, history=folder / "history.sqlite")
     yield km, kc
     kc.stop_channels()
     km.shutdown_kernel(now=True)
@@ -187,3 +199,14 @@ def test_a_malformed_setting_of_the_person_fails_each_cell_not_the_kernel(tmp_pa
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
+
+
+def test_a_corrupt_history_file_leaves_the_kernel_answering(kernel: tuple[object, object], kernel_folder: Path) -> None:
+    _, kc = kernel
+    assert execute(kc, "6 * 7").result == "42"
+    msg_id = kc.history(hist_access_type="tail", n=1, output=True, raw=True)  # type: ignore[attr-defined]
+    reply = kc.get_shell_msg(timeout=30)  # type: ignore[attr-defined]
+    assert reply["parent_header"]["msg_id"] == msg_id
+    ((session, line, (source, output)),) = reply["content"]["history"]
+    assert (session, source, output) == (1, "6 * 7", "42") and line > 0
+    assert (kernel_folder / "history.sqlite").read_bytes() == CORRUPT  # the person's file is left as it was

@@ -1,0 +1,210 @@
+"""The kernel's input history: what `history_request` answers (docs/kernel.md "History").
+
+The model is IPython's `HistoryManager`, and the file is laid out as IPython's is (tables
+`sessions`, `history` and `output_history`), so tools that read IPython's history read this
+one. Each kernel is one session, numbered by the file; each stored execute request is one
+line, numbered by the kernel's execution count; a result's `text/plain` is its output.
+
+Where: `FLOW_HISTORY` names the SQLite file (`:memory:` keeps it in memory only); unset,
+it is `history.sqlite` in the `flow` folder of the Jupyter data directory.
+
+Cheap to write: the file is in WAL mode with `synchronous=NORMAL` (a commit appends to
+the log and does not wait for the disk), one statement per stored input or output, and the
+file is opened while the person types the first cell (`open`).
+
+Never in the way: a file that cannot be opened, is corrupt or stays locked longer than
+`LOCK_WAIT` turns the history into an in-memory one for the rest of the kernel (this
+session's lines copied over), said once through `warn`; the person's file is left as it is.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import os
+import sqlite3
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+# How long a write waits for another kernel's lock before the history moves to memory.
+LOCK_WAIT = 0.25
+MEMORY = ":memory:"
+_LATEST_FIRST = "ORDER BY history.session DESC, history.line DESC"
+
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS sessions (session integer primary key autoincrement, start timestamp,"
+    " end timestamp, num_cmds integer, remark text)",
+    "CREATE TABLE IF NOT EXISTS history (session integer, line integer, source text, source_raw text,"
+    " PRIMARY KEY (session, line))",
+    "CREATE TABLE IF NOT EXISTS output_history (session integer, line integer, output text,"
+    " PRIMARY KEY (session, line))",
+)
+
+# One history entry as the Jupyter protocol carries it: (session, line, input) or, with
+# output, (session, line, (input, output or None)).
+Entry = tuple[int, int, Any]
+
+
+def default_location(environ: dict[str, str] | None = None) -> str:
+    """`FLOW_HISTORY` when set (a path, or `:memory:`), else `flow/history.sqlite` in the
+    Jupyter data directory."""
+    env = os.environ if environ is None else environ
+    chosen = env.get("FLOW_HISTORY")
+    if chosen:
+        return chosen
+    from jupyter_core.paths import jupyter_data_dir
+
+    return str(Path(jupyter_data_dir()) / "flow" / "history.sqlite")
+
+
+class KernelHistory:
+    """One kernel session's history in a shared SQLite file, answering the three kinds of
+    `history_request` (tail, range, search) as IPython's kernel does. No method raises a
+    database error: the history moves to memory instead."""
+
+    def __init__(self, location: str, warn: Callable[[str], None]) -> None:
+        self.location = location
+        self.warn = warn
+        self.session = 0  # the file's number for this kernel, once open
+        self.in_memory = location == MEMORY
+        self._db: sqlite3.Connection | None = None
+        self._mine: dict[int, list[str | None]] = {}  # line -> [input, output]: this session's
+
+    # -- opening ----------------------------------------------------------------------------
+    def open(self) -> None:
+        """Open the file and start this kernel's session (once; later calls do nothing)."""
+        if self._db is not None:
+            return
+        if not self.in_memory:
+            try:
+                self._db = self._connect(self.location)
+                return
+            except (sqlite3.Error, OSError) as exc:
+                self._to_memory(exc)
+                return
+        self._db = self._connect(MEMORY)
+
+    def _connect(self, location: str) -> sqlite3.Connection:
+        if location != MEMORY:
+            Path(location).parent.mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(location, timeout=LOCK_WAIT, isolation_level=None, check_same_thread=False)
+        try:
+            if location != MEMORY:
+                db.execute("PRAGMA journal_mode=WAL")
+                db.execute("PRAGMA synchronous=NORMAL")
+            for statement in _SCHEMA:
+                db.execute(statement)
+            cursor = db.execute("INSERT INTO sessions (start, num_cmds, remark) VALUES (?, 0, '')",
+                                (_now(),))
+            self.session = int(cursor.lastrowid or 1)
+        except BaseException:
+            db.close()
+            raise
+        return db
+
+    def _to_memory(self, problem: BaseException) -> None:
+        """The rest of this kernel's history in memory, this session's lines kept."""
+        if self._db is not None:
+            with contextlib.suppress(sqlite3.Error):
+                self._db.close()
+        self.in_memory = True
+        self.warn(f"the kernel's history file {self.location} cannot be used ({problem}); "
+                  "this session's history is kept in memory only")
+        session = self.session or 1
+        self._db = self._connect(MEMORY)
+        self._db.execute("UPDATE sessions SET session = ?", (session,))
+        self.session = session
+        for line, (source, output) in sorted(self._mine.items()):
+            self._db.execute("INSERT OR REPLACE INTO history VALUES (?, ?, ?, ?)", (session, line, source, source))
+            if output is not None:
+                self._db.execute("INSERT OR REPLACE INTO output_history VALUES (?, ?, ?)", (session, line, output))
+
+    def _run(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        """One statement on the file, or on memory once the file has failed."""
+        self.open()
+        assert self._db is not None
+        try:
+            return self._db.execute(sql, params).fetchall()
+        except sqlite3.Error as exc:
+            if self.in_memory:  # memory itself failing is a bug to see, not to hide
+                raise
+            self._to_memory(exc)
+            return self._db.execute(sql, params).fetchall()
+
+    # -- writing ----------------------------------------------------------------------------
+    def store_input(self, line: int, source: str) -> None:
+        """Line `line` of this session is `source` (Flow has no transformed source: raw and
+        source are the same text)."""
+        self._mine[line] = [source, None]
+        self._run("INSERT OR REPLACE INTO history VALUES (?, ?, ?, ?)", (self._session(), line, source, source))
+
+    def store_output(self, line: int, output: str) -> None:
+        """The result of line `line`, as text."""
+        if line in self._mine:
+            self._mine[line][1] = output
+        self._run("INSERT OR REPLACE INTO output_history VALUES (?, ?, ?)", (self._session(), line, output))
+
+    def close(self) -> None:
+        """End this session: its end time and number of commands recorded, the file closed."""
+        if self._db is None:
+            return
+        try:
+            self._db.execute("UPDATE sessions SET end = ?, num_cmds = ? WHERE session = ?",
+                             (_now(), len(self._mine), self.session))
+            self._db.close()
+        except sqlite3.Error:
+            pass
+        self._db = None
+
+    def _session(self) -> int:
+        self.open()
+        return self.session
+
+    # -- reading ----------------------------------------------------------------------------
+    def tail(self, n: int, output: bool) -> list[Entry]:
+        """The last `n` lines of all sessions, oldest first (this one's latest included)."""
+        rows = self._select(_LATEST_FIRST + " LIMIT ?", (max(n, 0),), output)
+        return list(reversed(rows))
+
+    def range(self, session: int, start: int, stop: int | None, output: bool) -> list[Entry]:
+        """Lines `start` ≤ line < `stop` (to the end without `stop`) of `session`; a session of
+        0 or below counts back from this one (0: this session, -1: the one before)."""
+        if session <= 0:
+            session += self._session()
+        if stop:
+            return self._select("WHERE history.session = ? AND history.line >= ? AND history.line < ?"
+                                " ORDER BY history.line", (session, start, stop), output)
+        return self._select("WHERE history.session = ? AND history.line >= ? ORDER BY history.line",
+                            (session, start), output)
+
+    def search(self, pattern: str, output: bool, n: int | None, unique: bool) -> list[Entry]:
+        """Lines whose input matches the glob `pattern` (`*`, `?`, `[…]`), oldest first: the
+        last `n` when `n` is given, one line a distinct input when `unique` (its latest)."""
+        where = "WHERE history.source_raw GLOB ?"
+        if unique:
+            where = ("WHERE history.source_raw GLOB ? AND NOT EXISTS (SELECT 1 FROM history AS later"
+                     " WHERE later.source_raw = history.source_raw AND (later.session > history.session"
+                     " OR (later.session = history.session AND later.line > history.line)))")
+        if n is not None:
+            rows = self._select(f"{where} {_LATEST_FIRST} LIMIT ?", (pattern, n), output)
+            return list(reversed(rows))
+        return self._select(f"{where} ORDER BY history.session, history.line", (pattern,), output)
+
+    def _select(self, clause: str, params: tuple[Any, ...], output: bool) -> list[Entry]:
+        if output:
+            sql = ("SELECT history.session, history.line, history.source_raw, output_history.output FROM history"
+                   " LEFT JOIN output_history USING (session, line) ")
+        else:
+            sql = "SELECT history.session, history.line, history.source_raw FROM history "
+        return _entries(self._run(sql + clause, params), output)
+
+
+def _entries(rows: Iterable[tuple[Any, ...]], output: bool) -> list[Entry]:
+    if output:
+        return [(int(r[0]), int(r[1]), (r[2], r[3])) for r in rows]
+    return [(int(r[0]), int(r[1]), r[2]) for r in rows]
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.UTC).isoformat(sep=" ")

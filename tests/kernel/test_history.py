@@ -1,0 +1,130 @@
+"""The kernel's history file (kernel/history.py): IPython's access types and layout, and a
+file that cannot be used moving the history to memory without an error."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from flow_kernel.kernel.history import MEMORY, KernelHistory, default_location
+
+
+def _history(path: Path | str, warnings: list[str] | None = None) -> KernelHistory:
+    said = warnings if warnings is not None else []
+    return KernelHistory(str(path), said.append)
+
+
+def _two_sessions(path: Path) -> tuple[KernelHistory, KernelHistory]:
+    first = _history(path)
+    first.store_input(1, "let a = 1")
+    first.store_input(2, "a + 1")
+    first.store_output(2, "2")
+    first.close()
+    second = _history(path)
+    second.store_input(1, 'print "hi"')
+    second.store_input(2, "a * 6")
+    second.store_output(2, "6")
+    return first, second
+
+
+def test_sessions_are_numbered_by_the_file_and_tail_spans_them(tmp_path: Path) -> None:
+    first, second = _two_sessions(tmp_path / "h.sqlite")
+    assert (first.session, second.session) == (1, 2)
+    assert second.tail(3, output=False) == [(1, 2, "a + 1"), (2, 1, 'print "hi"'), (2, 2, "a * 6")]
+    assert second.tail(2, output=True) == [(2, 1, ('print "hi"', None)), (2, 2, ("a * 6", "6"))]
+    assert second.tail(0, output=False) == []
+
+
+def test_range_counts_sessions_back_from_this_one(tmp_path: Path) -> None:
+    _, second = _two_sessions(tmp_path / "h.sqlite")
+    assert second.range(0, 1, None, output=False) == [(2, 1, 'print "hi"'), (2, 2, "a * 6")]
+    assert second.range(-1, 2, 3, output=True) == [(1, 2, ("a + 1", "2"))]
+    assert second.range(1, 1, 2, output=False) == [(1, 1, "let a = 1")]
+    assert second.range(5, 1, None, output=False) == []
+
+
+def test_search_globs_the_input_with_n_and_unique(tmp_path: Path) -> None:
+    path = tmp_path / "h.sqlite"
+    history = _history(path)
+    for line, code in enumerate(["6 * 7", '"a" + "b"', "6 * 7", "6 * 8", "6 * 7"], start=1):
+        history.store_input(line, code)
+    assert [e[1] for e in history.search("6 [*] ?", output=False, n=None, unique=False)] == [1, 3, 4, 5]
+    assert [e[1] for e in history.search("6 [*] ?", output=False, n=2, unique=False)] == [4, 5]
+    assert history.search("6 [*] ?", output=False, n=None, unique=True) == [(1, 4, "6 * 8"), (1, 5, "6 * 7")]
+    assert history.search("6 [*] 7", output=False, n=None, unique=True) == [(1, 5, "6 * 7")]
+    assert history.search("nothing*", output=True, n=3, unique=False) == []
+
+
+def test_the_file_is_laid_out_as_ipythons(tmp_path: Path) -> None:
+    from IPython.core.history import HistoryAccessor
+
+    path = tmp_path / "h.sqlite"
+    _, second = _two_sessions(path)
+    second.close()
+    accessor = HistoryAccessor(hist_file=str(path))
+    assert list(accessor.get_range(1, 1, 3, output=True)) == [(1, 1, ("let a = 1", None)), (1, 2, ("a + 1", "2"))]
+    assert [e[2] for e in accessor.search("a *")] == ["a + 1", "a * 6"]
+    assert accessor.get_session_info(1)[3] == 2  # num_cmds, written as the session ended
+
+
+def test_a_corrupt_file_moves_the_history_to_memory_once(tmp_path: Path) -> None:
+    path = tmp_path / "h.sqlite"
+    path.write_bytes(b"this is not a database" * 100)
+    warnings: list[str] = []
+    history = _history(path, warnings)
+    history.store_input(1, "let x = 1")
+    history.store_input(2, "x")
+    history.store_output(2, "1")
+    assert history.in_memory and len(warnings) == 1 and str(path) in warnings[0]
+    assert history.tail(5, output=True) == [(1, 1, ("let x = 1", None)), (1, 2, ("x", "1"))]
+    assert path.read_bytes() == b"this is not a database" * 100  # the person's file is left as it was
+
+
+def test_a_file_locked_by_another_kernel_moves_this_sessions_lines_to_memory(tmp_path: Path) -> None:
+    path = tmp_path / "h.sqlite"
+    warnings: list[str] = []
+    history = _history(path, warnings)
+    history.store_input(1, "let x = 1")  # in the file
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN EXCLUSIVE")  # another process holds the write lock and keeps it
+    try:
+        history.store_input(2, "x + 1")
+        history.store_output(2, "2")
+        history.store_input(3, "x + 2")
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    assert history.in_memory and len(warnings) == 1
+    assert history.range(0, 1, None, output=True) == [
+        (1, 1, ("let x = 1", None)), (1, 2, ("x + 1", "2")), (1, 3, ("x + 2", None))]
+
+
+def test_a_folder_that_cannot_be_made_is_memory_too(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    warnings: list[str] = []
+    history = _history(blocker / "sub" / "h.sqlite", warnings)
+    history.open()
+    history.store_input(1, "1")
+    assert history.in_memory and len(warnings) == 1
+    assert history.tail(1, output=False) == [(1, 1, "1")]
+
+
+def test_memory_by_name_says_nothing(tmp_path: Path) -> None:
+    warnings: list[str] = []
+    history = _history(MEMORY, warnings)
+    history.store_input(1, "1")
+    assert history.tail(1, output=False) == [(1, 1, "1")] and warnings == []
+
+
+@pytest.mark.parametrize(("environ", "expected"), [
+    ({"FLOW_HISTORY": "/x/h.sqlite"}, "/x/h.sqlite"),
+    ({"FLOW_HISTORY": ":memory:"}, ":memory:"),
+    ({"JUPYTER_DATA_DIR": "/data"}, "/data/flow/history.sqlite"),
+])
+def test_the_location(environ: dict[str, str], expected: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in environ.items():
+        monkeypatch.setenv(name, value)
+    assert default_location(environ if "FLOW_HISTORY" in environ else {}) == expected
