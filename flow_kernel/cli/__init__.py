@@ -26,7 +26,7 @@ EARLY_SANDBOX = frozenset({"run", "resume"})
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from flow_kernel.cli import check, doctor, durable, explain, schema, trust
+    from flow_kernel.cli import cancel, check, doctor, durable, explain, schema, trust
     from flow_kernel.cli import eval as eval_command
     from flow_kernel.cli import run as run_command
     from flow_kernel.cli import serve as serve_command
@@ -37,7 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action=_Version)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for command in (check, explain, schema, run_command, durable, doctor, trust, eval_command):
+    for command in (check, explain, schema, run_command, durable, cancel, doctor, trust, eval_command):
         command.add_command(commands)
     serve_command.add_command(commands)  # flow serve: workflows as MCP tools or an A2A agent
 

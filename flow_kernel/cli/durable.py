@@ -64,7 +64,7 @@ def add_command(commands: Any) -> None:
     answer.set_defaults(handler=cmd_answer)
 
     runs = commands.add_parser("runs", help="the runs journaled here, with their status",
-                               description="Every run in .flow/runs: completed, failed, waiting, interrupted or running.")
+                               description="Every run in .flow/runs: completed, failed, cancelled, waiting, interrupted or running.")
     runs.add_argument("--waiting", action="store_true", help="only the runs waiting for an answer, with their requests")
     runs.add_argument("--format", choices=("text", "json"), default="text")
     runs.set_defaults(handler=cmd_runs)

@@ -453,8 +453,8 @@ def _who(session: Session, args: str, plan: CellPlan) -> None:
     plan.outputs.append(text_output("\n".join(lines) or "the session is empty"))
 
 
-@magic("runs", "%runs [--waiting]", "the runs journaled in .flow/runs with their status (completed, failed, waiting, "
-       "interrupted, running), and what each waiting run asks")
+@magic("runs", "%runs [--waiting]", "the runs journaled in .flow/runs with their status (completed, failed, cancelled, "
+       "waiting, interrupted, running), and what each waiting run asks")
 def _runs(session: Session, args: str, plan: CellPlan) -> None:
     from flow_kernel.runtime.durable.resume import list_runs, runs_table
 
@@ -464,25 +464,32 @@ def _runs(session: Session, args: str, plan: CellPlan) -> None:
     plan.outputs.append(text_output(runs_table(infos) or ("no waiting runs" if args.strip() else "no runs yet")))
 
 
+# What `last` may name, by magic (default: a waiting run)
+LAST_STATUSES = {"%resume": ("waiting", "interrupted"), "%cancel": ("running", "waiting", "interrupted")}
+
+
 def waiting_run(session: Session, run: str, magic: str) -> str:
     """RUN as typed, or for `last` the newest run of this kernel that stopped waiting and has
     not gone on since: a notebook can answer and resume the run a cell above left waiting
     without writing its (random) id into a cell. When no run of this kernel ever waited (a
     new kernel, after a restart), the newest run of the folder's journals that is waiting
-    (`%resume`: or interrupted)."""
+    (`%resume`: or interrupted). For `%cancel`, always the newest of the folder's runs that
+    is running, waiting or interrupted: whichever kernel or terminal runs it."""
     from flow_kernel.runtime.durable.resume import last_run
 
     if run != "last":
         return run
     seen: set[str] = set()
-    for outcome in reversed(session.history):
+    for outcome in reversed(session.history if magic != "%cancel" else []):
         if outcome.run_id not in seen and outcome.pending:
             return outcome.run_id
         seen.add(outcome.run_id)
-    if not any(outcome.pending for outcome in session.history):  # none ever waited here: a new kernel
-        found = last_run(session.journal_dir, ("waiting", "interrupted") if magic == "%resume" else ("waiting",))
+    if magic == "%cancel" or not any(outcome.pending for outcome in session.history):  # none ever waited here
+        found = last_run(session.journal_dir, LAST_STATUSES.get(magic, ("waiting",)))
         if found is not None:
             return found
+    if magic == "%cancel":
+        raise MagicError("%cancel: no run here is running, waiting or interrupted; name the run: %cancel RUN (see %runs)")
     raise MagicError(f"{magic}: no run of this kernel is waiting; name the run: {magic} RUN (see %runs --waiting)")
 
 

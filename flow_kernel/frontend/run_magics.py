@@ -88,4 +88,12 @@ async def _resume(runner: CellRunner, port: CellPort, args: str, prelude: Prelud
     prelude.resuming = await open_run(runner, port, args)
 
 
+@runner_magic("cancel", "%cancel RUN|last", "cancel a running or waiting run of this folder, from any kernel "
+              "(`last`: the newest that can be cancelled); its journal ends `cancelled`")
+async def _cancel(runner: CellRunner, port: CellPort, args: str, prelude: Prelude) -> None:
+    from flow_kernel.frontend.cancel_magic import cancel
+
+    port.show({"text/plain": await cancel(runner.session, args)})
+
+
 __all__ = ["runner_magic"]

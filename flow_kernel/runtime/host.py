@@ -29,6 +29,7 @@ from flow_kernel.lang.env import DEFAULT_LIMITS
 from flow_kernel.runtime.agents import AgentPipeline, HostCalls, SandboxCall
 from flow_kernel.runtime.budgets import FrameBudget
 from flow_kernel.runtime.context import RunContext
+from flow_kernel.runtime.durable.cancel import CancelWatch
 from flow_kernel.runtime.durable.checkpoint import RunCheckpoint, position
 from flow_kernel.runtime.durable.deadlines import PromptDeadline, answer_by
 from flow_kernel.runtime.durable.journal import digest
@@ -76,6 +77,7 @@ class HostServices:
         self.seq = 0
         self.output_bytes = 0  # bytes of event data so far, against `ceilings.output_bytes`
         self.failure: FlowError | None = None  # set when the host stops the run (see `fail`)
+        self.cancel_watch: CancelWatch | None = None  # `flow cancel`'s request, looked for at each effect (run.py)
         self._stop: asyncio.Future[FlowError] | None = None
         self._deadline: float | None = None
         self.run_policy = processes.RunPolicy(self.context.allow_run)
@@ -213,6 +215,9 @@ class HostServices:
     async def handle(self, op: str, payload: dict[str, Any]) -> Any:
         if not isinstance(payload, dict):  # the bootstrap sends objects only: a bypassed sandbox
             raise CapabilityViolationError(f"the host operation {str(op)[:40]!r} takes an object")
+        if self.cancel_watch is not None and (request := self.cancel_watch.check()) is not None:
+            self.fail(request.error())  # an effect boundary: a cancelled run does nothing more
+            raise self.failure or request.error()
         if op == "agent":
             return await self.agents.call(payload)
         if op == "approve":

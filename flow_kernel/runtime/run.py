@@ -24,6 +24,7 @@ from flow_kernel.errors import (
 from flow_kernel.lang.compiler import Compiled
 from flow_kernel.lang.sourcemap import span_to_json
 from flow_kernel.runtime.context import RunContext
+from flow_kernel.runtime.durable.cancel import CancelRequested, CancelWatch
 from flow_kernel.runtime.durable.cassette import source_scope
 from flow_kernel.runtime.durable.checkpoint import RunCheckpoint
 from flow_kernel.runtime.durable.journal import Journal, RunLocked, is_process_ending, now_text
@@ -183,6 +184,11 @@ async def run_compiled(compiled: Compiled, executor: Executor, context: RunConte
         checkpoint.on_wait = host.fail
     outcome = RunOutcome(run_id, events=host.events, journal=journal.path if journal is not None else None,
                          traces=host.traces, compiled=compiled, sources=known)
+    # `flow cancel` / `%cancel` from any process (durable/cancel.py): seen by a timer, and at
+    # each effect boundary (`host.handle`), within `POLL_SECONDS`
+    watch = CancelWatch(journal_dir, run_id) if journal is not None and journal_dir is not None else None
+    watcher = asyncio.create_task(watch.watch(lambda request: host.fail(request.error()))) if watch else None
+    host.cancel_watch = watch
     try:
         with older_objects_frozen():
             return await _run(compiled, executor, host, outcome, workflow, input, session_values)
@@ -190,12 +196,16 @@ async def run_compiled(compiled: Compiled, executor: Executor, context: RunConte
         outcome.error = FlowCancelledError("the run was cancelled")
         raise
     finally:
+        if watcher is not None:
+            watcher.cancel()
         outcome.output_bytes = host.output_bytes
         await host.agents.aclose()  # the run's MCP servers
         host.release()
         if journal is not None:
-            _record_end(journal, outcome)
+            _record_end(journal, outcome, watch.request if watch is not None else None)
             journal.close()
+        if watch is not None:
+            watch.clear()
 
 
 async def _run(compiled: Compiled, executor: Executor, host: HostServices, outcome: RunOutcome,
@@ -240,11 +250,14 @@ async def _run(compiled: Compiled, executor: Executor, host: HostServices, outco
     return outcome
 
 
-def _record_end(journal: Journal, outcome: RunOutcome) -> None:
+def _record_end(journal: Journal, outcome: RunOutcome, cancel: CancelRequested | None) -> None:
     """The execution's end in the journal: how it ended, and what it waits for. A run that
-    fails while its process shuts down (a kernel restart) was interrupted: it can go on."""
+    fails while its process shuts down (a kernel restart) was interrupted: it can go on; one
+    stopped by a cancel request (`cancel`) was cancelled, by whom the request says."""
     status = "interrupted" if outcome.status == "failed" and is_process_ending() else outcome.status
     end: dict[str, Any] = {"status": status, "at": now_text()}
+    if cancel is not None and outcome.error is not None and outcome.error.code == "cancelled":
+        end.update(status="cancelled", by=cancel.by, user=cancel.user)
     if outcome.pending:
         end["pending"] = [p["id"] for p in outcome.pending]
     if outcome.error is not None:

@@ -12,7 +12,8 @@ run's *checkpoint records*: lines with a `"journal"` key instead of an event `ty
   gave it (`flow answer`, `%answer`, the widget);
 - `resumed`: a later execution of the same run starts; `end`: an execution ended
   (`completed`, `failed` or `waiting`; `interrupted` when the process was shutting down,
-  `process_ending`: a kernel shutdown or restart, and the run can go on).
+  `process_ending`: a kernel shutdown or restart, and the run can go on; `cancelled`, with
+  who asked, by `flow cancel` or `%cancel`: cancel.py).
 
 Checkpoint records are written, flushed and `fdatasync`ed before the run goes on (the
 effect is then on the disk, not only with the OS); events are flushed to the OS only
@@ -353,8 +354,8 @@ class Checkpoint:
 
     @property
     def status(self) -> str:
-        """`completed`, `failed`, `waiting`, or `interrupted` (its last execution has no end,
-        or ended as its process shut down)."""
+        """`completed`, `failed`, `cancelled`, `waiting`, or `interrupted` (its last execution
+        has no end, or ended as its process shut down)."""
         if not self.ended or not self.ends:
             return "interrupted"
         return str(self.ends[-1].get("status"))

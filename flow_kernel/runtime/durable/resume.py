@@ -46,7 +46,9 @@ from flow_kernel.runtime.durable.journal import (
 )
 from flow_kernel.runtime.durable.nofollow import LinkRefused
 
-STATUSES = ("completed", "failed", "waiting", "interrupted", "running")
+CANCELLERS = ("flow cancel", "%cancel", "another process")  # who a journal may say cancelled a run
+STATUSES = ("completed", "failed", "cancelled", "waiting", "interrupted", "running")
+ENDED = ("completed", "failed", "cancelled")  # final: nothing to resume, answer or cancel
 
 
 class ResumeRefused(Exception):
@@ -166,12 +168,18 @@ def load_checkpoint(journal_dir: Path | None, run_id: str) -> Checkpoint:
 
 def resumable(checkpoint: Checkpoint) -> None:
     """A run can go on when it is waiting or was interrupted, and no process is running it."""
-    if checkpoint.status in ("completed", "failed"):
-        raise ResumeRefused("run-ended", f"run {checkpoint.run} has ended ({checkpoint.status}): there is nothing to "
+    if checkpoint.status in ENDED:
+        raise ResumeRefused("run-ended", f"run {checkpoint.run} has ended ({ended_as(checkpoint)}): there is nothing to "
                             "resume", {"run": checkpoint.run, "status": checkpoint.status})
     if is_locked(checkpoint.path):
         raise ResumeRefused("run-going-on", f"run {checkpoint.run} is going on in another process",
                             {"run": checkpoint.run})
+
+
+def ended_as(checkpoint: Checkpoint) -> str:
+    """How a run ended, as its refusals say it: `completed`, `failed`, `cancelled by flow cancel`."""
+    by = checkpoint.ends[-1].get("by") if checkpoint.status == "cancelled" and checkpoint.ends else None
+    return f"cancelled by {by}" if isinstance(by, str) and by in CANCELLERS else checkpoint.status
 
 
 def answer_problem(pending: dict[str, Any], value: Any) -> str | None:
@@ -194,8 +202,8 @@ def record_answer(journal_dir: Path | None, run_id: str, pending: str, value: An
         with locked_for_append(journal_dir, run_id) as fd:
             checkpoint = read_checkpoint(checkpoint.path)  # as it is now that nobody else writes it
             request = checkpoint.pending.get(pending)
-            if checkpoint.status in ("completed", "failed"):
-                raise ResumeRefused("run-ended", f"run {run_id} has ended ({checkpoint.status}): its requests can no "
+            if checkpoint.status in ENDED:
+                raise ResumeRefused("run-ended", f"run {run_id} has ended ({ended_as(checkpoint)}): its requests can no "
                                     "longer be answered", {"run": run_id, "status": checkpoint.status})
             if request is None:
                 known = ", ".join(checkpoint.pending) or "none"
@@ -216,7 +224,7 @@ def record_answer(journal_dir: Path | None, run_id: str, pending: str, value: An
                                     f"({json.dumps(request.get('default'))}, by timeout)",
                                     {"run": run_id, "pending": pending, "due": request.get("due")})
             return append_record(fd, run_id, checkpoint.last_mac, "answer",
-                                 {"id": pending, "value": value, "by": by, "user": _user(), "at": now_text()})
+                                 {"id": pending, "value": value, "by": by, "user": user_name(), "at": now_text()})
     except RunLocked:
         raise ResumeRefused("run-going-on", f"run {run_id} is going on in another process: answer it there",
                             {"run": run_id}) from None
@@ -224,7 +232,8 @@ def record_answer(journal_dir: Path | None, run_id: str, pending: str, value: An
         raise ResumeRefused("journal-forged", str(exc), {"run": run_id}) from None
 
 
-def _user() -> str:
+def user_name() -> str:
+    """The account answering or cancelling, as journaled with what it did."""
     try:
         return getpass.getuser()
     except (KeyError, OSError):  # no name for this uid (a container)
@@ -242,11 +251,13 @@ class RunInfo:
     pending: list[dict[str, Any]] = field(default_factory=list)
     error: str | None = None  # the failure's code, or why the journal cannot be read
     cost: float | None = None  # what its priced agent calls cost; None: none was priced
+    shown: str = ""  # the status as the table says it, when more than `status` (`cancelled by flow cancel`)
 
     def to_json(self) -> dict[str, Any]:
         return {"run": self.run, "status": self.status, "started": self.started, "program": self.program,
                 "pending": self.pending, **({"error": self.error} if self.error else {}),
-                **({"cost": self.cost} if self.cost is not None else {})}
+                **({"cost": self.cost} if self.cost is not None else {}),
+                **({"ended": self.shown} if self.shown else {})}
 
 
 def run_info(path: Path) -> RunInfo:
@@ -269,6 +280,8 @@ def run_info(path: Path) -> RunInfo:
                         for p in checkpoint.unanswered()]
     if info.status == "failed" and checkpoint.ends:
         info.error = str(checkpoint.ends[-1].get("error") or "")
+    if info.status == "cancelled":
+        info.shown = ended_as(checkpoint)
     info.cost = journal_cost(events)
     return info
 
@@ -301,7 +314,7 @@ def runs_table(infos: list[RunInfo]) -> str:
     """One line per run (and one per pending request of a waiting run): `flow runs`, `%runs`."""
     lines = []
     for info in infos:
-        status = info.status + (f": {info.error}" if info.error and info.status in ("failed", "unreadable") else "")
+        status = (info.shown or info.status) + (f": {info.error}" if info.error and info.status in ("failed", "unreadable") else "")
         cost = f"  cost {info.cost:.6f}" if info.cost is not None else ""
         lines.append(f"{info.run:<15} {status:<28} {info.started[:19]:<20} {Path(info.program).name}{cost}")
         for pending in info.pending:
@@ -319,6 +332,22 @@ def _ending(events: list[dict[str, Any]]) -> str:
     return "interrupted"
 
 
-__all__ = ["STATUSES", "ResumeRefused", "RunInfo", "check_unchanged", "journaled_declarations", "last_run", "list_runs",
-           "load_checkpoint",
-           "program_header", "record_answer", "resumable", "runs_table"]
+__all__ = [
+    "CANCELLERS",
+    "ENDED",
+    "STATUSES",
+    "ResumeRefused",
+    "RunInfo",
+    "check_unchanged",
+    "ended_as",
+    "journaled_declarations",
+    "last_run",
+    "list_runs",
+    "load_checkpoint",
+    "program_header",
+    "record_answer",
+    "resumable",
+    "run_info",
+    "runs_table",
+    "user_name",
+]

@@ -217,6 +217,7 @@ class Children:
         out, err = bytearray(), bytearray()
         try:
             work = asyncio.gather(_read(proc.stdout, out), _read(proc.stderr, err), _feed(proc.stdin, stdin), proc.wait())
+            work.add_done_callback(_taken)  # stopped mid-way (the run cancelled): its CancelledError is not news
             try:
                 await asyncio.wait_for(work, timeout)
             except TimeoutError:
@@ -239,6 +240,12 @@ class Children:
         if proc.returncode != 0:
             raise ProcessError(f"`run`: {label} exited with code {proc.returncode}", details=result)
         return result
+
+
+def _taken(work: asyncio.Future[Any]) -> None:
+    """Take a finished gather's outcome, so that one stopped mid-way is not logged as never retrieved."""
+    if not work.cancelled():
+        work.exception()
 
 
 def _kill_group(group: int) -> None:
