@@ -309,10 +309,15 @@ def ended(outcome: RunOutcome) -> CellEnd:
 
 
 def compile_failed(diagnostics: list[Diagnostic]) -> CellEnd:
+    """A cell that did not compile. The front end shows `diagnostics` in full; the error's
+    `message` (nbval's and automation's `evalue`) names the first, and its `lines` (what a
+    notebook draws in red) give the codes alone, so no message is shown twice."""
     errors = [d for d in diagnostics if d.is_error]
     first = errors[0] if errors else None
     evalue = f"{len(errors)} error(s)" + (f"; first: {first.code} {first.message}" if first else "")
-    return CellEnd(error=CellError("CompileError", evalue, [f"CompileError: {evalue}"]), diagnostics=diagnostics)
+    codes = ", ".join(dict.fromkeys(d.code for d in errors))
+    shown = f"CompileError: {len(errors)} error(s) ({codes}), shown above" if codes else f"CompileError: {evalue}"
+    return CellEnd(error=CellError("CompileError", evalue, [shown]), diagnostics=diagnostics)
 
 
 def cell_name(code: str, label: str = "cell") -> str:

@@ -31,6 +31,7 @@ from flow_kernel.views.run_model import (
     group_counts,
     group_state,
     grouped,
+    says_failure,
 )
 
 STYLE = ""  # no stylesheet: every style is inline (the module docstring says why)
@@ -82,7 +83,7 @@ def render_html(model: RunModel, *, live: bool = False, now: datetime.datetime |
     parts.append("".join(_node(model, n, live, budget) for n in model.roots))
     if budget[1]:
         parts.append(f'<div style="{MUTED}">… {budget[1]} more agent call{"s" if budget[1] != 1 else ""} not listed</div>')
-    if model.error is not None:
+    if model.error is not None and not model.error_in_tree():
         parts.append(_error(model))
     parts.append("</div>")
     return "".join(parts)
@@ -111,8 +112,9 @@ def _node(model: RunModel, node: Node, live: bool, budget: list[int]) -> str:
         return _agent(node, live, budget)
     title = f"stage “{_e(node.name)}”" if node.kind == "stage" else f"{_e(node.kind)} <strong>{_e(node.name)}</strong>"
     extra = ""
-    if node.state == "failed" and node.data.get("code"):
-        extra = f' <span style="{ERR}">{_e(node.data.get("code"))}: {_e(node.data.get("message") or "")}</span>'
+    if node.state == "failed" and node.data.get("code"):  # the message only where the failure happened
+        said = f': {_e(node.data.get("message"))}' if says_failure(node) else ""
+        extra = f' <span style="{ERR}">{_e(node.data.get("code"))}{said}</span>'
     timing = f' <span style="{MUTED}">{_e(_elapsed(node.started, node.ended, None))}</span>' if node.ended and live else ""
     body = ""
     for child in grouped(node.children):
@@ -241,23 +243,10 @@ def _item(model: RunModel, item: Point) -> str:
 
 
 def _error(model: RunModel) -> str:
+    """The run's error when no line of the tree says it: its code and message once (the
+    cell's error output has its source line)."""
     e = model.error or {}
-    where = ""
-    span = e.get("span")
-    if isinstance(span, dict):
-        where = f'<div style="{MUTED}">{_e(span.get("file"))}:{_e(span.get("line"))}:{_e(span.get("column"))}</div>'
-        if model.error_line is not None:
-            # Clamped to the line: a forged span must not ask for a billion spaces.
-            limit = len(model.error_line) + 1
-            column = min(limit, max(1, int(_number(span.get("column")) or 1)))
-            end = min(limit, int(_number(span.get("end_column")) or column + 1))
-            width = max(1, end - column) if span.get("end_line") == span.get("line") else 1
-            where += f'<pre style="{PRE}">{_e(model.error_line)}\n{" " * (column - 1)}{"^" * width}</pre>'
-    place = model.error_place()
-    where += f'<div style="{MUTED}">failed in {_e(place)}</div>' if place else ""
-    stage = f'<div style="{MUTED}">in stage “{_e(e.get("stage"))}”</div>' if e.get("stage") else ""
-    return (f'<div style="{ERR}"><strong>error[{_e(e.get("code"))}]</strong>: {_e(e.get("message"))}</div>'
-            f"{where}{stage}")
+    return f'<div style="{ERR}"><strong>error[{_e(e.get("code"))}]</strong>: {_e(e.get("message"))}</div>'
 
 
 def folded(value: dict[str, Any] | list[Any]) -> str:

@@ -329,10 +329,20 @@ class RunModel:
             return None
         return where_text(self.error.get("details"), self.error.get("span"))
 
+    def error_in_tree(self) -> bool:
+        """Whether a line of the tree already says the run's error (a failed call's card, a
+        failed `require`, a failed scope): then the summary says it nowhere else."""
+        message = (self.error or {}).get("message")
+        if not message:
+            return False
+        return any(says_same(node, message) for node in self.nodes.values()) or any(
+            says_same(point, message) for node in self.nodes.values() for point in node.children)
+
     def text(self, result: bool = True) -> str:
         """The deterministic summary: the tree with states, approvals with who decided, the
-        budgets, and the error or (with `result`) the result — a cell's summary leaves it to
-        the cell's `Out`, so it shows once."""
+        budgets, and (with `result`) the result — a cell's summary leaves it to the cell's
+        `Out`, so it shows once. A failure is said once, where it happened (`says_failure`);
+        its code, message and source line in full are the cell's error output."""
         lines = [f"Flow run: {self.status}" + (f" — {self.title}" if self.title else "")]
         budget = [CARDS, 0]
         for root in self.roots:
@@ -341,15 +351,8 @@ class RunModel:
             lines.append(f"… {budget[1]} more agent call{'s' if budget[1] != 1 else ''} not listed")
         lines.append(", ".join(f"{name} {used}" + (f"/{limit}" if limit is not None else "")
                                for name, used, limit in self.budgets()))
-        if self.error is not None:
-            lines.append(f"error[{self.error.get('code')}]: {self.error.get('message')}")
-            span = self.error.get("span")
-            if isinstance(span, dict):
-                lines.append(f"  --> {span.get('file')}:{span.get('line')}:{span.get('column')}")
-                if self.error_line is not None:
-                    lines.append(f"   | {self.error_line}")
-            if place := self.error_place():
-                lines.append(f"   = failed in {place}")
+        if self.error is not None and not self.error_in_tree():
+            lines.append(f"error[{self.error.get('code')}]: {_first_line(self.error.get('message'))}")
         elif self.has_result and result:
             lines.append(f"result: {shorten(self.result, 200)}")
         return "\n".join(lines)
@@ -390,6 +393,8 @@ class RunModel:
         head = f"{pad}{mark} {scope_label(node.kind, node.name)}"
         if node.state == "failed" and node.data.get("code"):
             head += f": {node.data.get('code')}"
+            if says_failure(node):
+                head += f" {_first_line(node.data.get('message'))}"
         lines.append(head)
         for part in grouped(node.children):
             if isinstance(part, Group):
@@ -439,6 +444,23 @@ class RunModel:
             answer = "yes" if approval.answer is True else "no" if approval.answer is False else approval.answer
             return text + f" → {answer} ({approval.by})"
         return None
+
+
+def says_failure(node: Scope) -> bool:
+    """Whether a failed scope's line says its message: only when nothing inside it that
+    failed says the same (a failure shows once, where it happened: the failed call's card,
+    the `require`, else the innermost scope); the enclosing scopes show the code alone."""
+    message = node.data.get("message")
+    if node.state != "failed" or not message:
+        return False
+    return not any(says_same(child, message) for child in node.children)
+
+
+def says_same(part: Scope | Point, message: Any) -> bool:
+    """A failed call or scope, or a failed `require`, whose message is `message`."""
+    if isinstance(part, Scope):
+        return part.state == "failed" and part.data.get("message") == message
+    return part.kind == "require.failed" and part.data.get("message") == message
 
 
 def declared_agents(decls: dict[str, Any]) -> dict[str, dict[str, Any]]:

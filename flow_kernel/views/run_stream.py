@@ -66,11 +66,34 @@ class Compactor:
 
     def __init__(self) -> None:
         self.t0: datetime.datetime | None = None
+        self.said: dict[str, set[str]] = {}  # scope id -> the failure messages said inside it
 
     def __call__(self, event: dict[str, Any]) -> dict[str, Any] | None:
         """The event's record in its wire form; None for an event the view does not show."""
         record = self.record(event)
+        if record is not None:
+            self._say_once(record, event)
         return encode(record) if record is not None else None
+
+    def _say_once(self, record: Record, event: dict[str, Any]) -> None:
+        """A failure's message goes to the view once, where it happened: a failed scope whose
+        failed call, scope or `require` inside already said it carries its code alone."""
+        if record["record"] not in ("scope_ended", "call_ended", "require_failed"):
+            return
+        message = record.get("message")
+        if not isinstance(message, str) or not message:
+            return
+        if record["record"] == "require_failed":
+            self.said.setdefault(record["id"], set()).add(message)
+            return
+        if record.get("state") != "failed":
+            return
+        if record["record"] == "scope_ended" and message in self.said.pop(record["id"], set()):
+            del record["message"]  # type: ignore[misc]
+        span = event.get("span")
+        parent = span.get("parent") if isinstance(span, dict) else None
+        if parent is not None:
+            self.said.setdefault(clip(parent, 64), set()).add(message)
 
     def record(self, event: dict[str, Any]) -> Record | None:
         """The event's record with readable names; None for an event the view does not show."""

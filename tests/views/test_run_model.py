@@ -89,13 +89,15 @@ def test_every_part_of_the_view(tmp_path: Path) -> None:
     assert '✗ agent flaky "will fail"  1 attempt: agent-invocation down' in text
     assert "progress 1/2 half" in text and "log: fixed 2" in text and "✓ verify two" in text
     assert "published notes/summary.md" in text and 'approve "Ship it?" → yes (auto-approve)' in text
-    assert text.splitlines()[-3].startswith("error[agent-invocation]")
+    assert text.count("down") == 1 and "error[" not in text  # said once, on the call's card
     assert model.status == "failed" and model.agent_runs == 3
     page = render_html(model)
     for part in ("background:#cf222e\">failed</span>", "agent runs 3", "progress 1/2", "invalid output",
                  "fix it", "<details", "Ship it?", "approved", "by auto-approve", "notes/summary.md",
-                 "error[agent-invocation]", "return flaky"):
+                 "agent-invocation: down"):
         assert part in page, part
+    # Said once on the card (its folded attempts list each attempt's own error), nowhere else.
+    assert page.count("agent-invocation: down") == 1 and "error[" not in page and "return flaky" not in page
     _balanced(page)
 
 

@@ -429,7 +429,9 @@ function node(state, ui, id) {
   if (!n) return "";
   const title = n.kind === "stage" ? `stage “${esc(n.name)}”` : `${esc(n.kind)} <strong>${esc(n.name)}</strong>`;
   const time = n.t1 !== null && n.t0 !== null ? duration(n.t1 - n.t0) : "";
-  const err = n.state === "failed" && n.code ? ` <span class="fr-err">${esc(n.code)}: ${esc(n.msg)}</span>` : "";
+  // A failed scope says its message only where the failure happened (the host leaves it out
+  // of a scope whose failed call or scope inside said it): the rest show the code.
+  const err = n.state === "failed" && n.code ? ` <span class="fr-err">${esc(n.code)}${n.msg ? `: ${esc(n.msg)}` : ""}</span>` : "";
   const kids = n.children.map((child) => childHtml(state, ui, child)).join("") + progress(n.progress);
   return `<div class="fr-node fr-${esc(n.state)}"><div class="fr-head">${mark(n.state)} ${title}${err}` +
     ` <span class="fr-muted">${esc(time)}</span></div>${kids ? `<div class="fr-kids">${kids}</div>` : ""}</div>`;
