@@ -12,7 +12,7 @@ ENTRIES: tuple[tuple[str, str, str, str, str, str], ...] = (
 An `agent` declaration has a field that Flow does not know. The fields are fixed
 (`model`, `role`, `persona`, `instructions`, `constraints`, `hints`,
 `uncertainty`, `tools`, `output`, `repair`, `retry`, `timeout`, `temperature`,
-`script`), because each one is compiled into the prompt or the call contract and
+`script`, `max_tool_calls`), because each one is compiled into the prompt or the call contract and
 a misspelt field would otherwise be silently ignored. Fix the spelling, or move
 the text into one of the known fields such as `persona` or `instructions`.""",
         """\

@@ -22,7 +22,8 @@ if TYPE_CHECKING:
 
 # `facts:` (trust high), `documents:` (medium) and `context:` (low) pass data at a trust level
 # (runtime/prompts.py renders each as such).
-AGENT_OPTIONS = ("context", "facts", "documents", "label", "output", "tools", "timeout", "repair", "choice", "fallback")
+AGENT_OPTIONS = ("context", "facts", "documents", "label", "output", "tools", "timeout", "repair", "choice", "fallback",
+                 "max_tool_calls")
 
 
 class CallChecker:
@@ -242,6 +243,8 @@ class CallChecker:
                     self.timeout_within_deadline(value.ms, value.span)
             elif name == "repair":
                 self.check_value(value, T.INT, what="`repair`")
+            elif name == "max_tool_calls":
+                self.tool_call_limit(value)
             elif name in ("context", "facts", "documents"):
                 self.expr(value)
         if entry is not None and entry.agent is not None and entry.agent.timeout_ms is not None and "timeout" not in named:

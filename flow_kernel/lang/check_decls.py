@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 BUILTIN_TYPES = {"string", "number", "int", "bool", "null", "any", "duration", "external"}
 AGENT_FIELDS = (
     "model", "role", "persona", "instructions", "constraints", "hints", "uncertainty", "tools",
-    "output", "repair", "retry", "timeout", "temperature", "script",
+    "output", "repair", "retry", "timeout", "temperature", "script", "max_tool_calls",
 )
 STRING_CONSTRAINTS = ("minLength", "maxLength", "pattern", "format")
 NUMBER_CONSTRAINTS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
@@ -334,6 +334,22 @@ class DeclChecker:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 2 or isinstance(f.value, ast.DurationLit):
             self.report("F4002", f.value.span, "`temperature` must be a number between 0 and 2")
 
+    def _agent_max_tool_calls(self: Checker, info: AgentInfo, f: ast.AgentField, _: dict[str, ast.AgentField]) -> None:
+        if isinstance(f.value, ast.Expr) and literal_value(f.value) is NOT_LITERAL:
+            self.report("F4037", f.value.span, "an agent's `max_tool_calls` must be a constant positive integer")
+            return
+        self.tool_call_limit(f.value)  # type: ignore[arg-type]
+
+    def tool_call_limit(self: Checker, value: ast.Expr) -> None:
+        """`max_tool_calls` (an agent field or a call option): an int, and a constant one
+        positive (F4037); the pipeline holds a computed one to the same (`evaluation`)."""
+        constant = literal_value(value)
+        if constant is NOT_LITERAL:
+            self.check_value(value, T.INT, what="`max_tool_calls`")
+        elif isinstance(value, ast.DurationLit) or isinstance(constant, bool) or not isinstance(constant, int) or constant < 1:
+            self.report("F4037", value.span, f"`max_tool_calls` must be a positive integer (the tool calls one attempt "
+                                             f"may make; 8 when not given), not {_shown(value)}")
+
     def _agent_retry(self: Checker, info: AgentInfo, f: ast.AgentField, _: dict[str, ast.AgentField]) -> None:
         if not isinstance(f.value, ast.ObjectLit):
             self.report("F4002", f.value.span, "`retry` must be an object `{ on: [codes], attempts: n, backoff: duration }`")
@@ -565,3 +581,8 @@ def _script_entry_problem(item: ast.Expr) -> str | None:
 
 def _json_problem(item: ast.Expr) -> str | None:
     return "script replies must be JSON literals" if literal_value(item) is NOT_LITERAL else None
+
+
+def _shown(value: ast.Node) -> str:
+    """A value's source text for a message."""
+    return f"`{value.span.text}`"

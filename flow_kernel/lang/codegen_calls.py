@@ -114,7 +114,7 @@ class CallCodegen:
         start = e.span.start_pos
         target = agent if agent is not None else f"{team[0]}.{team[1]}" if team else "?"
         options["label"] = self.expr(named["label"]) if "label" in named else self.constant(f"{target}@{start.line}:{start.column}")
-        for key in ("context", "facts", "documents", "timeout", "repair", "choice", "fallback"):
+        for key in ("context", "facts", "documents", "timeout", "repair", "choice", "fallback", "max_tool_calls"):
             if key in named:
                 options[key] = self.expr(named[key])
         if "tools" in named:

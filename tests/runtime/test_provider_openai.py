@@ -186,16 +186,17 @@ def test_tool_calls_round_trip_through_the_official_client(fake: FakeOpenAI, tmp
 
 def test_a_model_that_never_stops_calling_tools_fails_the_call(fake: FakeOpenAI, tmp_path: Any) -> None:
     from flow_kernel import Session
-    from flow_kernel.runtime.providers.base import MAX_TOOL_ROUNDS
+    from flow_kernel.runtime.providers.base import MAX_TOOL_CALLS
 
     fake.replies += [(200, {"tool_calls": [_tool_call(f"c{i}", "lookup", '{"order_id": "A1"}')]})
-                     for i in range(MAX_TOOL_ROUNDS)]
+                     for i in range(MAX_TOOL_CALLS + 1)]
     s = Session(directory=tmp_path, operator="none", sandbox=False, journal_dir=None)
     s.tool(lambda order_id: {"status": "x"}, name="lookup")
     s.tool(lambda order_id: {"ok": True}, name="refund")
     outcome = s.run(TOOL_AGENT + 'helper("loop")')
     assert outcome.error is not None and outcome.error.code == "agent-invocation"
-    assert "kept calling tools" in outcome.error.message and len(fake.requests) == MAX_TOOL_ROUNDS
+    # the ninth tool call is refused before it runs: the ninth request asked for it
+    assert f"(max_tool_calls: {MAX_TOOL_CALLS})" in outcome.error.message and len(fake.requests) == MAX_TOOL_CALLS + 1
 
 
 def test_recorded_against_the_endpoint_then_replayed_with_it_unreachable(fake: FakeOpenAI, tmp_path: Any,

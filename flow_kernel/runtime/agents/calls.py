@@ -17,7 +17,7 @@ from flow_kernel.lang.literals import NOT_LITERAL, literal_value
 from flow_kernel.lang.prices import Price
 from flow_kernel.lang.prompt_files import PromptFile
 from flow_kernel.lang.schema import type_schema
-from flow_kernel.runtime.providers.base import ToolSpec
+from flow_kernel.runtime.providers.base import MAX_TOOL_CALLS, ToolSpec
 from flow_kernel.runtime.providers.streaming import DeltaMerger
 
 # `json.dumps(value, sort_keys=True)` (a schema's lookup key), without a new encoder per call.
@@ -62,6 +62,7 @@ class AgentCall:
     # The output tokens its cost reservations assume (cost.py); its requests carry them as
     # their cap. None: no `cost` limit encloses the call.
     output_cap: int | None = None
+    max_tool_calls: int = MAX_TOOL_CALLS  # the tool calls each attempt may make (request.py `max_tool_calls`)
 
 
 def agent_spec(node: ast.Decl, tools: list[str], info: AgentInfo | None = None) -> AgentSpec:
@@ -108,6 +109,7 @@ _OPTION_TYPES: dict[str, Callable[[Any], bool]] = {
     "repair": _number,
     "timeout": lambda v: v is None or _number(v),
     "choice": lambda v: v is None or isinstance(v, list),
+    "max_tool_calls": lambda v: v is None or _number(v),
 }
 
 

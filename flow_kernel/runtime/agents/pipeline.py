@@ -37,7 +37,7 @@ from flow_kernel.runtime.agents.cassette import RecordLayer, ReplayLayer
 from flow_kernel.runtime.agents.cost import CostLayer
 from flow_kernel.runtime.agents.guard import GuardLayer, TimeoutLayer
 from flow_kernel.runtime.agents.journal import JournalLayer
-from flow_kernel.runtime.agents.request import OperatorAsk, RequestLayer, ToolApprover, ToolUse
+from flow_kernel.runtime.agents.request import OperatorAsk, RequestLayer, ToolApprover, ToolUse, max_tool_calls
 from flow_kernel.runtime.agents.streaming import StreamingLayer
 from flow_kernel.runtime.budgets import FrameBudget, charge_agent_run
 from flow_kernel.runtime.context import RunContext
@@ -281,6 +281,7 @@ class AgentPipeline:
                      prompt + prompt_files_identity(spec.prompt_files))
         call.schema_key = schema_key
         call.price = price
+        call.max_tool_calls = max_tool_calls(options, spec.fields)
         return call
 
     def _output_schema(self, name: str, sent: Any) -> tuple[dict[str, Any], str | None]:

@@ -6,6 +6,10 @@ the output contract, a repair's last output and errors, the agent's temperature,
 call's tools (each use approved when the tool asks for it, and journaled in a durable
 run), a way to ask the operator (an A2A agent's input-required) and the output cap of the
 attempt's cost reservation.
+
+The tool calls of one attempt are counted here, for every provider alike: the call's
+`max_tool_calls` (else the agent's, else `MAX_TOOL_CALLS`, 8) is how many it may make, and
+one more fails the attempt with `agent-invocation` naming the limit, before that tool runs.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from typing import Any
 
+from flow_kernel.errors import FlowEvaluationError
 from flow_kernel.lang import ast
 from flow_kernel.lang.check_result import CheckResult
 from flow_kernel.runtime.agents.attempt import Attempt, Invoke
@@ -20,7 +25,14 @@ from flow_kernel.runtime.agents.calls import AgentCall
 from flow_kernel.runtime.config import FlowConfig
 from flow_kernel.runtime.durable.checkpoint import RunCheckpoint, position
 from flow_kernel.runtime.durable.journal import digest
-from flow_kernel.runtime.providers.base import Provider, ProviderReply, ProviderRequest, ToolCaller
+from flow_kernel.runtime.providers.base import (
+    MAX_TOOL_CALLS,
+    Provider,
+    ProviderReply,
+    ProviderRequest,
+    ToolCaller,
+    too_many_tool_calls,
+)
 from flow_kernel.runtime.providers.table import PROVIDERS
 from flow_kernel.runtime.remote.mcp import McpConnections
 from flow_kernel.runtime.tools import ToolRegistry, call_tool
@@ -32,6 +44,21 @@ from flow_kernel.runtime.tools import ToolRegistry, call_tool
 ToolApprover = Callable[..., Awaitable[tuple[bool, str]]]
 # A question from the model's side mid-call, as the program's own `ask` payload -> the answer.
 OperatorAsk = Callable[[dict[str, Any]], Awaitable[str]]
+
+
+def max_tool_calls(options: Mapping[str, Any], fields: Mapping[str, Any]) -> int:
+    """How many tool calls each attempt of a call may make: the call's `max_tool_calls`
+    option, else the agent's field, else `MAX_TOOL_CALLS`. The checker holds a constant to a
+    positive integer (F4037); a computed one that is not is an `evaluation` error."""
+    value = options.get("max_tool_calls")
+    if value is None:
+        value = fields.get("max_tool_calls", MAX_TOOL_CALLS)
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise FlowEvaluationError(f"`max_tool_calls` must be a positive integer, not {value!r}",
+                                  details={"max_tool_calls": value})
+    return value
 
 
 class ToolUse:
@@ -49,12 +76,15 @@ class ToolUse:
 
     def caller(self, call: AgentCall, attempt_number: int) -> ToolCaller:
         """The provider's way to call one of the call's tools during attempt `attempt_number`:
-        approval, the journal, and the record in the call's `tool_calls`."""
+        at most `call.max_tool_calls` of them (one more raises `agent-invocation` before it
+        runs), approval, the journal, and the record in the call's `tool_calls`."""
         agent = call.spec.name
         decisions: list[dict[str, Any]] = []
         used = [0]  # the attempt's tool calls so far (journal keys)
 
         async def use_tool(tool: str, arguments: dict[str, Any]) -> Any:
+            if used[0] >= call.max_tool_calls:
+                raise too_many_tool_calls(agent, call.max_tool_calls)
             decisions.clear()
             used[0] += 1
             where = position("tool", call.payload, attempt_number, used[0])
@@ -102,7 +132,7 @@ class RequestLayer:
             call.spec.name, call.model, call.system, call.prompt, call.schema, attempt.repair_of,
             float(temperature) if isinstance(temperature, int | float) else None, tuple(call.tools),
             self.tools.caller(call, attempt.number) if call.tools else None, call_prompt=str(call.payload.get("prompt")),
-            ask_operator=self._asker(call), max_output_tokens=call.output_cap)
+            ask_operator=self._asker(call), max_output_tokens=call.output_cap, max_tool_calls=call.max_tool_calls)
         return await invoke(attempt)
 
     def _asker(self, call: AgentCall) -> Callable[[str, list[str] | None], Awaitable[str]] | None:

@@ -38,7 +38,6 @@ from typing import TYPE_CHECKING, Any
 from flow_kernel.errors import AgentInvocationError
 from flow_kernel.lang.prices import DEFAULT_MAX_OUTPUT_TOKENS
 from flow_kernel.runtime.providers.base import (
-    MAX_TOOL_ROUNDS,
     Endpoint,
     ProviderReply,
     ProviderRequest,
@@ -50,7 +49,8 @@ from flow_kernel.runtime.providers.base import (
     resolve_endpoint,
     status_error,
     stream_cut,
-    too_many_tool_rounds,
+    too_many_tool_calls,
+    tool_rounds,
     transport_errors,
 )
 from flow_kernel.runtime.providers.streaming import Delta, DeltaSink
@@ -121,7 +121,7 @@ class AnthropicProvider:
         max_tokens = output_cap(self.max_tokens, request.max_output_tokens) or self.max_tokens
         usage = {"input_tokens": 0, "output_tokens": 0}
         tool_log: list[dict[str, Any]] = []
-        for round_ in range(1, MAX_TOOL_ROUNDS + 1):
+        for round_ in range(1, tool_rounds(request) + 1):
             if round_ > 1 and request.before_request is not None:
                 await request.before_request()
             arguments: dict[str, Any] = {"model": request.model, "max_tokens": max_tokens, "system": request.system,
@@ -166,7 +166,7 @@ class AnthropicProvider:
                 raise AgentInvocationError(f"the provider's reply had no text (stop reason: {stop_reason})",
                                            details={"stop_reason": stop_reason})
             return ProviderReply(decode_output(text, request.schema), usage, text, tool_log)
-        raise too_many_tool_rounds(request.agent)
+        raise too_many_tool_calls(request.agent, request.max_tool_calls)
 
     async def _stream(self, arguments: dict[str, Any], on_delta: DeltaSink, round_: int) -> Message:
         """One request through `messages.stream`, its text and tool input reported."""

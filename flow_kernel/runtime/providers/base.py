@@ -5,7 +5,9 @@ concurrency gate, validation, repair, retry, record/replay. A provider only turn
 `ProviderRequest` into one `ProviderReply`, running the tool loop of its API when the
 call has tools: the model asks for a tool, `request.call_tool` runs it on the host (the
 operator is asked first for approval-gated tools), the result goes back, until the model
-answers or `MAX_TOOL_ROUNDS` is reached. Every provider is known by its entry in the one
+answers. The agent pipeline refuses a tool call beyond the call's `max_tool_calls`
+(runtime/agents/request.py); a provider's loop stops after `tool_rounds(request)` requests
+either way, since each round before the answer makes at least one tool call. Every provider is known by its entry in the one
 provider table (table.py).
 """
 
@@ -21,8 +23,8 @@ from urllib.parse import urlsplit, urlunsplit
 from flow_kernel.errors import AgentInvocationError
 from flow_kernel.runtime.providers.streaming import DeltaSink
 
-# A model that keeps asking for tools without answering is an invocation failure.
-MAX_TOOL_ROUNDS = 8
+# Tool calls one attempt may make when neither the agent nor the call says (`max_tool_calls`).
+MAX_TOOL_CALLS = 8
 
 ToolCaller = Callable[[str, dict[str, Any]], Awaitable[Any]]
 
@@ -62,6 +64,8 @@ class ProviderRequest:
     # The output tokens the attempt's cost reservation assumed (runtime/budgets.py): the request
     # must not allow more (`output_cap`). None: the attempt is not cost-limited.
     max_output_tokens: int | None = None
+    # The tool calls this attempt may make (the call's `max_tool_calls`, else the agent's).
+    max_tool_calls: int = MAX_TOOL_CALLS
 
 
 @dataclass
@@ -231,7 +235,17 @@ def stream_cut(what: str, received: int) -> AgentInvocationError:
                                 details={"stream_cut": True, "received": received})
 
 
-def too_many_tool_rounds(agent: str) -> AgentInvocationError:
-    return AgentInvocationError(f"`{agent}` kept calling tools for {MAX_TOOL_ROUNDS} rounds without answering",
-                                details={"tool_rounds": MAX_TOOL_ROUNDS})
+def tool_rounds(request: ProviderRequest) -> int:
+    """The most requests one attempt's tool loop makes: a round per allowed tool call (each
+    round before the answer makes at least one), then the answer."""
+    return request.max_tool_calls + 1
+
+
+def too_many_tool_calls(agent: str, limit: int) -> AgentInvocationError:
+    """`agent-invocation` for a model that asks for more than `limit` tool calls in one
+    attempt: it names the limit and how to raise it."""
+    return AgentInvocationError(
+        f"`{agent}` asked for more than {limit} tool call{'s' if limit != 1 else ''} in one attempt "
+        f"(max_tool_calls: {limit}); raise it with `max_tool_calls: N` in the agent's declaration "
+        f"or as an option of the call", details={"max_tool_calls": limit})
 

@@ -31,7 +31,6 @@ from typing import Any
 
 from flow_kernel.errors import AgentInvocationError
 from flow_kernel.runtime.providers.base import (
-    MAX_TOOL_ROUNDS,
     Endpoint,
     ProviderReply,
     ProviderRequest,
@@ -43,7 +42,8 @@ from flow_kernel.runtime.providers.base import (
     resolve_endpoint,
     status_error,
     stream_cut,
-    too_many_tool_rounds,
+    too_many_tool_calls,
+    tool_rounds,
     transport_errors,
 )
 from flow_kernel.runtime.providers.streaming import Delta, DeltaSink
@@ -97,7 +97,7 @@ class OpenAIProvider:
             options.update(cap_fields(self.client.base_url.host, cap))
         usage = {"input_tokens": 0, "output_tokens": 0}
         tool_log: list[dict[str, Any]] = []
-        for round_ in range(1, MAX_TOOL_ROUNDS + 1):
+        for round_ in range(1, tool_rounds(request) + 1):
             if round_ > 1 and request.before_request is not None:
                 await request.before_request()
             if request.on_delta is not None:
@@ -124,7 +124,7 @@ class OpenAIProvider:
             if message.content is None:
                 raise AgentInvocationError("the provider's reply had no content")
             return ProviderReply(decode_output(message.content, request.schema), usage, message.content, tool_log)
-        raise too_many_tool_rounds(request.agent)
+        raise too_many_tool_calls(request.agent, request.max_tool_calls)
 
     async def _create(self, model: str, messages: list[dict[str, Any]], options: dict[str, Any]) -> Any:
         try:

@@ -96,3 +96,29 @@ def test_a_missing_client_is_live_already(monkeypatch: pytest.MonkeyPatch) -> No
     with pytest.raises(AgentInvocationError, match="needs the `openai` package"):
         asyncio.run(request_layer({})(attempt, inner))
     assert attempt.live  # the journal keeps this failure: a resumed run does not try again
+
+
+def test_the_request_carries_the_calls_tool_call_limit() -> None:
+    call = make_call(provider="mock", model="mock")
+    call.max_tool_calls = 3
+    seen: list[Attempt] = []
+
+    async def inner(attempt: Attempt) -> ProviderReply:
+        seen.append(attempt)
+        return ProviderReply("x")
+
+    asyncio.run(request_layer({"mock": MockProvider()})(Attempt(call, 1), inner))
+    assert seen[0].request is not None and seen[0].request.max_tool_calls == 3
+
+
+def test_the_tool_call_limit_is_the_calls_else_the_agents_else_eight() -> None:
+    from flow_kernel.errors import FlowEvaluationError
+    from flow_kernel.runtime.agents.request import max_tool_calls
+
+    assert max_tool_calls({}, {}) == 8
+    assert max_tool_calls({}, {"max_tool_calls": 2}) == 2
+    assert max_tool_calls({"max_tool_calls": 5}, {"max_tool_calls": 2}) == 5
+    assert max_tool_calls({"max_tool_calls": 4.0}, {}) == 4  # a number the sandbox computed as a float
+    for bad in (0, -1, 2.5, True):
+        with pytest.raises(FlowEvaluationError, match="must be a positive integer"):
+            max_tool_calls({"max_tool_calls": bad}, {})
