@@ -513,6 +513,13 @@ class WorkflowDecl(Decl):
 
 
 @dataclass(eq=False)
+class FnDecl(WorkflowDecl):
+    """`fn name(p: T, …) -> R { … }`: a user function. Shaped like a workflow, but it runs
+    inside its caller's frame and limits, may recurse (bounded by `steps`) and is no entry
+    point (language-guide.md "Functions")."""
+
+
+@dataclass(eq=False)
 class Module(Node):
     """A parsed file or cell: `uses`, declarations and top-level statements in order."""
 

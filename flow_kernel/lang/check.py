@@ -15,6 +15,7 @@ from flow_kernel.lang.check_common import type_references
 from flow_kernel.lang.check_result import CheckResult
 from flow_kernel.lang.checker import Checker, decl_kind
 from flow_kernel.lang.env import Binding, DeclEntry, Scope
+from flow_kernel.lang.fn_effects import fn_effects
 from flow_kernel.lang.gc_pause import no_cyclic_gc as no_cyclic_gc
 from flow_kernel.lang.parser import parse
 from flow_kernel.lang.session_scope import SessionScope
@@ -84,7 +85,8 @@ def _check(source: SourceFile, session: SessionScope | None, loader: Loader | No
     checker.cell_sources = frozenset({id(source)} if is_cell else ())
     _collect(checker, module, used, session or SessionScope())
     checker.check_declarations()
-    contexts = [checker.check_workflow(e) for e in list(checker.decls.values()) if e.kind == "workflow"]
+    checker.fn_effects = fn_effects(checker.decls)
+    contexts = [checker.check_workflow(e) for e in list(checker.decls.values()) if e.kind in ("workflow", "fn")]
     checker.check_recursion(contexts)
     session_scope = Scope(None)
     for name, b in (session.bindings if session else {}).items():
@@ -97,7 +99,7 @@ def _check(source: SourceFile, session: SessionScope | None, loader: Loader | No
         checker.warn_unused_declarations()
     return CheckResult(
         source, module, reporter.sorted(), checker.decls, checker.toplevel_bindings, toplevel,
-        {c.name: c for c in contexts}, [src for src, _ in used], checker.optional_reads, checker.call_outputs,
+        {c.name: c for c in contexts if not isinstance(c.decl, ast.FnDecl)}, [src for src, _ in used], checker.optional_reads, checker.call_outputs,
     )
 
 

@@ -81,6 +81,8 @@ class CallChecker:
             return self.agent_call(e, entry, e.args, entry.agent.output)
         if entry.kind == "workflow":
             return self.workflow_call(e, entry)
+        if entry.kind == "fn":
+            return self.fn_call(e, entry)
         if entry.kind == "panel":
             return self.panel_call(e, entry)  # check_panels.py
         if entry.kind == "tool":
@@ -327,6 +329,34 @@ class CallChecker:
         assert info is not None
         if self.ctx is not None and self.ctx.decl is not None:
             self.ctx.calls.append((entry.name, e.callee.span))
+        return self.declared_arguments(e, entry)
+
+    def fn_call(self: Checker, e: ast.Call, entry: DeclEntry) -> T.Type:
+        """A user function's call: checked like a workflow's; where effects are refused, the
+        function's own effects (through the functions it calls) are (fn_effects.py)."""
+        effect = self.fn_effects.get(entry.name)
+        if effect is not None:
+            here = [Related(effect.span, "the effect")]
+            if any(f.pure for f in self.frames):
+                self.report("F5020", e.callee.span, f"`{entry.name}` {effect.describe()}: not allowed inside a lambda "
+                            "given to a pure builtin", related=here,
+                            hints=("use `parallelMap` for effects per item, or a `for` loop",))
+            elif effect.asks is not None and any(f.kind == "async" for f in self.frames):
+                self.report("F5002", e.callee.span, f"`{entry.name}` asks the operator, which is not allowed inside an "
+                            "`async` body", related=[Related(effect.asks, "it asks here")])
+            elif effect.asks is not None and (self.parallel_depth or any(f.parallel for f in self.frames)):
+                self.report("F5011", e.callee.span, f"`{entry.name}` asks the operator, which is not allowed inside "
+                            "`parallel` or `parallelMap`", related=[Related(effect.asks, "it asks here")],
+                            hints=("ask once before or after the parallel part",))
+        if self.ctx is not None and self.ctx.decl is not None:
+            self.ctx.calls.append((entry.name, e.callee.span))
+        return self.declared_arguments(e, entry)
+
+    def declared_arguments(self: Checker, e: ast.Call, entry: DeclEntry) -> T.Type:
+        """The arguments of a workflow's or function's call against its parameters; the
+        call's type is its declared return type (`any` without one)."""
+        info = entry.workflow
+        assert info is not None
         positional, named = self._split_args(e.args)
         params = info.params
         given: dict[str, ast.Arg] = {}

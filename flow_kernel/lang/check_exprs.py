@@ -191,7 +191,7 @@ class ExprChecker:
             return T.ANY
         entry = self.decls.get(e.name)
         if entry is not None:
-            hint = ("call it: `" + e.name + "(…)`",) if entry.kind in ("agent", "workflow") else ()
+            hint = ("call it: `" + e.name + "(…)`",) if entry.kind in ("agent", "workflow", "fn") else ()
             self.report("F3001", e.span, f"`{e.name}` is {article(entry.kind)}, not a value", hints=hint)
             return T.ANY
         if e.name in BUILTINS:

@@ -245,6 +245,10 @@ class StmtChecker:
 
     def s_Limits(self: Checker, s: ast.Limits) -> bool:
         ctx = self.ctx
+        if ctx is not None and isinstance(ctx.decl, ast.FnDecl):
+            self.report("F5030", s.span, f"a function has no `limits`: `{ctx.name}` runs within its caller's",
+                        hints=("set the limits in the workflow or cell that calls it",))
+            return False
         if ctx is not None and ctx.limits_seen:
             self.report("F6003", s.span, "more than one `limits` block", related=[Related(ctx.limits_seen, "the first one")])
         elif s is not self.first_statement:

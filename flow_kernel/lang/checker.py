@@ -24,11 +24,12 @@ from flow_kernel.lang.check_panels import PanelChecker
 from flow_kernel.lang.check_prompts import PromptChecker
 from flow_kernel.lang.check_stmts import StmtChecker
 from flow_kernel.lang.env import Binding, DeclEntry, Frame, Scope, WorkflowContext
+from flow_kernel.lang.fn_effects import FnEffect
 from flow_kernel.lang.graphs import find_cycles
 from flow_kernel.source import SourceFile, Span
 
 DECL_KINDS = {ast.TypeDecl: "type", ast.ToolDecl: "tool", ast.AgentDecl: "agent", ast.TeamDecl: "team", ast.WorkflowDecl: "workflow",
-              ast.RubricDecl: "rubric", ast.PanelDecl: "panel"}
+              ast.RubricDecl: "rubric", ast.PanelDecl: "panel", ast.FnDecl: "fn"}
 
 
 def decl_kind(node: ast.Decl) -> str:
@@ -99,6 +100,8 @@ class Checker(DeclChecker, ExprChecker, CallChecker, StmtChecker, PromptChecker,
         # of every agent call (its schema is the call's output contract).
         self.optional_reads: set[int] = set()
         self.call_outputs: dict[int, T.Type] = {}
+        # Each user function's first effect, through the functions it calls (fn_effects.py).
+        self.fn_effects: dict[str, FnEffect] = {}
 
     # -- reporting ---------------------------------------------------------------------------
     def report(self, code: str, span: Span, message: str, related: list[Related] | tuple[Related, ...] = (),
@@ -145,23 +148,26 @@ class Checker(DeclChecker, ExprChecker, CallChecker, StmtChecker, PromptChecker,
         self.declare_types()
         for kind, method in (("tool", self.declare_tool), ("agent", self.declare_agent), ("team", self.declare_team),
                              ("rubric", self.declare_rubric), ("panel", self.declare_panel),
-                             ("workflow", self.declare_workflow)):
+                             ("workflow", self.declare_workflow), ("fn", self.declare_workflow)):
             for entry in list(self.decls.values()):
                 if entry.kind == kind:
                     method(entry)
 
     def check_workflow(self, entry: DeclEntry) -> WorkflowContext:
+        """Check a workflow's or a user function's body (a function runs in its caller's
+        frame: it has no `limits` of its own, F5030, and no tasks, F5001)."""
         node = entry.node
         assert isinstance(node, ast.WorkflowDecl) and entry.workflow is not None
+        is_fn = isinstance(node, ast.FnDecl)
         ctx = WorkflowContext(entry.name, node, entry.workflow.returns)
         self.ctx = ctx
         self.scope = Scope(self.root)
         body = node.body.body
         self.first_statement = body[0] if body else None
         self.result_statement = None
-        if body and isinstance(body[0], ast.Limits):
+        if body and isinstance(body[0], ast.Limits) and not is_fn:
             self.apply_limits(body[0], ctx)
-        with self.frame(Frame("workflow")), self.new_scope():
+        with self.frame(Frame("fn" if is_fn else "workflow")), self.new_scope():
             seen: dict[str, ast.Param] = {}
             for p, (_, t, optional) in zip(node.params, entry.workflow.params, strict=True):
                 if p.name.name in seen:
@@ -171,7 +177,8 @@ class Checker(DeclChecker, ExprChecker, CallChecker, StmtChecker, PromptChecker,
                 seen[p.name.name] = p
                 self.bind(p.name, T.union([t, T.NULL]) if optional else t, mutable=False, kind="param")
             ends = self.block(body)
-        self.budget_report(ctx, body, node.name.span)
+        if not is_fn:
+            self.budget_report(ctx, body, node.name.span)
         if entry.workflow.returns is not None and not ends:
             self.report("F3008", node.name.span, f"not every path of `{entry.name}` returns a value",
                         hints=(f"end the body with `return …` of type `{entry.workflow.returns}`",))
@@ -198,9 +205,15 @@ class Checker(DeclChecker, ExprChecker, CallChecker, StmtChecker, PromptChecker,
         return ctx
 
     def check_recursion(self, contexts: list[WorkflowContext]) -> None:
+        """F2009 for a cycle of calls through a workflow; functions alone may recurse."""
         spans = {(c.name, callee): span for c in contexts for callee, span in reversed(c.calls)}
         edges = {c.name: list(dict.fromkeys(callee for callee, _ in c.calls)) for c in contexts}
         for cycle in find_cycles([c.name for c in contexts], edges):
+            if all(self.decls[name].kind == "fn" for name in cycle):
+                continue
+            # Said at a workflow's call, the one that cannot recurse.
+            while self.decls[cycle[0]].kind == "fn":
+                cycle = [*cycle[1:], cycle[0]]
             head, nxt = cycle[0], cycle[1 % len(cycle)]
             chain = " → ".join([*cycle, head])
             self.report("F2009", spans[(head, nxt)], f"recursive workflow call: {chain}",

@@ -10,7 +10,7 @@ string can ever become code; `sourcemap.py` turns the nodes' origins into a map
 from generated positions back to Flow spans.
 
 Naming: Flow bindings become `v_<name>[_<n>]` (a suffix when an inner scope shadows
-an outer name), workflows `w_<n>`, lambdas `l_<n>`, parallel branches `p_<n>`,
+an outer name), workflows and user functions `w_<n>`, lambdas `l_<n>`, parallel branches `p_<n>`,
 `async` bodies `t_<n>` with their handles `k_<n>`, expectation checks `x_<n>`,
 caught errors `e_<n>`, temporaries `q_<n>` and unused lambda parameters `d_<n>`.
 """
@@ -223,8 +223,12 @@ class CodeGenerator(CallCodegen):
     def module(self) -> GeneratedModule:
         body: list[py.stmt] = []
         workflows = [e for e in self.decls.values() if e.kind == "workflow"]
-        for i, entry in enumerate(workflows):
+        functions = [e for e in self.decls.values() if e.kind == "fn"]
+        for i, entry in enumerate([*workflows, *functions]):
             self.workflow_names[entry.name] = f"w_{i}"
+        for entry in functions:  # not entry points: no row in the table `rt.start` reads
+            assert isinstance(entry.node, ast.FnDecl)
+            body.append(self.workflow(entry.node))
         table_keys: list[py.expr | None] = []
         table_values: list[py.expr] = []
         for entry in workflows:

@@ -28,7 +28,7 @@ class CallCodegen:
             entry = self.decls.get(callee.name)
             if entry is not None and entry.kind == "agent":
                 return self.agent_call(e, callee.name, None, clauses)
-            if entry is not None and entry.kind == "workflow":
+            if entry is not None and entry.kind in ("workflow", "fn"):
                 return self.workflow_call(e, callee.name)
             if entry is not None and entry.kind == "panel":
                 return self.panel_call(e, callee.name)
@@ -90,6 +90,8 @@ class CallCodegen:
         for i, param in enumerate(node.params):
             value = positional[i] if i < len(positional) else named.get(param.name.name)
             values.append(self.expr(value) if value is not None else self.constant(None))
+        if entry.kind == "fn":  # in the caller's frame: `rt.call` steps and bounds the depth
+            return self.await_(self.rt("call", self.load(self.workflow_names[name]), py.List(values, LOAD), span=e.span), e.span)
         ctx = self.result.workflows.get(name)
         limits = dict(ctx.limits) if ctx is not None else dict(DEFAULT_LIMITS)
         call = self.rt("workflow", self.constant(name), self.load(self.workflow_names[name]),

@@ -78,14 +78,14 @@ class ToolInfo:
 class DeclEntry:
     """A declaration visible to the code being checked."""
 
-    kind: str  # "type" | "tool" | "agent" | "team" | "workflow" | "rubric" | "panel"
+    kind: str  # "type" | "tool" | "agent" | "team" | "workflow" | "rubric" | "panel" | "fn"
     node: ast.Decl
     origin: str  # "cell" (the source being checked), "use" or "session"
     used: bool = False
     named: T.Named | None = None  # for type aliases
     agent: AgentInfo | None = None
     team: TeamInfo | None = None
-    workflow: WorkflowInfo | None = None
+    workflow: WorkflowInfo | None = None  # a workflow's or a function's signature
     tool: ToolInfo | None = None
     rubric: RubricInfo | None = None
     panel: PanelInfo | None = None
@@ -101,9 +101,9 @@ class DeclEntry:
 
 @dataclass(eq=False)
 class Frame:
-    """A body that runs as one unit: a workflow, a lambda or an `async` task."""
+    """A body that runs as one unit: a workflow, a function, a lambda or an `async` task."""
 
-    kind: str  # "workflow" | "lambda" | "async"
+    kind: str  # "workflow" | "fn" | "lambda" | "async"
     pure: bool = False  # lambda given to a pure builtin (F5020)
     parallel: bool = False  # parallelMap lambda (F5011)
     returns: list[T.Type] = field(default_factory=list)
@@ -155,7 +155,7 @@ class Scope:
 
 @dataclass(eq=False)
 class WorkflowContext:
-    """Per-workflow state (the implicit top-level workflow included)."""
+    """Per-workflow state (the implicit top-level workflow and user functions included)."""
 
     name: str
     decl: ast.WorkflowDecl | None
@@ -164,6 +164,6 @@ class WorkflowContext:
     explicit_limits: set[str] = field(default_factory=set)
     labels: dict[str, Span] = field(default_factory=dict)
     tasks: dict[str, TaskInfo] = field(default_factory=dict)
-    calls: list[tuple[str, Span]] = field(default_factory=list)  # workflow calls, for F2009
+    calls: list[tuple[str, Span]] = field(default_factory=list)  # workflow and function calls, for F2009
     limits_seen: Span | None = None
     reported: set[tuple[int, str]] = field(default_factory=set)

@@ -21,6 +21,7 @@ DECLARATION_WORDS = ("use", "type", "tool", "agent", "team", "workflow")
 _SEPARATORS = frozenset(("\n", ";"))
 _STATEMENT_ENDS = frozenset(("\n", ";", "}"))
 SOFT_DECLARATION_WORDS = ("rubric", "panel")  # declare only as `rubric NAME {` at the top level
+FN_WORD = "fn"  # declares only as `fn NAME (` at the top level
 
 
 class Parser(ExprParser):
@@ -100,21 +101,27 @@ class Parser(ExprParser):
         return ast.Use(self.span_from(kw.start), str(tok.value), tok.span)
 
     def _at_soft_declaration(self) -> bool:
-        """`rubric NAME {` / `panel NAME {` at the top level. The two words are not reserved
-        (a program may still name a binding `rubric`): they declare only in this shape."""
+        """`rubric NAME {` / `panel NAME {` / `fn NAME (` at the top level. The words are not
+        reserved (a program may still name a binding `rubric` or `fn`): they declare only in
+        this shape."""
         tok = self.peek()
-        return (tok.kind is Kind.IDENT and tok.text in SOFT_DECLARATION_WORDS
-                and self.peek_at(1).kind is Kind.IDENT and self.peek_at(2).is_op("{"))
+        if tok.kind is not Kind.IDENT or self.peek_at(1).kind is not Kind.IDENT:
+            return False
+        if tok.text == FN_WORD:
+            return self.peek_at(2).is_op("(")
+        return tok.text in SOFT_DECLARATION_WORDS and self.peek_at(2).is_op("{")
 
     def declaration(self) -> ast.Decl:
         kw = self.peek()
         doc = self._doc_for(kw)
-        if kw.kind is Kind.IDENT and kw.text in SOFT_DECLARATION_WORDS:
+        if kw.kind is Kind.IDENT and kw.text == FN_WORD:
+            decl: ast.Decl = self.fn_decl()
+        elif kw.kind is Kind.IDENT and kw.text in SOFT_DECLARATION_WORDS:
             self.advance()
             name = self.ident(f"a {kw.text} name")
             fields = self._fields(kw.text)
             node_type = ast.RubricDecl if kw.text == "rubric" else ast.PanelDecl
-            decl: ast.Decl = node_type(self.span_from(kw.start), name, fields)
+            decl = node_type(self.span_from(kw.start), name, fields)
         elif kw.is_kw("type"):
             decl = self.type_decl()
         elif kw.is_kw("tool"):
@@ -216,6 +223,14 @@ class Parser(ExprParser):
         body = self.block("the workflow body")
         return ast.WorkflowDecl(self.span_from(kw.start), name, params, returns, body)
 
+    def fn_decl(self) -> ast.FnDecl:
+        kw = self.advance()
+        name = self.ident("a function name")
+        params = self.params()
+        returns = self.type_expr() if self.accept_op("->") else None
+        body = self.block("the function body")
+        return ast.FnDecl(self.span_from(kw.start), name, params, returns, body)
+
     # -- blocks --------------------------------------------------------------------
     def block(self, what: str = "a block") -> ast.Block:
         opener = self.peek()
@@ -245,6 +260,10 @@ class Parser(ExprParser):
     # -- statements ----------------------------------------------------------------
     def statement(self) -> ast.Stmt:
         tok = self.peek()
+        if tok.kind is Kind.IDENT and tok.text == FN_WORD and self._at_soft_declaration():
+            self.reporter.report("F1012", tok.span, "`fn` declarations are allowed only at the top level",
+                                 hints=("move the function out of the body; it may take what it needs as parameters",))
+            raise ParseError()
         if tok.kind is Kind.KEYWORD:
             handler = _STATEMENTS.get(tok.text)
             if handler is not None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import re
+import sys
 import time
 
 from . import builtins as _builtins
@@ -33,6 +34,14 @@ PUBLISH_NAME = re.compile(r"^[A-Za-z0-9._-]+(?:/[A-Za-z0-9._-]+)*$")
 _frame = contextvars.ContextVar("flow_frame")
 _scope = contextvars.ContextVar("flow_scope", default=(None, None))  # (span id, stage name)
 _branch = contextvars.ContextVar("flow_branch", default=None)
+_call_depth = contextvars.ContextVar("flow_call_depth", default=0)  # user functions in progress in this task
+# Nested user-function calls one task may have in progress. A runaway recursion normally
+# ends at the caller's `steps` first (a call takes at least two steps, so the default 1,000
+# allow some 500 calls); this bound, and Python's recursion limit raised to CALL_FRAMES once
+# calls nest DEEP_CALLS deep, keep a higher `steps` from ending the sandbox's stack.
+MAX_CALL_DEPTH = 2000
+DEEP_CALLS = 64
+CALL_FRAMES = 8000  # Python frames (Pyodide's default, 1,000, is some 450 nested calls)
 
 _active = {}  # run id -> (Runtime, asyncio task)
 
@@ -174,6 +183,25 @@ class Runtime:
         result = await self._frame(name, fn, values, limits)
         await self._host("validate", {"workflow": name, "output": result})
         return result
+
+    async def call(self, fn, values):
+        """A user function (`fn`) called from Flow code: one step, then its body in the
+        caller's frame (the caller's limits, deadline and events). Nested deeper than
+        MAX_CALL_DEPTH, or than the stack holds, the run stops with `limit-exceeded`."""
+        self.step()
+        depth = _call_depth.get()
+        if depth >= DEEP_CALLS:
+            if depth >= MAX_CALL_DEPTH:
+                raise _too_deep()
+            if sys.getrecursionlimit() < CALL_FRAMES:
+                sys.setrecursionlimit(CALL_FRAMES)
+        token = _call_depth.set(depth + 1)
+        try:
+            return await fn(self, *values)
+        except RecursionError:
+            raise _too_deep() from None
+        finally:
+            _call_depth.reset(token)
 
     async def _frame(self, name, fn, values, limits):
         if self.ceilings:
@@ -645,6 +673,11 @@ def _timeout(frame):
 
 class Interrupted(Exception):
     """The watchdog's KeyboardInterrupt, caught inside the task it hit."""
+
+
+def _too_deep():
+    return FlowError("limit-exceeded", f"function calls nested too deeply (at most {MAX_CALL_DEPTH}; a recursion that does not end?)",
+                     {"limit": "depth", "value": MAX_CALL_DEPTH})
 
 
 def _failure(rt, exc):
