@@ -40,7 +40,7 @@ from flow_kernel.frontend.outputs import result_bundle, waiting_text
 from flow_kernel.frontend.port import Bundle
 from flow_kernel.frontend.resume_magic import NOTEBOOK_ANSWER
 from flow_kernel.kernel.history import KernelHistory, default_location
-from flow_kernel.kernel.status import StatusGate
+from flow_kernel.kernel.status import DispatchParents, StatusGate
 from flow_kernel.runtime.config import FlowConfig
 from flow_kernel.runtime.context import RunContext
 from flow_kernel.runtime.durable.journal import process_ending
@@ -100,6 +100,7 @@ class FlowKernel(Kernel):
         self._cell_parent: dict[str, Any] | None = None
         self._cell_loop: asyncio.AbstractEventLoop | None = None
         self._status_gate = StatusGate()
+        self._dispatch_parents = DispatchParents()
         self.history = KernelHistory(default_location(), self.log.warning)
         self._history_line: int | None = None  # the running cell's line in the history, when stored
         self._wire_comms()
@@ -145,7 +146,9 @@ class FlowKernel(Kernel):
         def send(state: str, of: dict[str, Any]) -> None:
             super(FlowKernel, self)._publish_status(state, channel, of)
 
-        self._status_gate.publish(status, parent or self.get_parent(channel), send)
+        if parent is None:
+            parent = self._dispatch_parents.parent_of(status, channel, self.get_parent(channel))
+        self._status_gate.publish(status, parent, send)
 
     @property
     def kernel_info(self) -> dict[str, Any]:

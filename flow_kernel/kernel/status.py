@@ -10,6 +10,15 @@ client that waits for idle went on too early. Statuses go through `StatusGate`: 
 an execute request is in flight, the `idle` of any other request is held, and sent
 just before the execute's own `idle` (after its reply), so the kernel reads busy
 throughout and every request still gets its idle.
+
+Each status must also name the request it is about. ipykernel reads the parent of a
+dispatch's closing `idle` from the shell's context, and a comm message handled while a
+cell runs resets that context, when it is done, to the parent it read when it came: if
+the cell ended and the next one began meanwhile (Run All, a widget syncing at a cell's
+end), the next cell's `idle` named the one before it. The gate then waited for an idle
+that never came, and the status bar said "Flow | Busy" for good. `DispatchParents` gives
+a closing `idle` the parent of its dispatch's opening `busy`, which ipykernel publishes
+right after setting it.
 """
 
 from __future__ import annotations
@@ -60,4 +69,28 @@ class StatusGate:
             return bool(self._executing)
 
 
-__all__ = ["StatusGate"]
+class DispatchParents:
+    """The request a shell dispatch's statuses are about, per thread: a dispatch without
+    an explicit parent publishes `busy` when it starts and `idle` when it ends, with
+    nothing in between on the same thread (comms handled concurrently publish none)."""
+
+    def __init__(self) -> None:
+        self._opened = threading.local()
+
+    def parent_of(self, status: str, channel: str, current: dict[str, Any]) -> dict[str, Any]:
+        """The parent for a `status` published on `channel` with no explicit parent:
+        `current` (what the kernel's context says now), except that a shell `idle` gets
+        the parent of the `busy` that opened its dispatch on this thread."""
+        if channel != "shell":
+            return current
+        if status == "busy":
+            self._opened.parent = current
+            return current
+        if status == "idle":
+            opened: dict[str, Any] | None = getattr(self._opened, "parent", None)
+            self._opened.parent = None
+            return opened if opened is not None else current
+        return current
+
+
+__all__ = ["DispatchParents", "StatusGate"]

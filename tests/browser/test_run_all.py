@@ -29,10 +29,6 @@ if REASON:
     pytest.skip(REASON, allow_module_level=True)
 
 GALLERY = Path(__file__).resolve().parents[2] / "notebooks"
-# Open problems this test found, with what is known of them (docs/notebooks.md): every other
-# lesson must finish. Lesson 15 alone finishes; after lessons 06, 10 and 14 in the same folder
-# its last cell runs but the kernel's status stays "Busy", so Run All never ends.
-KNOWN_STUCK = {"15-durable-runs.ipynb": "busy after its last cell when other lessons ran in the folder first"}
 LESSONS = sorted(p.name for p in GALLERY.glob("[0-9][0-9]-*.ipynb"))
 # Per lesson: the slowest (lesson 13 starts servers) takes about 20 s on a loaded CI machine.
 LESSON_TIMEOUT = 90.0
@@ -143,10 +139,7 @@ def test_every_lesson_finishes_on_run_all(lab: tuple[Any, str, Path],
         unfinished = view.finished(path, LESSON_TIMEOUT)
         if unfinished is not None:
             view.screenshot(f"run-all-{lesson}.png")
-            if lesson in KNOWN_STUCK:
-                print(f"\nknown, not yet fixed: {lesson}: {unfinished} ({KNOWN_STUCK[lesson]})")
-            else:
-                problems.append(f"{lesson}: {unfinished}")
+            problems.append(f"{lesson}: {unfinished}")
         elif not set(error_cells(path)) <= set(error_cells(GALLERY / lesson)):
             problems.append(f"{lesson}: errors in code cells {error_cells(path)}, "
                             f"the saved lesson has them only in {error_cells(GALLERY / lesson)}")

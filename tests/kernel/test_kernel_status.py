@@ -27,9 +27,17 @@ UNGATED = ("import sys; from ipykernel.kernelbase import Kernel; "
            "from flow_kernel.__main__ import main; sys.exit(main(sys.argv[1:]))")
 
 
-def start(cwd: Path, gated: bool = True) -> tuple[KernelManager, BlockingKernelClient]:
+# The Flow kernel with its closing idles named from the kernel's context, as ipykernel does.
+CONTEXT_PARENTS = ("import sys; from flow_kernel.kernel.status import DispatchParents; "
+                   "DispatchParents.parent_of = lambda self, status, channel, current: current; "
+                   "from flow_kernel.__main__ import main; sys.exit(main(sys.argv[1:]))")
+
+
+def start(cwd: Path, gated: bool = True, launcher: str | None = None) -> tuple[KernelManager, BlockingKernelClient]:
     specs = cwd / "kernels"
-    argv = ([sys.executable, "-m", "flow_kernel"] if gated else [sys.executable, "-c", UNGATED]) + \
+    if launcher is None and not gated:
+        launcher = UNGATED
+    argv = ([sys.executable, "-m", "flow_kernel"] if launcher is None else [sys.executable, "-c", launcher]) + \
         ["-f", "{connection_file}"]
     (specs / "flow-status").mkdir(parents=True)
     (specs / "flow-status" / "kernel.json").write_text(json.dumps(
@@ -111,3 +119,50 @@ def test_reopened_twin_ipykernels_statuses_say_idle_while_the_cell_waits(tmp_pat
         km.shutdown_kernel(now=True)
     assert before_the_result(trace) == ["busy execute_request", "busy kernel_info_request",
                                         "idle kernel_info_request"], trace
+
+
+def executes_left_busy(kc: BlockingKernelClient, cells: int) -> tuple[int, str]:
+    """Queue `cells` trivial cells, each followed by comm messages (as widgets send them
+    while Run All goes on), and read IOPub until every cell's reply has come: how many
+    execute requests got a `busy` but never an `idle` of their own, and the last state."""
+    ids = []
+    for i in range(cells):
+        ids.append(kc.execute(str(i)))
+        for _ in range(3):
+            kc.shell_channel.send(kc.session.msg("comm_msg", {"comm_id": "no-such-comm", "data": {}}))
+    replies = 0
+    while replies < cells:
+        reply = kc.get_shell_msg(timeout=TIMEOUT)
+        replies += reply["parent_header"].get("msg_id") in ids
+    busy, idle, last = set(), set(), ""
+    while True:
+        try:
+            msg = kc.get_iopub_msg(timeout=2)
+        except Exception:  # queue.Empty: nothing more within 2 s after the last reply
+            break
+        if msg["msg_type"] == "status":
+            last = msg["content"]["execution_state"]
+            of = msg["parent_header"].get("msg_id")
+            if of in ids:
+                (busy if last == "busy" else idle).add(of)
+    return len(busy - idle), last
+
+
+def test_every_execute_gets_its_own_idle_while_comms_come_between_cells(tmp_path: Path) -> None:
+    km, kc = start(tmp_path)
+    try:
+        left, last = executes_left_busy(kc, 30)
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+    assert (left, last) == (0, "idle")
+
+
+def test_reopened_twin_idles_named_from_the_context_leave_executes_busy(tmp_path: Path) -> None:
+    km, kc = start(tmp_path, launcher=CONTEXT_PARENTS)
+    try:
+        left, last = executes_left_busy(kc, 30)
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+    assert left > 0 and last == "busy"

@@ -3,9 +3,10 @@ overlap (the protocol and browser tests show what a frontend sees)."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
-from flow_kernel.kernel.status import StatusGate
+from flow_kernel.kernel.status import DispatchParents, StatusGate
 
 
 def request(msg_type: str, msg_id: str) -> dict[str, Any]:
@@ -33,3 +34,30 @@ def test_starting_and_statuses_outside_an_execute_pass_at_once() -> None:
                            ("idle", request("kernel_info_request", "k"))]:
         gate.publish(status, parent, lambda state, of: sent.append(state))
     assert sent == ["starting", "busy", "idle"]
+
+
+def test_a_closing_idle_names_the_request_its_busy_opened() -> None:
+    parents = DispatchParents()
+    e1, e2 = request("execute_request", "e1"), request("execute_request", "e2")
+    assert parents.parent_of("busy", "shell", e2) is e2
+    # A comm handled meanwhile put e1 back in the kernel's context: the idle is still e2's.
+    assert parents.parent_of("idle", "shell", e1) is e2
+    assert parents.parent_of("idle", "shell", e1) is e1  # no dispatch open: the context's
+    control = request("kernel_info_request", "k")
+    assert parents.parent_of("busy", "control", control) is control
+    assert parents.parent_of("starting", "shell", e1) is e1
+
+
+def test_dispatches_on_other_threads_keep_their_own_parents() -> None:
+    parents = DispatchParents()
+    main, sub = request("execute_request", "main"), request("execute_request", "sub")
+    parents.parent_of("busy", "shell", main)
+    seen: list[dict[str, Any]] = []
+    def subshell() -> None:
+        parents.parent_of("busy", "shell", sub)
+        seen.append(parents.parent_of("idle", "shell", main))
+    thread = threading.Thread(target=subshell)
+    thread.start()
+    thread.join()
+    assert seen == [sub]
+    assert parents.parent_of("idle", "shell", sub) is main
