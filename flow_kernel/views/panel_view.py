@@ -10,6 +10,7 @@ here and escaped when rendered, like everything else in the run view.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -108,6 +109,24 @@ def panel_line(kind: str, data: dict[str, Any]) -> str | None:
     return None
 
 
+# A panel's call labels (flowbox/panels.py): `LABEL/rN/EXPERT` an expert's round, `LABEL/synthesis`
+# the judge's; LABEL is the call's own `label:` or the compiler's `name@line:col`.
+_PANEL_CALL = re.compile(r"(?P<label>.+?)(?:@\d+:\d+)?/(?:r(?P<round>\d+)/[^/]+|synthesis)")
+
+
+def panel_call_words(label: Any, item: int | None = None) -> str | None:
+    """A panel call's label in words — `round 1 · item 2 · panel review` for
+    `review@2:11/r1/historian` as item 2 of a parallelMap, `synthesis · panel review` for
+    the judge's — or None when `label` is not a panel call's. The raw label stays what
+    journals and cassettes key on; views show it as a card's title or in its details."""
+    found = _PANEL_CALL.fullmatch(label) if isinstance(label, str) else None
+    if found is None:
+        return None
+    step = f"round {found['round']}" if found["round"] is not None else "synthesis"
+    where = f"item {item}" if item is not None else ""
+    return " · ".join(p for p in (step, where, f"panel {found['label']}") if p)
+
+
 def _cell(value: Any) -> str:
     return "–" if value is None else str(value)
 
@@ -126,9 +145,9 @@ def panel_text(table: PanelTable) -> list[str]:
 
 
 def panel_html(table: PanelTable) -> str:
-    """Per round, a grid: a row per expert (its domain beside it, its rationale after the
-    scores), a column per criterion, and a last row of the means; the round's aggregate
-    and spread in its heading."""
+    """Per round, a grid: a header row (`expert`, the criteria, `rationale`), a row per
+    expert (its domain beside it, its rationale after the scores), a column per criterion,
+    and a last row of the means; the round's aggregate and spread in its heading."""
     out = [f'<div>⚖ panel <strong>{_e(table.panel)}</strong> <span style="{MUTED}">{_e(table.status)}</span></div>']
     head = "".join(f'<span style="{SCORE};{STRONG}">{_e(c)}</span>' for c in table.criteria)
     for r in table.rounds:
@@ -139,7 +158,8 @@ def panel_html(table: PanelTable) -> str:
         else:
             caption = f"round {r.number} · incomplete"
         rows = [f'<div style="{MUTED}">{caption}</div>',
-                f'<div style="{ROW}"><span style="{NAME};{STRONG}">expert</span>{head}</div>']
+                f'<div style="{ROW}"><span style="{NAME};{STRONG}">expert</span>{head}'
+                f' <span style="{MUTED};{STRONG}">rationale</span></div>']
         for agent, domain in table.experts:
             if agent not in r.scores:
                 continue

@@ -184,6 +184,9 @@ def _agent(node: Node, live: bool, budget: list[int]) -> str:
         summary += f' <span style="{MUTED}">→ {_e(shorten(d.get("output"), 60))}</span>'
     summary += "</summary>"
     body = ""
+    raw = d.get("label")
+    if isinstance(raw, str) and raw and raw not in label:  # shown in words: the label as journals key it
+        body += f'<div style="{ROW}">label <code>{_e(shorten(raw, 200))}</code></div>'
     if d.get("prompt") is not None:
         body += f'<div style="{ROW}">prompt<div style="{PRE}">{_e(shorten(str(d.get("prompt")), 2000))}</div></div>'
     if "output" in d:

@@ -24,7 +24,7 @@ from flow_kernel.runtime.events import (
 )
 from flow_kernel.runtime.events.failure_report import where_text
 from flow_kernel.short_text import shorten
-from flow_kernel.views.panel_view import PanelTable, panel_text
+from flow_kernel.views.panel_view import PanelTable, panel_call_words, panel_text
 from flow_kernel.views.panel_view import fold as fold_panel
 
 
@@ -119,8 +119,12 @@ def grouped(children: list[Scope | Point]) -> list[Scope | Point | Group]:
 
 def call_label(node: Node) -> str:
     """What tells one call from another: its label, else the start of its prompt; and its
-    item number in a parallelMap (`#3`)."""
+    item number in a parallelMap (`#3`). A panel's call in words: `· round 1 · item 2 ·
+    panel review` (after the agent, who is the expert)."""
     label = node.data.get("label")
+    words = panel_call_words(label, node.item[1] + 1 if node.item is not None else None)
+    if words is not None:
+        return f"· {words}"
     text = f"[{label}]" if isinstance(label, str) and label and not is_default_label(label) \
         else f'"{shorten(" ".join(str(node.data.get("prompt") or "").split()), 40)}"' if node.data.get("prompt") else ""
     index = f"#{node.item[1] + 1}" if node.item is not None else ""

@@ -23,7 +23,7 @@ from typing import Any
 
 from flow_kernel.runtime.events import is_default_label, scope_of
 from flow_kernel.short_text import shorten
-from flow_kernel.views.panel_view import panel_line
+from flow_kernel.views.panel_view import panel_call_words, panel_line
 from flow_kernel.views.run_model import item_of
 from flow_kernel.views.wire import (
     Batch,
@@ -188,7 +188,8 @@ def _count(value: Any) -> int | None:
 def _call(phase: str, i: str, p: str | None, data: dict[str, Any], t: int | None, order: Any) -> Record:
     if phase == "started":
         label = data.get("label")
-        shown = label if isinstance(label, str) and label and not is_default_label(label) else data.get("prompt")
+        shown = panel_call_words(label) or (label if isinstance(label, str) and label and not is_default_label(label)
+                                            else data.get("prompt"))
         started: CallStarted = {"record": "call_started", "id": i, "parent": p, "agent": clip(data.get("agent"), 40),
                                 "label": clip(shown, LABEL), "time": t}
         item = item_of(order)

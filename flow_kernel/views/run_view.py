@@ -84,6 +84,8 @@ class RunView:
         d = node.data
         declared = self.agents.get(node.name, {})
         out: dict[str, Any] = {"agent": node.name, "provider": d.get("provider"), "model": d.get("model")}
+        if isinstance(d.get("label"), str):  # the raw label (the card shows it in words)
+            out["label"] = shorten(d["label"], 200)
         for key in ("role", "instructions"):
             if isinstance(declared.get(key), str):
                 out[key] = shorten(declared[key].strip(), DETAIL_TEXT)

@@ -11,9 +11,10 @@ from flow_kernel import SourceFile
 from flow_kernel.lang.compiler import compile_source
 from flow_kernel.runtime.run import run_compiled
 from flow_kernel.sandbox.inprocess import InProcessExecutor
-from flow_kernel.views.panel_view import SCORE, STRONG
+from flow_kernel.views.panel_view import MUTED, SCORE, STRONG, panel_call_words
 from flow_kernel.views.run_html import render_html
 from flow_kernel.views.run_model import RunModel
+from flow_kernel.views.run_stream import Compactor
 
 PROGRAM = '''rubric essay {
   criteria: [
@@ -57,6 +58,26 @@ def test_the_panel_is_a_table_per_round() -> None:
     assert "round 1 · aggregate 0.5625 · spread 2" in html and "round 2 · aggregate 0.75 · spread 0 · converged" in html
     column = f'<span style="{SCORE};{STRONG}">accuracy</span>'  # the criterion's column heading, once a round
     assert html.count(column) == 2 and html.count(f'{STRONG}">mean</span>') == 2 and "weak" in html
+    assert html.count(f'{MUTED};{STRONG}">rationale</span>') == 2  # the rationales' column heading
+
+
+def test_a_panels_calls_are_labelled_in_words() -> None:
+    model = RunModel.from_events(_events())
+    text = model.text(result=False)
+    # `review@17:31/r1/a` as the person reads it; the raw label is the card's title.
+    assert "✓ agent a · round 1 · panel review  1 attempt" in text and "✓ agent b · round 2 · panel review" in text
+    assert "/r1/" not in text
+    html = render_html(model)
+    assert "· round 1 · panel review" in html and "label <code>review@17:31/r1/a</code>" in html
+    stream = [record for record in map(Compactor().record, _events()) if record and record["record"] == "call_started"]
+    assert [r["label"] for r in stream][:2] == ["round 1 · panel review", "round 1 · panel review"]
+
+
+def test_a_panel_call_in_words() -> None:
+    assert panel_call_words("review@2:11/r1/historian", 2) == "round 1 · item 2 · panel review"
+    assert panel_call_words("hastings/synthesis") == "synthesis · panel hastings"
+    assert panel_call_words("writer@1:1") is None and panel_call_words("a/b/c") is None
+    assert panel_call_words(None) is None
 
 
 def test_forged_panel_events_do_not_break_the_view() -> None:

@@ -179,6 +179,7 @@ function details(state, ui, call) {
       ` → ${esc(JSON.stringify(c && c.result))}</div>`).join(""));
   }
   if (d.provider) row("model", esc(`${d.provider}/${d.model}`));
+  if (d.label) row("label", `<code>${esc(d.label)}</code>`);
   return rows.join("");
 }
 
