@@ -61,9 +61,10 @@ print reviewer("Is this plan sound?")
         """\
 `file("path")` reads a prompt's text from a file beside the program (an agent's
 `role`, `persona`, `instructions`, `uncertainty`, an item of `constraints` or
-`hints`, a rubric criterion's `description`). The file is read when the program is
-checked, so the path must be one constant string: no interpolation, no other
-arguments.""",
+`hints`, a rubric criterion's `description`), or stands as a string anywhere with values for
+its placeholders: `file("path", { name: value })` (F4035, F4036). The file is read
+when the program is checked, so the path must be one constant string (no
+interpolation), and the values, when given, one object literal.""",
         """\
 let name = "triage"
 agent triager {

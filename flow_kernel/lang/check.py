@@ -100,6 +100,7 @@ def _check(source: SourceFile, session: SessionScope | None, loader: Loader | No
     return CheckResult(
         source, module, reporter.sorted(), checker.decls, checker.toplevel_bindings, toplevel,
         {c.name: c for c in contexts if not isinstance(c.decl, ast.FnDecl)}, [src for src, _ in used], checker.optional_reads, checker.call_outputs,
+        checker.prompt_fills,
     )
 
 

@@ -53,6 +53,8 @@ class CallChecker:
             entry = self.decls.get(callee.name)
             if entry is not None:
                 return self.declared_call(e, entry)
+            if callee.name == "file":
+                return self.prompt_file_expr(e)  # check_prompts.py
             builtin = BUILTINS.get(callee.name)
             if builtin is not None:
                 return self.builtin_call(e, builtin)

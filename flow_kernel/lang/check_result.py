@@ -25,6 +25,7 @@ class CheckResult:
     used_files: list[SourceFile] = field(default_factory=list)
     optional_reads: set[int] = field(default_factory=set)  # ids of Idents naming optional fields
     call_outputs: dict[int, T.Type] = field(default_factory=dict)  # id of an agent Call -> output type
+    prompt_fills: dict[int, list[str | int]] = field(default_factory=dict)  # id of a `file(…)` Call -> its pieces
 
     @property
     def ok(self) -> bool:

@@ -100,6 +100,7 @@ class Checker(DeclChecker, ExprChecker, CallChecker, StmtChecker, PromptChecker,
         # of every agent call (its schema is the call's output contract).
         self.optional_reads: set[int] = set()
         self.call_outputs: dict[int, T.Type] = {}
+        self.prompt_fills: dict[int, list[str | int]] = {}  # `file(…)` expressions (check_prompts.py)
         # Each user function's first effect, through the functions it calls (fn_effects.py).
         self.fn_effects: dict[str, FnEffect] = {}
 

@@ -32,6 +32,8 @@ class CallCodegen:
                 return self.workflow_call(e, callee.name)
             if entry is not None and entry.kind == "panel":
                 return self.panel_call(e, callee.name)
+            if callee.name == "file":
+                return self.prompt_fill(e)
             return self.builtin_call(e, callee.name)
         assert isinstance(callee, ast.Member) and isinstance(callee.obj, ast.Name)
         return self.agent_call(e, None, (callee.obj.name, callee.name.name), clauses)
@@ -57,6 +59,13 @@ class CallCodegen:
         if lambdas:
             return self.await_(call, e.span)
         return call
+
+    def prompt_fill(self: CodeGenerator, e: ast.Call) -> py.expr:
+        """`file(PATH, { name: value })` as an expression: the file's pieces as the checker
+        read them, filled with the values (each evaluated once, in the order written)."""
+        values = e.args[1].value if len(e.args) > 1 else None
+        items = [self.expr(entry.value) for entry in values.entries] if isinstance(values, ast.ObjectLit) else []
+        return self.rt("fill_prompt", self.literal(self.result.prompt_fills[id(e)]), py.List(items, LOAD), span=e.span)
 
     def lambda_def(self: CodeGenerator, e: ast.Lambda) -> str:
         name = self.fresh("l")

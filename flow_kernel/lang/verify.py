@@ -27,7 +27,7 @@ ABI_NAMES = frozenset({
     "start", "workflow", "call", "session", "bind", "step", "loop", "cond", "iterate",
     "stage", "pipeline", "verify", "require", "emit", "print", "log", "publish",
     "agent", "team", "panel", "parallel", "parallel_map", "task", "await_task", "task_field",
-    "approve", "ask", "run", "now", "uuid", "interp",
+    "approve", "ask", "run", "now", "uuid", "interp", "fill_prompt",
     "Error", "catches", "error_value",
     "neg", "not_", "add", "sub", "mul", "div", "mod", "eq", "ne", "lt", "le", "gt", "ge", "in_",
     "index", "slice_", "member", "member_opt", "safe_member", "project", "pick",

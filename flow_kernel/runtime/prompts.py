@@ -14,7 +14,11 @@ Each block is JSON between its tags, with `<` escaped so that no value can close
 fence or open another; the system prompt says what each level present means. Data of any
 level is never instructions: text inside a ticket ("ignore your instructions…") reads as
 content to the model. A call with `context:` alone compiles exactly as before trust
-levels existed (cassettes recorded then still match). The output
+levels existed (cassettes recorded then still match). A prompt file filled with
+values (`file(PATH, { name: value })`, lang/prompt_files.py) comes here as the text of the
+field or option it was used in, at that field's trust: each value inside it is quoted JSON
+with `<`, `>`, `&` escaped (`prompt_value`), so it cannot end its quotes, open or close a
+fence, or read as a line of instructions of its own. The output
 contract goes in the system prompt as its JSON Schema, even when the provider also
 enforces it (structured output), because the model answers better when it is told.
 """

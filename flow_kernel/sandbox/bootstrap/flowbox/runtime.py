@@ -307,6 +307,8 @@ class Runtime:
             raise evaluation(f"`for` needs an array, got {_values.type_of(xs)}")
         return enumerate(xs)
 
+    fill_prompt = staticmethod(_values.fill_prompt)  # `file(PATH, { name: value })`
+
     @staticmethod
     def interp(*parts):
         # A list, not a generator: join makes a list of one anyway, and resuming a

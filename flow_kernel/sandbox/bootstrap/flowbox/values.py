@@ -212,3 +212,20 @@ def _size(value, budget):
         if total > budget:
             return None
     return total
+
+
+# Prompt variables (`file(PATH, { name: value })`): the host's lang/prompt_files.py has the
+# same `prompt_value`, held equal by tests/lang/test_prompt_variables.py.
+_MARKUP = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"})
+
+
+def prompt_value(v):
+    """A value as it stands in a filled prompt: its JSON text, `<`, `>` and `&` escaped."""
+    return render(v).translate(_MARKUP)
+
+
+def fill_prompt(parts, values):
+    """A prompt file's text from its pieces (str) and placeholders (an index into `values`),
+    in one pass: a value's text is never read for placeholders again."""
+    rendered = [prompt_value(v) for v in values]
+    return "".join([p if type(p) is str else rendered[p] for p in parts])
