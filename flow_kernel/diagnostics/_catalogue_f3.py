@@ -422,9 +422,10 @@ print ticket
         "lambda has the wrong number of parameters for this builtin",
         """\
 A lambda given to a builtin takes a number of parameters the builtin does not
-pass. Most builtins pass one element (`x => …`); `map`, `filter` and `find` may
-also pass the index (`(x, i) => …`). In particular `sortBy` takes a key function
-of one parameter, not a two-argument comparator. Adjust the lambda's
+pass. Most builtins pass one element (`x => …`); `map`, `filter`, `find` and
+`flatMap` may also pass the index (`(x, i) => …`); `reduce` passes exactly two,
+the accumulator and the element (`(acc, x) => …`). In particular `sortBy` takes a
+key function of one parameter, not a two-argument comparator. Adjust the lambda's
 parameters.""",
         """\
 let scores = [3, 1, 2]

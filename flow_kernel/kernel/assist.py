@@ -62,7 +62,9 @@ OPEN_STRING_CODES = frozenset(("F1002", "F1003", "F1007"))
 
 # Completion kinds, lowest precedence first: a declaration named like a builtin wins.
 _RANK = {"type-prim": 0, "keyword": 1, "function": 2, "variable": 3, "field": 4,
-         "type": 5, "tool": 5, "agent": 5, "team": 5, "workflow": 5, "rubric": 5, "panel": 5, "magic": 6}
+         "type": 5, "tool": 5, "agent": 5, "team": 5, "workflow": 5, "rubric": 5, "panel": 5, "fn": 5, "magic": 6}
+# A completion's kind as the front end shows it, where it is not the kind's own name.
+_SHOWN_KIND = {"type-prim": "type", "fn": "function"}
 
 # Builtin signatures and notes (language.md §6.3); `_builtin_signature` covers others.
 
@@ -84,7 +86,7 @@ class _Matches:
 
     def reply(self, start: int, end: int) -> JSON:
         names = sorted(self.kinds)
-        kinds = [{"text": n, "type": "type" if self.kinds[n] == "type-prim" else self.kinds[n],
+        kinds = [{"text": n, "type": _SHOWN_KIND.get(self.kinds[n], self.kinds[n]),
                   "start": start, "end": end} for n in names]
         return {"matches": names, "cursor_start": start, "cursor_end": end,
                 "metadata": {"_jupyter_types_experimental": kinds}}

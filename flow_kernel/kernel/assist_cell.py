@@ -106,9 +106,10 @@ def _scan(cell: Cell) -> None:
         if nxt is None or nxt.kind is not Kind.IDENT:
             continue
         if tok.is_kw("type", "tool", "agent", "team", "workflow") or (
-                tok.is_word("rubric", "panel") and i + 2 < len(toks) and toks[i + 2].is_op("{")):
+                tok.is_word("rubric", "panel") and i + 2 < len(toks) and toks[i + 2].is_op("{")) or (
+                tok.is_word("fn") and i + 2 < len(toks) and toks[i + 2].is_op("(")):
             cell.scanned_decls[nxt.text] = tok.text
-            if tok.is_kw("workflow"):
+            if tok.is_kw("workflow") or tok.is_word("fn"):
                 cell.scanned_vars.update(_params(toks, i + 2))
         elif tok.is_kw("let", "var", "for", "as", "async"):
             cell.scanned_vars.add(nxt.text)
@@ -118,7 +119,7 @@ def _scan(cell: Cell) -> None:
 
 
 def _params(toks: list[Token], i: int) -> list[str]:
-    """Parameter names of `workflow name(…)` whose `(` is at `i`."""
+    """Parameter names of `workflow name(…)` or `fn name(…)` whose `(` is at `i`."""
     if i >= len(toks) or not toks[i].is_op("("):
         return []
     names: list[str] = []

@@ -58,6 +58,9 @@ BUILTIN_DOCS: dict[str, tuple[str, str]] = {
     "sortBy": ("sortBy(xs: T[], f: (x: T) => number | string) -> T[]", "Stable sort by a key."),
     "unique": ("unique(xs: T[]) -> T[]", "Keeps first occurrences (deep equality)."),
     "flatten": ("flatten(xs: T[][]) -> T[]", "Flattens one level."),
+    "reduce": ("reduce(xs: T[], init: A, f: (acc: A, x: T) => A) -> A",
+               "Folds the items from the left: `init` for no items, else `f` applied to the accumulator and each item."),
+    "flatMap": (f"flatMap(xs: T[], f: {_L}U[]) -> U[]", "The lambda applied to each item, its arrays joined in order."),
     "zip": ("zip(a: A[], b: B[]) -> [A, B][]", "Pairs items; stops at the shorter array."),
     "first": ("first(xs: T[]) -> T | null", "The first item, or null when empty."),
     "last": ("last(xs: T[]) -> T | null", "The last item, or null when empty."),
@@ -303,14 +306,16 @@ def _decl_doc(cell: Cell, entry: DeclEntry, detail_level: int) -> _Doc:
             doc.item("output", str(info.output))
         if "output" in schema:
             doc.schema("Output JSON Schema", schema["output"])
-    elif entry.kind == "workflow":
+    elif entry.kind in ("workflow", "fn"):
         wf = entry.workflow
         if wf is not None:
             returns = f" -> {wf.returns}" if wf.returns is not None else ""
-            doc = _Doc(f"workflow {name}({_signature(wf.params)}){returns}")
+            doc = _Doc(f"{entry.kind} {name}({_signature(wf.params)}){returns}")
         else:
-            doc = _Doc(f"workflow {name}")
+            doc = _Doc(f"{entry.kind} {name}")
         doc.text(node.doc)
+        if entry.kind == "fn":
+            doc.text(f"A function: `{name}(…)` runs in its caller's workflow or cell, within its limits.")
         if "input" in schema:
             doc.schema("Input JSON Schema", schema["input"])
             doc.schema("Output JSON Schema", schema["output"])

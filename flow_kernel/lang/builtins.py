@@ -53,6 +53,33 @@ def _find(args: list[T.Type], _: T.Type | None) -> T.Type:
     return T.union([_item(args), T.NULL])
 
 
+def accumulator(args: list[T.Type]) -> T.Type:
+    """The type of `reduce`'s accumulator: its start value's, widened (`0` is an `int`)."""
+    return T.widen(args[1]) if len(args) > 1 else T.ANY
+
+
+def _reduce(args: list[T.Type], lam: T.Type | None) -> T.Type:
+    # When the start value also fits the lambda's result type (`[]` for an `int[]`), that
+    # type describes every result: the start value for no items, the lambda's otherwise.
+    acc = accumulator(args)
+    if lam is not None and T.assignable(lam, acc) and T.assignable(acc, T.widen(lam)):
+        return T.widen(lam)
+    return acc
+
+
+def _flat_map(args: list[T.Type], lam: T.Type | None) -> T.Type:
+    inner = T.array_item(lam) if lam is not None else None
+    return T.ArrayType(T.widen(inner) if inner is not None else T.ANY)
+
+
+def lambda_params(name: str, args: list[T.Type], count: int) -> list[T.Type]:
+    """The types a builtin passes its lambda of `count` parameters, given the types of the
+    arguments before the lambda: `(acc, x)` for `reduce`, `(x, i)` for the others."""
+    item = _item(args)
+    passed = [accumulator(args), item] if name == "reduce" else [item, T.INT]
+    return passed[:count] + [T.ANY] * max(0, count - 2)
+
+
 def _flatten(args: list[T.Type], _: T.Type | None) -> T.Type:
     inner = T.array_item(_item(args))
     return T.ArrayType(inner if inner is not None else T.ANY)
@@ -130,6 +157,8 @@ _TABLE = [
     Builtin("map", (ARRAY, LAMBDA), 2, _map, (1, 2)),
     Builtin("filter", (ARRAY, LAMBDA), 2, _same_array, (1, 2)),
     Builtin("find", (ARRAY, LAMBDA), 2, _find, (1, 2)),
+    Builtin("reduce", (ARRAY, ANY, LAMBDA), 3, _reduce, (2,)),
+    Builtin("flatMap", (ARRAY, LAMBDA), 2, _flat_map, (1, 2)),
     Builtin("sort", (ARRAY,), 1, _same_array),
     Builtin("sortBy", (ARRAY, LAMBDA), 2, _same_array, (1,)),
     Builtin("unique", (ARRAY,), 1, _same_array),
@@ -168,8 +197,10 @@ _TABLE = [
 
 BUILTINS: dict[str, Builtin] = {b.name: b for b in _TABLE}
 
-# What the lambda of these builtins must give: a `bool` test or a `string` group key.
-LAMBDA_RESULT_KIND = {"count": "bool", "all": "bool", "any": "bool", "filter": "bool", "find": "bool", "groupBy": "string"}
+# What the lambda of these builtins must give: a `bool` test, a `string` group key, an
+# array (spliced into the result) or a value of the accumulator's type.
+LAMBDA_RESULT_KIND = {"count": "bool", "all": "bool", "any": "bool", "filter": "bool", "find": "bool", "groupBy": "string",
+                      "flatMap": "array", "reduce": "accumulator"}
 
 
 def kind_accepts(kind: str, t: T.Type) -> bool:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from flow_kernel.diagnostics.model import Related
 from flow_kernel.lang import ast
 from flow_kernel.lang import types as T
-from flow_kernel.lang.builtins import BUILTINS, LAMBDA, LAMBDA_RESULT_KIND, Builtin, kind_accepts
+from flow_kernel.lang.builtins import BUILTINS, LAMBDA, LAMBDA_RESULT_KIND, Builtin, kind_accepts, lambda_params
 from flow_kernel.lang.check_common import closest
 from flow_kernel.lang.env import DeclEntry, Frame, WorkflowContext
 from flow_kernel.lang.literals import literal_value
@@ -159,15 +159,23 @@ class CallChecker:
         if len(value.params) not in b.lambda_arities:
             counts = " or ".join(str(n) for n in b.lambda_arities)
             self.report("F3019", value.span, f"the lambda given to `{b.name}` must take {counts} parameter{'s' if counts != '1' else ''}, found {len(value.params)}")
-        item = (T.array_item(arg_types[0]) if arg_types else None) or T.ANY
-        result = self.lambda_body(value, [item, T.INT][: len(value.params)] + [T.ANY] * max(0, len(value.params) - 2),
-                                  pure=b.pure, parallel=not b.pure)
+        params = lambda_params(b.name, arg_types, len(value.params))
+        result = self.lambda_body(value, params, pure=b.pure, parallel=not b.pure)
         want = LAMBDA_RESULT_KIND.get(b.name)
         body = value.body
         if want == "bool" and isinstance(body, ast.Expr) and not T.is_bool(result):
             self.report("F3009", body.span, f"the lambda of `{b.name}` must give a `bool`, found `{result}`")
         if want == "string" and isinstance(body, ast.Expr) and not T.is_stringy(result):
             self.report("F3001", body.span, f"the lambda of `{b.name}` must give a `string` key, found `{result}`")
+        where = body.span if isinstance(body, ast.Expr) else value.span
+        if want == "array" and not T.is_any(result) and T.array_item(result) is None:
+            self.report("F3001", where, f"the lambda of `{b.name}` must give an array (its items go into the result), found `{result}`",
+                        hints=("wrap a single value in brackets: `x => [x]`",))
+        if want == "accumulator" and params and not T.assignable(result, params[0]):
+            self.report("F3001", where, f"the lambda of `{b.name}` must give the accumulator's type `{params[0]}` (the start "
+                        f"value's), found `{result}`",
+                        hints=("start from a value of the type the lambda gives, e.g. `0.0` to add numbers, or bind it "
+                               "with a type: `let start: T = …`",))
         return result
 
     def lambda_body(self: Checker, lam: ast.Lambda, params: list[T.Type], *, pure: bool, parallel: bool) -> T.Type:

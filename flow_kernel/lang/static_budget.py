@@ -4,7 +4,7 @@
 successful run makes at least, the most it can make when that is known, and the least
 number of `steps` the sandbox counts for it. Counts multiply through fan-outs whose size
 is in the text: an array literal, `range(N)` / `range(A, B)` with integer literals,
-`map`/`filter`/`count`/`parallelMap` over them, and `for` over them.
+`map`/`filter`/`count`/`reduce`/`flatMap`/`parallelMap` over them, and `for` over them.
 
 Lower bounds are safe by construction: anything that may stop early (`return`, `break`,
 `continue` before the end, a `try` body that can fail into a `catch`, a short-circuiting
@@ -22,7 +22,7 @@ from flow_kernel.lang import ast
 from flow_kernel.lang.builtins import BUILTINS
 
 # Builtins that call their lambda once per item, whatever the items are.
-_EVERY_ITEM = frozenset({"map", "filter", "count", "parallelMap"})
+_EVERY_ITEM = frozenset({"map", "filter", "count", "parallelMap", "reduce", "flatMap"})
 
 
 @dataclass(frozen=True)
@@ -236,7 +236,7 @@ def _call(e: ast.Call, names: Names) -> Usage:
         kind = names.kinds.get(callee.name)
         if kind == "agent":
             return args + Usage(1, 1, 1)
-        if kind in ("workflow", "panel"):
+        if kind in ("workflow", "panel", "fn"):
             return args + Usage(0, None, 1)
         if kind == "tool":
             return args

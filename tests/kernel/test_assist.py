@@ -265,7 +265,7 @@ def test_magic_names_come_from_the_argument(scope: SessionScope) -> None:
 
 def test_percent_inside_an_expression_is_not_a_magic(scope: SessionScope) -> None:
     # `%` is the remainder operator here: the names after it complete as usual.
-    assert matches("let r = 7 %re", scope) == ["replace", "require", "requires", "return"]
+    assert matches("let r = 7 %re", scope) == ["reduce", "replace", "require", "requires", "return"]
     assert not any(m.startswith("%") for m in matches("let r = 7 %", scope))
 
 

@@ -16,7 +16,7 @@ from tests.sandbox.bootstrap_import import builtins as b
 SPEC_BUILTINS = """len keys values entries range sum avg min max round floor ceil abs count all
 any map filter find sort sortBy unique flatten zip first last slice concat join split lower
 upper trim replace contains startsWith endsWith json parseJson str num int bool default typeOf
-merge pick omit groupBy""".split()
+merge pick omit groupBy reduce flatMap""".split()
 
 
 def same(got, expected):
@@ -49,7 +49,7 @@ def test_builtins_table_matches_spec():
     for name, fn in b.BUILTINS.items():
         assert fn.__name__ == f"b_{name}"
         assert inspect.iscoroutinefunction(fn) == (name in b.LAMBDA_BUILTINS), name
-    assert {"count", "all", "any", "map", "filter", "find", "sortBy", "groupBy"} == b.LAMBDA_BUILTINS
+    assert {"count", "all", "any", "map", "filter", "find", "sortBy", "groupBy", "reduce", "flatMap"} == b.LAMBDA_BUILTINS
 
 
 # --- sync builtins: success -------------------------------------------------------
@@ -294,7 +294,11 @@ LAMBDA_CASES = [
     ("groupBy", [], lambda x, i: "k", []),
     ("groupBy", [1, 2, 3], lambda x, i: "odd" if x % 2 else "even",
      [{"key": "odd", "items": [1, 3]}, {"key": "even", "items": [2]}]),
+    ("flatMap", [1, 2], lambda x, i: [x, i], [1, 0, 2, 1]), ("flatMap", [1, 2], lambda x, i: [], []),
+    ("flatMap", [[1], [2, [3]]], lambda x, i: x, [1, 2, [3]]),
 ]
+# `reduce` passes (accumulator, item) and takes a start value: tests/lang/test_reduce_flatmap.py.
+ITEM_LAMBDA_BUILTINS = b.LAMBDA_BUILTINS - {"reduce"}
 
 
 @pytest.mark.parametrize(("name", "xs", "fn", "expected"), LAMBDA_CASES,
@@ -305,7 +309,7 @@ def test_lambda_builtin(name, xs, fn, expected):
 
 
 def test_every_lambda_builtin_has_cases():
-    assert {c[0] for c in LAMBDA_CASES} == b.LAMBDA_BUILTINS
+    assert {c[0] for c in LAMBDA_CASES} == ITEM_LAMBDA_BUILTINS
 
 
 def test_async_lambda_with_awaits_inside():
@@ -327,14 +331,14 @@ def test_short_circuit(name, stops_after):
     assert calls == list(range(stops_after))
 
 
-@pytest.mark.parametrize("name", sorted(b.LAMBDA_BUILTINS))
+@pytest.mark.parametrize("name", sorted(ITEM_LAMBDA_BUILTINS))
 def test_lambda_gets_item_and_index_in_order(name):
     calls = []
 
     async def f(x, i):
         calls.append((x, i))
         # A result that neither fails nor stops early: all() goes on while true.
-        return {"groupBy": "k", "map": x, "sortBy": 0, "all": True}.get(name, False)
+        return {"groupBy": "k", "map": x, "sortBy": 0, "all": True, "flatMap": []}.get(name, False)
     run(b.BUILTINS[name](["a", "b", "c"], f))
     assert calls == [("a", 0), ("b", 1), ("c", 2)]
 
@@ -361,7 +365,7 @@ def test_lambda_builtin_error(name, xs, fn, message):
         run(b.BUILTINS[name](xs, lam(fn)))
 
 
-@pytest.mark.parametrize("name", sorted(b.LAMBDA_BUILTINS))
+@pytest.mark.parametrize("name", sorted(ITEM_LAMBDA_BUILTINS))
 @pytest.mark.parametrize(("xs", "type_name"), [(None, "null"), ("abc", "string"), ({"a": 1}, "object")])
 def test_lambda_builtin_needs_an_array(name, xs, type_name):
     with raises_evaluation(f"{name}: expected an array, got {type_name}"):

@@ -283,6 +283,23 @@ async def b_find(xs, f):
     return None
 
 
+async def b_reduce(xs, init, f):
+    acc = init
+    for x in _array("reduce", xs):
+        acc = await f(acc, x)
+    return acc
+
+
+async def b_flatMap(xs, f):
+    out = []
+    for i, x in enumerate(_array("flatMap", xs)):
+        items = await f(x, i)
+        if not isinstance(items, list):
+            raise evaluation(f"flatMap: the lambda must return an array, got {type_of(items)}")
+        out.extend(items)
+    return out
+
+
 async def b_sortBy(xs, f):
     xs = _array("sortBy", xs)
     keys = [await f(x, i) for i, x in enumerate(xs)]
@@ -546,7 +563,7 @@ BUILTINS = {
     "contains": b_contains, "startsWith": b_startsWith, "endsWith": b_endsWith,
     "json": b_json, "parseJson": b_parseJson, "str": b_str, "num": b_num, "int": b_int,
     "bool": b_bool, "default": b_default, "typeOf": b_typeOf, "merge": b_merge,
-    "pick": b_pick, "omit": b_omit, "groupBy": b_groupBy,
+    "pick": b_pick, "omit": b_omit, "groupBy": b_groupBy, "reduce": b_reduce, "flatMap": b_flatMap,
 }
 
-LAMBDA_BUILTINS = frozenset({"count", "all", "any", "map", "filter", "find", "sortBy", "groupBy"})
+LAMBDA_BUILTINS = frozenset({"count", "all", "any", "map", "filter", "find", "sortBy", "groupBy", "reduce", "flatMap"})
