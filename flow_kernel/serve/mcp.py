@@ -10,6 +10,12 @@ ID)`, with no structured content (the output schema describes results, not error
 `approve`/`ask` go to the client as elicitation when it declared that capability (approve: a
 yes/no form; ask: one text field, or a choice); else the configured operator policy answers,
 else the run fails with `operator-unavailable`. A call the client cancels stops its run.
+
+Beyond tools: the prompt files of the `prompts` folder beside the served file as prompts
+(mcp_prompts.py), the runs each caller started as resources `flow://runs/{id}` (mcp_runs.py),
+`logging/setLevel` (a connection that set a level gets its runs' events at or above it as
+`notifications/message`), and `completion/complete` for enum-typed workflow parameters and
+the caller's run ids.
 """
 
 from __future__ import annotations
@@ -17,6 +23,9 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import sys
+import warnings
+from collections import OrderedDict
 from collections.abc import Awaitable
 from typing import Any, TypeGuard
 
@@ -30,9 +39,17 @@ from flow_kernel.serve.common import (
     serve_http,
 )
 from flow_kernel.serve.door import Door, guarded_app, is_loopback
+from flow_kernel.serve.mcp_prompts import PromptArgumentsError, read_prompts
+from flow_kernel.serve.mcp_runs import RUN_TEMPLATE, ServedRuns
 
 # How long a cancelled call waits for its run to stop (the sandbox is asked, then killed).
 STOP_WAIT = 10.0
+# MCP's log levels, least severe first; the level a run's event is logged at (others: none).
+LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+EVENT_LEVELS = {"stage.started": "debug", "agent.started": "debug", "agent.completed": "debug", "print": "info",
+                "progress": "info", "artifact.published": "info", "approval.requested": "notice"}
+MAX_COMPLETIONS = 100  # MCP's bound on one completion's values
+RESOURCE_NOT_FOUND = -32002  # MCP's error code for a resource that is not there
 
 
 def output_schema(workflow: ServedWorkflow) -> tuple[dict[str, Any], bool]:
@@ -91,25 +108,95 @@ class ProgressClock:
         return self.value, (self.total if self.total is not None and self.value < self.total else None)
 
 
-class _McpChannel:
-    """One tool call: its progress notifications (in order, by one sender task) and its
-    elicitations."""
+class LogLevels:
+    """The level each client connection set with `logging/setLevel` (the newest `limit`
+    connections); a connection that set none gets no log messages."""
 
-    def __init__(self, ctx: Any) -> None:
+    def __init__(self, limit: int = 1024) -> None:
+        self.limit = limit
+        self._levels: OrderedDict[tuple[str, str], int] = OrderedDict()
+
+    def set(self, connection: tuple[str, str], level: str) -> None:
+        self._levels[connection] = LOG_LEVELS.index(level)
+        self._levels.move_to_end(connection)
+        while len(self._levels) > self.limit:
+            self._levels.popitem(last=False)
+
+    def wants(self, connection: tuple[str, str], level: str) -> bool:
+        """Whether a message at `level` goes to `connection`."""
+        least = self._levels.get(connection)
+        return least is not None and LOG_LEVELS.index(level) >= least
+
+
+def caller(ctx: Any) -> str:
+    """The principal a request speaks for: its bearer token's name (door.py), '' without auth,
+    `stdio` for the person at the other end of stdio."""
+    request = getattr(ctx, "request", None)
+    if request is None:
+        return "stdio"
+    user = request.scope.get("user")
+    return str(getattr(user, "username", "") or "")
+
+
+def connection_of(ctx: Any) -> tuple[str, str]:
+    """A client connection: its principal and its MCP session (streamable HTTP's header)."""
+    request = getattr(ctx, "request", None)
+    session = request.headers.get("mcp-session-id", "") if request is not None else ""
+    return caller(ctx), str(session)
+
+
+def _is_modern(version: str | None) -> bool:
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+    return version in MODERN_PROTOCOL_VERSIONS
+
+
+def log_text(event: Event) -> str | None:
+    """What a log message says of a run's event (None: the event is not logged)."""
+    if event.get("type") == "print":
+        return str((event.get("data") or {}).get("text"))
+    return progress_message(event)
+
+
+class _McpChannel:
+    """One tool call: its progress and log notifications (in order, by one sender task) and
+    its elicitations."""
+
+    def __init__(self, ctx: Any, levels: LogLevels | None = None, logger: str = "flow") -> None:
         self.ctx = ctx
         self.clock = ProgressClock()
-        self.queue: asyncio.Queue[tuple[float, float | None, str] | None] = asyncio.Queue()
+        self.levels = levels or LogLevels()
+        self.connection = connection_of(ctx)
+        self.modern = _is_modern(getattr(ctx, "protocol_version", None))
+        self.logger = logger
+        self.queue: asyncio.Queue[tuple[str, tuple[Any, ...]] | None] = asyncio.Queue()
         self.sender = asyncio.create_task(self._send())
 
     def event(self, event: Event) -> None:
         message = progress_message(event)
         if message is not None:
-            self.queue.put_nowait((*self.clock.read(event), message))
+            self.queue.put_nowait(("progress", (*self.clock.read(event), message)))
+        level = EVENT_LEVELS.get(str(event.get("type")))
+        text = log_text(event) if level is not None else None
+        if level is not None and text is not None:
+            self.log(level, text)
+
+    def log(self, level: str, text: str) -> None:
+        """A `notifications/message` for this call, when its client asked for `level`: with
+        `logging/setLevel` on a handshake-era connection; on a 2026-07-28+ one by the call's
+        own `_meta` opt-in, which the SDK applies as it sends."""
+        if self.modern or self.levels.wants(self.connection, level):
+            self.queue.put_nowait(("log", (level, text)))
 
     async def _send(self) -> None:
         while (notification := await self.queue.get()) is not None:
+            kind, args = notification
             try:
-                await self.ctx.session.report_progress(*notification)
+                if kind == "progress":
+                    await self.ctx.session.report_progress(*args)
+                else:
+                    await self.ctx.session.send_log_message(args[0], args[1], logger=self.logger,
+                                                            related_request_id=self.ctx.request_id)
             except Exception:  # a client gone mid-call: the run's result still matters to the journal
                 return
 
@@ -147,9 +234,17 @@ class _McpChannel:
 
 
 def build_server(host: WorkflowHost, name: str) -> Any:
-    """The SDK's low-level server, whose tools are `host`'s workflows."""
+    """The SDK's low-level server: `host`'s workflows as tools, the prompt files beside the
+    served file as prompts, the runs each caller started as resources, logging and completion."""
     import mcp.types as types
     from mcp.server import Server
+    from mcp.shared.exceptions import MCPError
+
+    prompts, skipped = read_prompts(host.session.directory)
+    for problem in skipped:
+        print(f"flow serve: prompt left out: {problem}", file=sys.stderr)
+    runs = ServedRuns()
+    levels = LogLevels()
 
     def tool(workflow: ServedWorkflow) -> Any:
         schema, _ = output_schema(dict_copy(workflow))
@@ -163,9 +258,12 @@ def build_server(host: WorkflowHost, name: str) -> Any:
         workflow = host.workflows.get(params.name)
         if workflow is None:
             return error_result(f"no workflow `{params.name}` in this server (it has: {', '.join(host.workflows)})")
-        channel = _McpChannel(ctx)
+        channel = _McpChannel(ctx, levels, logger=f"flow/{workflow.name}")
         try:
             outcome = await run_to_its_end(host.run(workflow.name, dict(params.arguments or {}), channel))
+            runs.add(caller(ctx), workflow.name, outcome)
+            if outcome.error is not None:
+                channel.log("error", f"{outcome.error.code}: {outcome.error.message} (run {outcome.run_id})")
         finally:
             await channel.finish()
         if outcome.error is not None:
@@ -174,11 +272,92 @@ def build_server(host: WorkflowHost, name: str) -> Any:
                                 {"flow/error": problem, "flow/run": outcome.run_id})
         _, wrapped = output_schema(dict_copy(workflow))
         structured = {"result": outcome.result} if wrapped else outcome.result
-        return types.CallToolResult(content=[types.TextContent(text=json.dumps(outcome.result, ensure_ascii=False))],
+        main = ([] if (primary := outcome.primary) is None else  # the run's primary artifact first, its main content
+                [types.TextContent(text=primary["text"] if "text" in primary else json.dumps(primary["json"], ensure_ascii=False),
+                                   _meta={"flow/primary": primary["name"]})])
+        return types.CallToolResult(content=[*main, types.TextContent(text=json.dumps(outcome.result, ensure_ascii=False))],
                                     structured_content=structured)
 
-    return Server(name, version=_version(), instructions="Each tool runs a Flow workflow in a sandbox.",
-                  on_list_tools=list_tools, on_call_tool=call_tool)
+    async def list_prompts(ctx: Any, params: Any) -> Any:
+        return types.ListPromptsResult(prompts=[
+            types.Prompt(name=p.name, description=p.description,
+                         arguments=[types.PromptArgument(name=a, required=True) for a in p.arguments])
+            for p in prompts.values()])
+
+    async def get_prompt(ctx: Any, params: Any) -> Any:
+        prompt = prompts.get(params.name)
+        if prompt is None:
+            raise MCPError(types.INVALID_PARAMS, f"no prompt `{params.name}` in this server")
+        try:
+            text = prompt.render(params.arguments)
+        except PromptArgumentsError as exc:
+            raise MCPError(types.INVALID_PARAMS, str(exc)) from None
+        return types.GetPromptResult(description=prompt.description, messages=[
+            types.PromptMessage(role="user", content=types.TextContent(text=text))])
+
+    async def list_resources(ctx: Any, params: Any) -> Any:
+        return types.ListResourcesResult(resources=[
+            types.Resource(uri=r.uri, name=r.run_id, title=f"{r.workflow}: {r.status}", mime_type="text/plain",
+                           description=f"A run of the workflow `{r.workflow}`, {r.status}: its summary, result "
+                                       "and artifacts")
+            for r in runs.of(caller(ctx))])
+
+    async def list_templates(ctx: Any, params: Any) -> Any:
+        return types.ListResourceTemplatesResult(resource_templates=[types.ResourceTemplate(
+            name="run", uri_template=RUN_TEMPLATE, mime_type="text/plain",
+            description="A run this server started for you: its summary, result and artifacts")])
+
+    async def read_resource(ctx: Any, params: Any) -> Any:
+        run = runs.get(caller(ctx), str(params.uri))
+        if run is None:  # not there, or another caller's: the same answer
+            raise MCPError(RESOURCE_NOT_FOUND, "Resource not found", {"uri": str(params.uri)})
+        return types.ReadResourceResult(contents=[
+            types.TextResourceContents(uri=c.uri, mime_type=c.mime_type, text=c.text) for c in run.contents])
+
+    async def set_level(ctx: Any, params: Any) -> Any:
+        levels.set(connection_of(ctx), str(params.level))
+        return types.EmptyResult()
+
+    async def complete(ctx: Any, params: Any) -> Any:
+        ref, argument = params.ref, params.argument
+        offered: list[str] = []
+        if ref.type == "ref/prompt" and ref.name not in prompts and ref.name in host.workflows:
+            offered = enum_values(host.workflows[ref.name].input_schema, argument.name)
+        elif ref.type == "ref/resource" and ref.uri == RUN_TEMPLATE and argument.name == "id":
+            offered = [r.run_id for r in runs.of(caller(ctx))]
+        matches = [value for value in offered if value.startswith(argument.value)]
+        return types.CompleteResult(completion=types.Completion(
+            values=matches[:MAX_COMPLETIONS], total=len(matches), has_more=len(matches) > MAX_COMPLETIONS))
+
+    with warnings.catch_warnings():  # logging/setLevel: deprecated by a protocol version this server does not speak
+        warnings.simplefilter("ignore")
+        return Server(name, version=_version(), instructions="Each tool runs a Flow workflow in a sandbox.",
+                      on_list_tools=list_tools, on_call_tool=call_tool, on_list_prompts=list_prompts,
+                      on_get_prompt=get_prompt, on_list_resources=list_resources,
+                      on_list_resource_templates=list_templates, on_read_resource=read_resource,
+                      on_set_logging_level=set_level, on_completion=complete)
+
+
+def enum_values(input_schema: dict[str, Any], parameter: str) -> list[str]:
+    """The string values a workflow's parameter may take when its type is an enumeration
+    (directly, through a named type, or optional); [] for any other parameter."""
+    defs = input_schema.get("$defs") or {}
+    schema = (input_schema.get("properties") or {}).get(parameter)
+    found: list[str] = []
+    pending = [schema]
+    while pending and len(found) < 10_000:
+        node = pending.pop(0)
+        if not isinstance(node, dict):
+            continue
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            pending.append(defs.get(ref[len("#/$defs/"):]))
+        found.extend(v for v in node.get("enum") or [] if isinstance(v, str) and v not in found)
+        if "const" in node and isinstance(node["const"], str) and node["const"] not in found:
+            found.append(node["const"])
+        pending.extend(node.get("anyOf") or [])
+        pending.extend(node.get("oneOf") or [])
+    return found
 
 
 def error_result(text: str, meta: dict[str, Any] | None = None) -> Any:

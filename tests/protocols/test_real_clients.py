@@ -30,7 +30,8 @@ pytestmark = pytest.mark.skipif(not (JS / "node_modules").is_dir(),
 # other scenario of the suite is listed in conformance-baseline.yml as expected to fail.
 SUPPORTED = ["server-initialize", "ping", "tools-list", "tools-call-simple-text", "tools-call-error",
              "tools-call-with-progress", "tools-call-elicitation", "json-schema-2020-12",
-             "server-sse-multiple-streams", "dns-rebinding-protection"]
+             "server-sse-multiple-streams", "dns-rebinding-protection", "logging-set-level", "completion-complete",
+             "tools-call-with-logging", "resources-list", "prompts-list", "prompts-get-simple", "prompts-get-with-args"]
 
 
 def node(script: str | Path, *args: str, origin: str | None = None, preload: bool = False,
@@ -57,6 +58,7 @@ def copied(tmp_path: Path, name: str, source: Path) -> Path:
 @pytest.fixture(scope="module")
 def conformance_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Child]:
     file = copied(tmp_path_factory.mktemp("conformance"), "conformance.flow", JS / "conformance.flow")
+    shutil.copytree(JS / "prompts", file.parent / "prompts")  # served as MCP prompts
     with flow_serve_child(file, "mcp") as child:
         yield child
 
@@ -83,6 +85,9 @@ def test_the_mcp_conformance_suite_passes_every_scenario_flow_supports(conforman
     assert error["details"]["result"]["content"][0]["text"].startswith(
         "assertion: This tool intentionally returns an error for testing (run ")
     assert "structuredContent" not in error["details"]["result"]
+    (logged,) = checks["tools-call-with-logging"]  # the workflow's prints, at level info
+    assert [(m["level"], m["data"]) for m in logged["details"]["logs"]] == [
+        ("info", "Tool execution started"), ("info", "Tool processing data"), ("info", "Tool execution completed")]
 
 
 def test_the_typescript_sdk_client_sees_the_real_error_and_progress(conformance_server: Child) -> None:
