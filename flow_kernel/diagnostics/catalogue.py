@@ -19,6 +19,7 @@ from flow_kernel.diagnostics._catalogue_f5 import ENTRIES as _F5
 from flow_kernel.diagnostics._catalogue_f6_f7 import ENTRIES as _F6_F7
 from flow_kernel.diagnostics._catalogue_functions import ENTRIES as _FUNCTIONS
 from flow_kernel.diagnostics._catalogue_panels import ENTRIES as _PANELS
+from flow_kernel.diagnostics._catalogue_primary import ENTRIES as _PRIMARY
 from flow_kernel.diagnostics._catalogue_prompt_vars import ENTRIES as _PROMPT_VARS
 from flow_kernel.diagnostics._catalogue_protocols import ENTRIES as _PROTOCOLS
 from flow_kernel.diagnostics._catalogue_providers import ENTRIES as _PROVIDERS
@@ -35,6 +36,7 @@ _ADDED: tuple[tuple[Entry, ...], ...] = (
     _BUDGETS,  # budgets checked before a run
     _PROMPT_VARS,  # prompt variables, `max_tool_calls`
     _FUNCTIONS,  # user functions (`fn`)
+    _PRIMARY,  # the primary artifact (`publish primary`)
 )
 
 # (code, severity letter E/W/I, one-line summary, explanation, failing example, fixed example)

@@ -402,6 +402,7 @@ class Log(Stmt):
 class Publish(Stmt):
     name: Expr
     value: Expr
+    primary: bool = False  # `publish primary NAME e`: the run's one primary artifact
 
 
 @dataclass(eq=False)

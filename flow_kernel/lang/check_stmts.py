@@ -21,13 +21,28 @@ class StmtChecker:
         """Check statements in order; True when the block always ends (return/break/continue)."""
         ends = False
         warned = False
-        for stmt in stmts:
-            if ends and not warned:
-                self.report("F5007", stmt.span, "unreachable code")
-                warned = True
-            if self.stmt(stmt):
-                ends = True
+        frame = self.frames[-1]
+        branch = frame.branch  # an `if` whose arm ends puts the rest of this block in its other arm
+        try:
+            for stmt in stmts:
+                if ends and not warned:
+                    self.report("F5007", stmt.span, "unreachable code")
+                    warned = True
+                if self.stmt(stmt):
+                    ends = True
+        finally:
+            frame.branch = branch
         return ends
+
+    def in_arm(self: Checker, s: ast.If, arm: int, block: ast.Block | ast.If) -> bool:
+        """Check one arm of `if` `s` (0: then, 1: else); True when it always ends."""
+        frame = self.frames[-1]
+        outer = frame.branch
+        frame.branch = (*outer, (id(s), arm))
+        try:
+            return self.s_If(block) if isinstance(block, ast.If) else self.scoped_block(block)
+        finally:
+            frame.branch = outer
 
     def scoped_block(self: Checker, block: ast.Block) -> bool:
         frame = self.frames[-1]
@@ -82,12 +97,12 @@ class StmtChecker:
     # -- control flow ----------------------------------------------------------------------
     def s_If(self: Checker, s: ast.If) -> bool:
         self.condition(s.cond, "F3009", "the `if` condition")
-        then_ends = self.scoped_block(s.then)
-        if s.other is None:
-            return False
-        if isinstance(s.other, ast.If):
-            return self.s_If(s.other) and then_ends
-        return self.scoped_block(s.other) and then_ends
+        then_ends = self.in_arm(s, 0, s.then)
+        other_ends = s.other is not None and self.in_arm(s, 1, s.other)
+        if then_ends != other_ends:  # what follows runs only after the arm that does not end
+            frame = self.frames[-1]
+            frame.branch = (*frame.branch, (id(s), 1 if then_ends else 0))
+        return then_ends and other_ends
 
     def s_For(self: Checker, s: ast.For) -> bool:
         t = self.expr(s.iterable)
@@ -233,7 +248,24 @@ class StmtChecker:
         self.effect(s.span, "`publish`")
         self.check_value(s.name, T.STRING, what="artifact name")
         self.expr(s.value)
+        if s.primary:
+            self.primary_published(s)
         return False
+
+    def primary_published(self: Checker, s: ast.Publish) -> None:
+        """A run publishes one primary artifact: a second `publish primary` that the same
+        workflow body (or top level) reaches on a path with the first is F6010. Two in the
+        two arms of one `if` are fine; one in a loop, a lambda, an `async` body or a
+        function, or in a workflow called twice, is counted at run time (`limit-exceeded`)."""
+        frame = self.frames[-1]
+        if frame.kind != "workflow":
+            return
+        first = next((span for path, span in frame.primaries if not _exclusive(path, frame.branch)), None)
+        if first is not None:
+            self.report("F6010", s.span, "a second `publish primary`: a run publishes at most one primary artifact",
+                        related=[Related(first, "the first primary artifact")],
+                        hints=("publish this one without `primary`, or put the two in the two arms of one `if`",))
+        frame.primaries.append((frame.branch, s.span))
 
     def s_ExprStmt(self: Checker, s: ast.ExprStmt) -> bool:
         self.expr(s.expr, expect_ok=True)
@@ -341,4 +373,12 @@ def _constant(node: ast.Expr) -> bool:
         return _constant(node.left) and _constant(node.right)
     if isinstance(node, ast.Unary):
         return _constant(node.operand)
+    return False
+
+
+def _exclusive(one: tuple[tuple[int, int], ...], other: tuple[tuple[int, int], ...]) -> bool:
+    """Whether two statements at these `if`-arm paths never both run: they part at two arms of one `if`."""
+    for a, b in zip(one, other, strict=False):
+        if a != b:
+            return a[0] == b[0]
     return False

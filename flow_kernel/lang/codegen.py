@@ -407,7 +407,8 @@ class CodeGenerator(CallCodegen):
         return [self.stmt_expr(self.rt("log", self.expr(s.value), span=s.span), s.span)]
 
     def s_Publish(self, s: ast.Publish) -> list[py.stmt]:
-        call = self.rt("publish", self.expr(s.name), self.expr(s.value), span=s.span)
+        primary = [self.constant(True)] if s.primary else []
+        call = self.rt("publish", self.expr(s.name), self.expr(s.value), *primary, span=s.span)
         return [self.stmt_expr(call, s.span)]
 
     def s_Return(self, s: ast.Return) -> list[py.stmt]:

@@ -109,6 +109,9 @@ class Frame:
     returns: list[T.Type] = field(default_factory=list)
     loop_depth: int = 0
     nesting: int = 0  # scope-opening blocks inside this frame (async must be at 0)
+    # the `if` arms the statement being checked is in, as (id of the `if`, 0 then / 1 else)
+    branch: tuple[tuple[int, int], ...] = ()
+    primaries: list[tuple[tuple[tuple[int, int], ...], Span]] = field(default_factory=list)  # `publish primary`s
 
 
 @dataclass(eq=False)

@@ -416,9 +416,14 @@ class Parser(ExprParser):
 
     def stmt_publish(self) -> ast.Stmt:
         kw = self.advance()
+        # `publish primary "NAME" e`: `primary` is a word here only before a string (a
+        # variable named `primary` stays a name: `publish primary e`)
+        primary = self.peek().text == "primary" and self.peek_at(1).kind is Kind.STRING
+        if primary:
+            self.advance()
         name = self.primary(postfix=False)
         value = self.expr()
-        return ast.Publish(self.span_from(kw.start), name, value)
+        return ast.Publish(self.span_from(kw.start), name, value, primary)
 
     def stmt_return(self) -> ast.Stmt:
         kw = self.advance()

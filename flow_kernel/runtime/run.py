@@ -120,12 +120,28 @@ class RunOutcome:
         costs = [t["cost"] for t in self.traces if isinstance(t.get("cost"), int | float)]
         return round(sum(costs), 6) if costs else None
 
+    @property
+    def primary(self) -> dict[str, Any] | None:
+        """The run's primary artifact (`publish primary`): `{"name", "text"}` or `{"name",
+        "json"}`; None when it published none. The sandbox publishes at most one; should
+        its events say more, the first counts."""
+        for event in self.events:
+            data = event.get("data")
+            if event.get("type") == "artifact.published" and isinstance(data, dict) and data.get("primary") is True \
+                    and isinstance(data.get("name"), str) and ("text" in data or "json" in data):
+                return {"name": data["name"], **({"text": str(data["text"])} if "text" in data else {"json": data["json"]})}
+        return None
+
     def to_json(self) -> dict[str, Any]:
+        """`flow run --format json`: ok, result or error or what it waits for, and `primary`
+        when the run published its primary artifact."""
+        primary = self.primary
+        extra = {"primary": primary} if primary is not None else {}
         if self.pending:
-            return {"ok": None, "status": "waiting", "run": self.run_id, "pending": self.pending}
+            return {"ok": None, "status": "waiting", "run": self.run_id, "pending": self.pending, **extra}
         if self.error is None:
-            return {"ok": True, "result": self.result, "run": self.run_id}
-        return {"ok": False, "run": self.run_id, "error": self.error_json()}
+            return {"ok": True, "result": self.result, "run": self.run_id, **extra}
+        return {"ok": False, "run": self.run_id, "error": self.error_json(), **extra}
 
 
 def new_run_id() -> str:

@@ -9,7 +9,8 @@ part is the input of a workflow with a single `string` parameter (a Flow agent w
 run's events as `working` status updates (stages, agent calls, `emit progress`, and a
 streaming model's text as it comes, metadata `flow_event: agent.delta`), each
 `publish` as an artifact, and ends `completed` with the result as the artifact `result`
-(a data part) or `failed` with the error's code. An `approve`/`ask` moves the task to
+(a data part) or `failed` with the error's code; the run's primary artifact (`publish
+primary`) is held back and sent last, the task's final artifact (metadata `primary: true`). An `approve`/`ask` moves the task to
 `input-required` with the question (metadata: kind, question, choice); the client's next
 message on the task answers it (text `yes`/`no`, or data `{"approve": bool}`; text, or data
 `{"answer": "…"}`) and the run goes on. `tasks/cancel` stops the run. The JSON-RPC endpoint
@@ -208,6 +209,8 @@ class FlowAgentExecutor:
                 event: Event = item
                 if event.get("type") == "artifact.published":
                     data = event.get("data") or {}
+                    if data.get("primary") is True:
+                        continue  # the task's final artifact, once the run has ended
                     part = new_text_part(str(data["text"])) if "text" in data else new_data_part(data.get("json"))
                     await updater.add_artifact([part], name=str(data.get("name")))
                 elif event.get("type") == "agent.delta":  # a streaming model's text as it comes
@@ -233,14 +236,18 @@ class FlowAgentExecutor:
             else:
                 self.live.pop(task_id, None)
                 outcome: RunOutcome = item
+                if outcome.error is None:
+                    await updater.add_artifact([new_data_part(outcome.result)], name="result",
+                                               metadata={"run": outcome.run_id})
+                if (primary := outcome.primary) is not None:  # the task's final artifact: the run's document
+                    part = new_text_part(primary["text"]) if "text" in primary else new_data_part(primary["json"])
+                    await updater.add_artifact([part], name=primary["name"], metadata={"run": outcome.run_id, "primary": True})
                 if outcome.error is not None:
                     problem = outcome_error(outcome)
                     await updater.update_status(TaskState.TASK_STATE_FAILED,
                                                 text(f"{problem['code']}: {problem['message']}"),
                                                 metadata={"error": problem, "run": outcome.run_id})
                     return
-                await updater.add_artifact([new_data_part(outcome.result)], name="result",
-                                           metadata={"run": outcome.run_id})
                 await updater.complete(text(json.dumps(outcome.result, ensure_ascii=False)))
                 return
 

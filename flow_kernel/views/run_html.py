@@ -19,6 +19,7 @@ import json
 from typing import Any
 
 from flow_kernel.markup import escape as _e
+from flow_kernel.markup import markdown_html
 from flow_kernel.runtime.events import Point
 from flow_kernel.short_text import shorten
 from flow_kernel.views.panel_view import panel_html
@@ -47,6 +48,8 @@ ERR = "color:#cf222e"
 OK = "color:#1a7f37"
 KEY = "color:#953800"
 PRE = "background:#f6f8fa;padding:4px 6px;border-radius:4px;white-space:pre-wrap;margin:2px 0;font-size:12px"
+PRIMARY_BOX = "border-left:3px solid #0969da;padding:2px 8px;margin:4px 0 6px 0"
+PRIMARY_CHARS = 4000  # the primary artifact's text shown in the summary (the artifact output has it whole)
 # A bar: the fills sit at the top of a 6px line (at the baseline of a text line they are clipped away).
 BAR = ("display:inline-block;width:200px;height:6px;line-height:6px;background:#eaeef2;border-radius:3px;overflow:hidden;"
        "vertical-align:middle")
@@ -79,7 +82,7 @@ def render_html(model: RunModel, *, live: bool = False, now: datetime.datetime |
     """The summary; `live` adds what differs from run to run — elapsed times, latencies, the
     run id. Without it the HTML is deterministic like `RunModel.text()` (nbval compares both)."""
     budget = [CARDS, 0]
-    parts = [f'<div style="{BOX}">', _header(model, now, live)]
+    parts = [f'<div style="{BOX}">', _header(model, now, live), _primary(model)]
     parts.append("".join(_node(model, n, live, budget) for n in model.roots))
     if budget[1]:
         parts.append(f'<div style="{MUTED}">… {budget[1]} more agent call{"s" if budget[1] != 1 else ""} not listed</div>')
@@ -92,6 +95,20 @@ def render_html(model: RunModel, *, live: bool = False, now: datetime.datetime |
 def summary_bundle(model: RunModel) -> dict[str, Any]:
     """What the cell keeps when the run ends: deterministic text (nbval) and HTML (people)."""
     return {"text/plain": model.text(result=False), "text/html": render_html(model)}
+
+
+def _primary(model: RunModel) -> str:
+    """The primary artifact, first under the header: its name, and its text as sanitised
+    Markdown (flow_kernel.markup) or its value as JSON; empty when the run published none."""
+    primary = model.primary
+    if primary is None:
+        return ""
+    if "text" in primary:
+        body = markdown_html(shorten(str(primary["text"]), PRIMARY_CHARS))
+    else:
+        body = f'<div style="{PRE}">{_e(shorten(json.dumps(primary.get("json"), ensure_ascii=False, indent=2), PRIMARY_CHARS))}</div>'
+    return (f'<div style="{ROW}">★ primary <code>{_e(primary.get("name"))}</code>'
+            f'<div style="{PRIMARY_BOX}">{body}</div></div>')
 
 
 def _mark(state: str) -> str:
@@ -225,7 +242,8 @@ def _item(model: RunModel, item: Point) -> str:
     if item.kind == "require.failed":
         return f'<div style="{ERR}">✗ require {_e(d.get("message"))} <code style="{MUTED}">{_e(d.get("condition") or "")}</code></div>'
     if item.kind == "artifact.published":
-        return f'<div style="{ROW}">⇪ published <code>{_e(d.get("name"))}</code></div>'
+        primary = " (primary)" if d.get("primary") is True else ""
+        return f'<div style="{ROW}">⇪ published <code>{_e(d.get("name"))}</code>{primary}</div>'
     if item.kind == "panel.started":  # experts × criteria per round (views/panel_view.py)
         table = model.panel_of(item)
         return f'<div style="{ROW}">{panel_html(table)}</div>' if table is not None else ""

@@ -162,6 +162,11 @@ class RunModel:
         return self.tree.scopes
 
     @property
+    def primary(self) -> dict[str, Any] | None:
+        """The run's primary artifact (`publish primary`), shown first; None: it published none."""
+        return next((a for a in self.artifacts if a.get("primary") is True), None)
+
+    @property
     def roots(self) -> list[Node]:
         return self.tree.roots
 
@@ -348,6 +353,8 @@ class RunModel:
         `Out`, so it shows once. A failure is said once, where it happened (`says_failure`);
         its code, message and source line in full are the cell's error output."""
         lines = [f"Flow run: {self.status}" + (f" — {self.title}" if self.title else "")]
+        if self.primary is not None:
+            lines.append(f"primary: {shorten(self.primary.get('name'), 80)}")
         budget = [CARDS, 0]
         for root in self.roots:
             self._text_node(root, 0, lines, budget)
@@ -433,7 +440,7 @@ class RunModel:
         if item.kind == "require.failed":
             return f"✗ require {d.get('message')}"
         if item.kind == "artifact.published":
-            return f"published {d.get('name')}"
+            return f"published {d.get('name')}" + (" (primary)" if d.get("primary") is True else "")
         if item.kind == "panel.started":
             table = self.panel_of(item)
             return "\n  ".join(panel_text(table)) if table is not None else None

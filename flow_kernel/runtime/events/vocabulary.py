@@ -224,6 +224,7 @@ class ArtifactPublished(TypedDict, total=False):
     name: Required[str]            # a relative artifact path
     text: str                      # a string artifact…
     json: Any                      # …or any other value
+    primary: bool                  # `publish primary`: the run's one primary artifact
 
 
 # -- the kinds --------------------------------------------------------------------------------

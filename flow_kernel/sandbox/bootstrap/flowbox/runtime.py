@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import re
 import sys
 import time
 
+from . import artifacts as _artifacts
 from . import builtins as _builtins
 from . import operators as _ops
 from . import panels as _panels
@@ -29,7 +29,6 @@ STEP_CLOCK_EVERY = 64  # check a nested workflow's deadline every this many step
 # JS timers (Pyodide's event loop runs on Node's setTimeout) take at most 2^31-1 ms; a
 # longer delay overflows to 1 ms, so a `duration` over ~24.8 days would time out at once.
 MAX_TIMER_S = (2**31 - 1) / 1000
-PUBLISH_NAME = re.compile(r"^[A-Za-z0-9._-]+(?:/[A-Za-z0-9._-]+)*$")
 
 _frame = contextvars.ContextVar("flow_frame")
 _scope = contextvars.ContextVar("flow_scope", default=(None, None))  # (span id, stage name)
@@ -146,6 +145,7 @@ class Runtime:
         self.bindings = {}
         self.session_values = (payload.get("args") or {}).get("session") or {}
         self.expectations = {}
+        self.primaries = []  # the primary artifact published (at most one: artifacts.py)
         self.cancel_reason = None  # set by `cancel`: "cancelled" or "workflow-timeout"
         # The host's ceilings (runtime/policy/ceilings.py): every frame's limits are at most these.
         # The host enforces the deadline and agent budgets itself; steps only the sandbox counts.
@@ -373,12 +373,8 @@ class Runtime:
     def log(self, value):
         self._event("log", {"text": _values.text(value)})
 
-    def publish(self, name, value):
-        if not isinstance(name, str) or not PUBLISH_NAME.match(name) or ".." in name.split("/"):
-            raise FlowError("capability-violation", f"`publish`: {_values.render(name)} is not a relative artifact path "
-                            "of [A-Za-z0-9._-] segments", {"name": name})
-        data = {"name": name, "text": value} if isinstance(value, str) else {"name": name, "json": value}
-        self._event("artifact.published", data)
+    def publish(self, name, value, primary=False):
+        self._event("artifact.published", _artifacts.artifact(name, value, primary, self.primaries))
 
     # -- host calls -----------------------------------------------------------------------------
     async def _host(self, op, payload):
