@@ -20,6 +20,7 @@ placeholders again.
 `model: "for:<purpose>"` names one of the five purposes (lang/purposes.py): an unknown one
 is F4025; in a file (`flow check`, `flow run`) an unset one is F4026, because the checker is
 given the configuration's `[models]` table there; a notebook learns it at run time.
+`"for:<purpose> else default"` falls back to the session's model instead: never F4026.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from flow_kernel.lang import types as T
 from flow_kernel.lang.check_common import closest
 from flow_kernel.lang.literals import NOT_LITERAL, literal_value
 from flow_kernel.lang.prompt_files import PromptFile, file_call, fill, placeholders, template_parts
-from flow_kernel.lang.purposes import PURPOSES, purpose_of, unset_message
+from flow_kernel.lang.purposes import DEGRADES, PURPOSES, degrades, purpose_of, unset_message
 from flow_kernel.source import Loader, UseRefused
 
 if TYPE_CHECKING:
@@ -160,10 +161,13 @@ class PromptChecker:
         if purpose is None:
             return True
         if purpose not in PURPOSES:
+            head, _, fallback = purpose.partition(" else ")
+            hints = (f"a purpose falls back to the session's model with `else default`: `for:{head}{DEGRADES}`",) \
+                if fallback else closest(purpose, list(PURPOSES))
             self.report("F4025", span, f"unknown model purpose `{purpose}` (the purposes: {', '.join(PURPOSES)})",  # type: ignore[arg-type]
-                        hints=closest(purpose, list(PURPOSES)))
+                        hints=hints)
             return False
-        if self.file_mode and purpose not in (self.models or {}):
+        if self.file_mode and purpose not in (self.models or {}) and not degrades(value):
             self.report("F4026", span, unset_message(purpose))  # type: ignore[arg-type]
             return False
         return True

@@ -29,6 +29,7 @@ from flow_kernel.views.run_model import (
     Node,
     RunModel,
     call_label,
+    degraded_text,
     group_counts,
     group_state,
     grouped,
@@ -204,6 +205,8 @@ def _agent(node: Node, live: bool, budget: list[int]) -> str:
     raw = d.get("label")
     if isinstance(raw, str) and raw and raw not in label:  # shown in words: the label as journals key it
         body += f'<div style="{ROW}">label <code>{_e(shorten(raw, 200))}</code></div>'
+    body += "".join(f'<div style="{MUTED}">↓ {_e(degraded_text(p.data))}</div>'  # the session's model stood in
+                    for p in node.children if isinstance(p, Point) and p.kind == "model.degraded")
     if d.get("prompt") is not None:
         body += f'<div style="{ROW}">prompt<div style="{PRE}">{_e(shorten(str(d.get("prompt")), 2000))}</div></div>'
     if "output" in d:

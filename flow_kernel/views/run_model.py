@@ -441,6 +441,8 @@ class RunModel:
             return f"✗ require {d.get('message')}"
         if item.kind == "artifact.published":
             return f"published {d.get('name')}" + (" (primary)" if d.get("primary") is True else "")
+        if item.kind == "model.degraded":
+            return degraded_text(d)
         if item.kind == "panel.started":
             table = self.panel_of(item)
             return "\n  ".join(panel_text(table)) if table is not None else None
@@ -455,6 +457,11 @@ class RunModel:
             answer = "yes" if approval.answer is True else "no" if approval.answer is False else approval.answer
             return text + f" → {answer} ({approval.by})"
         return None
+
+
+def degraded_text(data: dict[str, Any]) -> str:
+    """A `model.degraded` event's line: which purpose had no model, and what was used instead."""
+    return f"for:{data.get('purpose')} has no model configured: used the session's model {data.get('model')}"
 
 
 def says_failure(node: Scope) -> bool:

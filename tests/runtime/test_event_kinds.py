@@ -13,6 +13,7 @@ import pytest
 
 from flow_kernel import SourceFile
 from flow_kernel.lang.compiler import compile_source
+from flow_kernel.runtime.config import parse_config
 from flow_kernel.runtime.context import RunContext
 from flow_kernel.runtime.events.vocabulary import (
     HOST_ONLY_PREFIXES,
@@ -28,6 +29,7 @@ from flow_kernel.runtime.run import run_compiled
 from flow_kernel.sandbox.inprocess import InProcessExecutor
 
 EVERYTHING = '''agent helper { model: "scripted", script: [when("fine", "ok")] }
+agent backup { model: "for:deep-judgement else default" }
 rubric fit { criteria: [{ id: "ok", description: "Is it fine?" }] }
 agent expert { model: "scripted", script: [{ scores: { ok: 3 }, rationale: "fine" }] }
 panel check_it { experts: [{ agent: expert, domain: "everything" }], rubric: fit }
@@ -50,6 +52,7 @@ pipeline "all" {
   }
 }
 let judged = check_it("a candidate")
+let stand_in = backup("no model for the purpose: the session's")
 try { let c = helper("no reply for this") } catch "agent-invocation" { print "caught" }
 pipeline "last" { stage "end" { require false : "the end" } }
 '''
@@ -59,7 +62,8 @@ def _run(source: str) -> list[Event]:
     compiled = compile_source(SourceFile("kinds.flow", source))
     assert compiled.ok, [d.message for d in compiled.check.errors]
     outcome = asyncio.run(run_compiled(compiled, InProcessExecutor(),
-                                       RunContext(operator=Operator("auto-approve"), run_id="rkinds")))
+                                       RunContext(operator=Operator("auto-approve"), run_id="rkinds",
+                                                  config=parse_config({"default_model": "mock"}))))
     return outcome.events
 
 
@@ -105,7 +109,7 @@ def test_the_tree_and_the_host_only_families() -> None:
     assert SCOPES == ("workflow", "pipeline", "stage", "agent")
     assert {k.scope for k in KINDS.values() if k.scope} == set(SCOPES)
     assert all(KINDS[p].scope is None for p in POINTS)
-    assert HOST_ONLY_PREFIXES == ("agent.", "approval.", "provider.")
+    assert HOST_ONLY_PREFIXES == ("agent.", "approval.", "model.", "provider.")
     assert kind_of(["not", "a", "type"]) is None and scope_of("agent.maybe") is None
 
 

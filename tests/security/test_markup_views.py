@@ -64,6 +64,8 @@ def run_events() -> list[dict[str, Any]]:
         _event("stage.started", S, P, {"name": "rate"}),
         _event("agent.started", A1, S, {"agent": "rater", "label": "rate one", "prompt": "Rate this",
                                         "provider": "openai", "model": "gpt-x", "tools": ["lookup"]}),
+        _event("model.degraded", A1, None, {"agent": "rater", "label": "rate one", "purpose": "deep-judgement",
+                                            "model": "openai/gpt-x"}),
         _event("approval.requested", A1, None, {"kind": "tool", "question": "Run lookup?", "details": {"q": "x"}}),
         _event("approval.resolved", A1, None, {"kind": "tool", "question": "Run lookup?", "answer": True,
                                                "by": "interactive"}),

@@ -20,7 +20,7 @@ from flow_kernel.errors import (
 from flow_kernel.lang import ast
 from flow_kernel.lang.check_result import CheckResult
 from flow_kernel.lang.prices import FREE, Price, price_of
-from flow_kernel.lang.purposes import purpose_of, unset_message
+from flow_kernel.lang.purposes import by_purpose, degrades, purpose_of, unset_message
 from flow_kernel.lang.schema import type_schema
 from flow_kernel.runtime.agents.attempt import Attempt, AttemptLayer, CallRefused, chain
 from flow_kernel.runtime.agents.calls import (
@@ -37,7 +37,13 @@ from flow_kernel.runtime.agents.cassette import RecordLayer, ReplayLayer
 from flow_kernel.runtime.agents.cost import CostLayer
 from flow_kernel.runtime.agents.guard import GuardLayer, TimeoutLayer
 from flow_kernel.runtime.agents.journal import JournalLayer
-from flow_kernel.runtime.agents.request import OperatorAsk, RequestLayer, ToolApprover, ToolUse, max_tool_calls
+from flow_kernel.runtime.agents.request import (
+    OperatorAsk,
+    RequestLayer,
+    ToolApprover,
+    ToolUse,
+    max_tool_calls,
+)
 from flow_kernel.runtime.agents.streaming import StreamingLayer
 from flow_kernel.runtime.budgets import FrameBudget, charge_agent_run
 from flow_kernel.runtime.context import RunContext
@@ -111,6 +117,7 @@ class AgentPipeline:
         self._systems: dict[tuple[str, str, tuple[str, ...]], str] = {}
         self._compiled_schemas: dict[str, dict[str, Any]] | None = None  # made on the first call
         self._models: dict[str, tuple[str, str, Price | None]] = {}  # agent -> provider, model, price (`_prepare`)
+        self._degraded: dict[str, str] = {}  # agent -> its purpose, when `for:… else default` fell back (`_model`)
         # MCP servers lending tools (`tool … from mcp "NAME"`), opened on first use, closed by `aclose`
         self.mcp = McpConnections(config.mcp, config.path.parent if config.path is not None else None)
         # Each remote provider's rate limits, Retry-After, breaker and bulkhead: the session's,
@@ -182,6 +189,9 @@ class AgentPipeline:
                 self._event("agent.started", payload, {"agent": name, "label": label, "prompt": payload.get("prompt"),
                                                        "provider": prepared.provider, "model": prepared.model,
                                                        "tools": [t.name for t in prepared.tools]})
+                if name in self._degraded:
+                    self._event("model.degraded", payload, {"agent": name, "label": label, "purpose": self._degraded[name],
+                                                            "model": _model_name(prepared)})
                 output = await self._contract(prepared, options)
         except FlowError as exc:
             if reported:
@@ -306,11 +316,16 @@ class AgentPipeline:
                                        details={"agent": spec.name, "path": unread.path})
         model = spec.model
         purpose = purpose_of(model)
-        if purpose is not None:  # model by purpose: the configuration's [models] table (fails closed)
-            if purpose not in self.config.models:
-                raise AgentInvocationError(f"`{spec.name}` uses model \"{model}\", and {unset_message(purpose)}",
+        if purpose is not None:  # model by purpose: [models], else `… else default` the session's (lang/purposes.py)
+            resolved, degraded = by_purpose(model, self.config.models, self.config.default_model)
+            if resolved is None:
+                also = ("; it would fall back to the session's model, but none is set either: set `default_model` "
+                        "too, or choose a provider with %provider") if degrades(model) else ""
+                raise AgentInvocationError(f"`{spec.name}` uses model \"{model}\", and {unset_message(purpose)}{also}",
                                            details={"agent": spec.name, "key": f"models.{purpose}"})
-            model = self.config.models[purpose]
+            if degraded:
+                self._degraded[spec.name] = purpose
+            model = resolved
         if model == "default":
             if self.config.default_model is None:
                 raise AgentInvocationError(
@@ -420,3 +435,6 @@ class AgentPipeline:
                 sink(trace)
 
 
+def _model_name(call: AgentCall) -> str:
+    """The model a call used, as a model string names it (`openai/gpt-4o-mini`, `mock`)."""
+    return call.model if is_local(call.provider) else f"{call.provider}/{call.model}"

@@ -46,7 +46,7 @@ from typing import Any
 from flow_kernel.lang import ast
 from flow_kernel.lang.compiler import Compiled
 from flow_kernel.lang.literals import NOT_LITERAL, literal_value
-from flow_kernel.lang.purposes import purpose_of
+from flow_kernel.lang.purposes import by_purpose, purpose_of
 from flow_kernel.runtime.config import FlowConfig
 from flow_kernel.runtime.providers.table import LOCAL_PROVIDERS, REMOTE_PROVIDERS
 
@@ -105,9 +105,8 @@ def _model_of(node: ast.Decl) -> str | None:
 def _keys_of(model: str | None, config: FlowConfig) -> set[str]:
     if model is None:
         return {name for provider in REMOTE_PROVIDERS for name in _provider_keys(provider, "", config)}
-    purpose = purpose_of(model)
-    if purpose is not None:
-        model = config.models.get(purpose)
+    if purpose_of(model) is not None:
+        model = by_purpose(model, config.models, config.default_model)[0]
     elif model == "default":
         model = config.default_model
     if model is None or model in LOCAL_PROVIDERS:

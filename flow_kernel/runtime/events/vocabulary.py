@@ -216,6 +216,13 @@ class ProviderBreaker(TypedDict, total=False):  # the provider's circuit breaker
     pause_ms: int                  # open: how long until a probe may go through
 
 
+class ModelDegraded(TypedDict):    # `model: "for:<purpose> else default"` used the session's model (lang/purposes.py)
+    agent: str
+    label: str | None
+    purpose: str                   # the purpose no model is configured for
+    model: str                     # the session's model the call used instead ("provider/model", "mock")
+
+
 class Text(TypedDict):             # log, print
     text: str
 
@@ -268,6 +275,7 @@ _ALL = [
     Kind("agent.started", AgentStarted, "agent", "started", host_only=True),
     Kind("agent.completed", AgentCompleted, "agent", "completed", host_only=True),
     Kind("agent.failed", AgentFailed, "agent", "failed", host_only=True, open_data=True),
+    Kind("model.degraded", ModelDegraded, host_only=True),
     Kind("verify.evaluated", VerifyEvaluated),
     Kind("require.failed", RequireFailed),
     Kind("progress", Progress),
