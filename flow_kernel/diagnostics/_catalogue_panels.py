@@ -40,7 +40,9 @@ the configuration to say which model serves that purpose: a line such as
 `deep-judgement = "anthropic/claude-sonnet-4-5"` under `[models]` in flow.toml (or
 `[tool.flow.models]` in pyproject.toml). Nothing is guessed: with no line for the
 purpose the file does not compile (in a notebook the call fails when it runs, with
-the same instruction). Set the key the message names, or choose a model directly.""",
+the same instruction). Set the key the message names, or choose a model directly,
+or write `"for:<purpose> else default"` to fall back to the session's model (the
+run then records that it did).""",
         """\
 agent reviewer {
   model: "for:deep-judgement"
