@@ -8,13 +8,14 @@ import asyncio
 import os
 import warnings
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import mcp.types as types
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from tests.protocols.helpers import Served, flow_serve, free_port, mcp_client
+from tests.protocols.helpers import FLOW, Served, flow_serve, free_port, mcp_client
 
 SERVED = '''type Size = "small" | "medium" | "large"
 
@@ -34,7 +35,8 @@ workflow refuse(size: Size) -> string {
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+def shop(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """shop.flow with a prompts folder beside it: two prompts, and files that are none."""
     folder = tmp_path_factory.mktemp("extras")
     (folder / "shop.flow").write_text(SERVED)
     prompts = folder / "prompts"
@@ -46,6 +48,12 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     outside = folder / "secret.md"
     outside.write_text("outside the prompts folder")
     os.symlink(outside, prompts / "linked.md")
+    return folder / "shop.flow"
+
+
+@pytest.fixture(scope="module")
+def served(shop: Path) -> Iterator[Served]:
+    folder = shop.parent
     port = free_port()
     with flow_serve(["serve", str(folder / "shop.flow"), "--mcp", "--http", f"127.0.0.1:{port}"], port,
                     issue=["bob"], path="/mcp") as server:
@@ -182,3 +190,21 @@ def test_completion_of_enum_parameters_and_run_ids(served: Served) -> None:
     assert got["prompt"] == []  # a prompt file's arguments are free text
     assert got["done"].structured_content == {"result": "ordered large"}
     assert got["run"] == got["listed"] and got["listed"]  # the caller's runs, newest first
+
+
+def test_over_stdio_the_person_who_started_the_server_sees_their_runs(shop: Path) -> None:
+    from mcp import Client, StdioServerParameters
+
+    params = StdioServerParameters(command=FLOW, args=["serve", str(shop), "--mcp"], cwd=str(shop.parent))
+
+    async def go() -> tuple[list[str], Any, list[str]]:
+        async with Client(params) as client:
+            await client.call_tool("order", {"size": "small", "crust": "thin"})
+            listed = [r.uri for r in (await client.list_resources()).resources]
+            read = await client.read_resource(listed[0])
+            prompts = [p.name for p in (await client.list_prompts()).prompts]
+            return listed, read, prompts
+
+    listed, read, prompts = run(go())
+    assert len(listed) == 1 and read.contents[0].text.startswith("Flow run: completed — order")
+    assert prompts == ["plain", "triage"]
