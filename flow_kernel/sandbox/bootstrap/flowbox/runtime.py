@@ -33,14 +33,6 @@ MAX_TIMER_S = (2**31 - 1) / 1000
 _frame = contextvars.ContextVar("flow_frame")
 _scope = contextvars.ContextVar("flow_scope", default=(None, None))  # (span id, stage name)
 _branch = contextvars.ContextVar("flow_branch", default=None)
-_call_depth = contextvars.ContextVar("flow_call_depth", default=0)  # user functions in progress in this task
-# Nested user-function calls one task may have in progress. A runaway recursion normally
-# ends at the caller's `steps` first (a call takes at least two steps, so the default 1,000
-# allow some 500 calls); this bound, and Python's recursion limit raised to CALL_FRAMES once
-# calls nest DEEP_CALLS deep, keep a higher `steps` from ending the sandbox's stack.
-MAX_CALL_DEPTH = 2000
-DEEP_CALLS = 64
-CALL_FRAMES = 8000  # Python frames (Pyodide's default, 1,000, is some 450 nested calls)
 
 _active = {}  # run id -> (Runtime, asyncio task)
 
@@ -138,6 +130,7 @@ class Runtime:
         self.bridge = bridge
         self.run_id = payload.get("run")
         self.steps = 0
+        self.calls = 0  # user-function calls made (`call`)
         self.caps = []  # the step caps of the running frames (nested, and side by side in parallel)
         self.lowest_cap = 0  # min(self.caps): up to it, no running frame's cap can be exceeded
         self.next_check = 1  # the next step count at which `_check_step` must run (see `step`)
@@ -184,24 +177,17 @@ class Runtime:
         await self._host("validate", {"workflow": name, "output": result})
         return result
 
-    async def call(self, fn, values):
-        """A user function (`fn`) called from Flow code: one step, then its body in the
-        caller's frame (the caller's limits, deadline and events). Nested deeper than
-        MAX_CALL_DEPTH, or than the stack holds, the run stops with `limit-exceeded`."""
-        self.step()
-        depth = _call_depth.get()
-        if depth >= DEEP_CALLS:
-            if depth >= MAX_CALL_DEPTH:
-                raise _too_deep()
-            if sys.getrecursionlimit() < CALL_FRAMES:
-                sys.setrecursionlimit(CALL_FRAMES)
-        token = _call_depth.set(depth + 1)
-        try:
-            return await fn(self, *values)
-        except RecursionError:
-            raise _too_deep() from None
-        finally:
-            _call_depth.reset(token)
+    def call(self, fn, values):
+        """A user function (`fn`) called from Flow code: one step, then the coroutine of its
+        body, which the caller awaits in its own frame (the caller's limits, deadline and
+        events). No frame of its own: a recursion nests one Python frame a call, so the
+        caller's `steps` end a runaway one long before the stack does; with `steps` set
+        high, the stack's end is `limit-exceeded` (`_stack_failure`)."""
+        steps = self.steps = self.steps + 1  # `step`, inlined
+        if steps >= self.next_check:
+            self._check_step(steps)
+        self.calls += 1
+        return fn(self, *values)
 
     async def _frame(self, name, fn, values, limits):
         if self.ceilings:
@@ -673,9 +659,14 @@ class Interrupted(Exception):
     """The watchdog's KeyboardInterrupt, caught inside the task it hit."""
 
 
-def _too_deep():
-    return FlowError("limit-exceeded", f"function calls nested too deeply (at most {MAX_CALL_DEPTH}; a recursion that does not end?)",
-                     {"limit": "depth", "value": MAX_CALL_DEPTH})
+def _stack_failure(rt):
+    """The code and message of Python's stack running out (`RecursionError`): values are
+    bounded where they nest (builtins, the bridge) and bodies nest as far as the text does,
+    so in a run that called a user function it is that function's recursion."""
+    if rt.calls:
+        return "limit-exceeded", ("function calls nested too deeply: the recursion ran out of stack before the "
+                                  "`steps` limit (does it end?)")
+    return "isolate", "the sandbox ran out of stack"
 
 
 def _failure(rt, exc):
@@ -686,7 +677,7 @@ def _failure(rt, exc):
     if isinstance(exc, MemoryError):
         return "isolate", "the sandbox ran out of memory"
     if isinstance(exc, RecursionError):
-        return "isolate", "the sandbox ran out of stack"
+        return _stack_failure(rt)
     if isinstance(exc, (KeyboardInterrupt, Interrupted)):
         reason = rt.cancel_reason or "workflow-timeout"
         return reason, "the run was stopped: " + ("it was cancelled" if reason == "cancelled" else "it ran past its deadline")
@@ -781,7 +772,8 @@ async def execute(main, payload, bridge):
         error = FlowError("isolate", "the sandbox ran out of memory")
         error.__traceback__ = exc.__traceback__
     except RecursionError as exc:
-        error = FlowError("isolate", "the sandbox ran out of stack")
+        code, message = _stack_failure(rt)
+        error = FlowError(code, message, {"limit": "depth"} if code == "limit-exceeded" else None)
         error.__traceback__ = exc.__traceback__
     except Exception as exc:  # a bug in the runtime: report it, never hide it
         error = FlowError("isolate", f"internal error: {type(exc).__name__}: {exc}")
