@@ -42,3 +42,18 @@ def literal_value(node: object) -> object:
             out[entry.key] = v
         return out
     return NOT_LITERAL
+
+
+MAX_EXACT = 2**53  # the largest integral float shown as an int
+
+
+def normalise(value: object) -> object:
+    """Integral floats (|x| ≤ 2^53) become ints, at any depth: how Flow shows numbers
+    (language.md §1), on the host as in the sandbox."""
+    if isinstance(value, float) and value.is_integer() and abs(value) <= MAX_EXACT:
+        return int(value)
+    if isinstance(value, list):
+        return [normalise(v) for v in value]
+    if isinstance(value, dict):
+        return {k: normalise(v) for k, v in value.items()}
+    return value

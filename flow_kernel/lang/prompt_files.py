@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 
 from flow_kernel.lang import ast
+from flow_kernel.lang.literals import normalise
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,7 @@ def prompt_value(value: object) -> str:
     quotes, newlines and controls escaped; numbers as Flow shows them) with `<`, `>` and
     `&` escaped too, so that it reads as data and can end no quote, line, fence or tag.
     flowbox's `values.prompt_value` is the same function (tests hold them equal)."""
-    return json.dumps(_normal(value), ensure_ascii=False, separators=(", ", ": ")).translate(_MARKUP)
+    return json.dumps(normalise(value), ensure_ascii=False, separators=(", ", ": ")).translate(_MARKUP)
 
 
 def fill(parts: list[str | int], values: list[object]) -> str:
@@ -79,13 +80,3 @@ def fill(parts: list[str | int], values: list[object]) -> str:
     rendered = [prompt_value(v) for v in values]
     return "".join(p if isinstance(p, str) else rendered[p] for p in parts)
 
-
-def _normal(value: object) -> object:
-    """Integral floats as ints, at any depth (how Flow shows numbers)."""
-    if isinstance(value, float) and value.is_integer() and abs(value) <= 2**53:
-        return int(value)
-    if isinstance(value, list):
-        return [_normal(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _normal(v) for k, v in value.items()}
-    return value

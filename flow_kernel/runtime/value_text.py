@@ -5,18 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-MAX_EXACT = 2**53
-
-
-def normalise(value: Any) -> Any:
-    """Integral floats (|x| ≤ 2^53) become ints, at any depth."""
-    if isinstance(value, float) and value.is_integer() and abs(value) <= MAX_EXACT:
-        return int(value)
-    if isinstance(value, list):
-        return [normalise(v) for v in value]
-    if isinstance(value, dict):
-        return {k: normalise(v) for k, v in value.items()}
-    return value
+from flow_kernel.lang.literals import normalise
 
 
 def render_value(value: Any) -> str:
