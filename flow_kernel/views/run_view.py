@@ -37,7 +37,7 @@ class RunView:
         self.agents = agents or {}  # agent name -> its declared fields (role, instructions) for the cards
         self.model = RunModel(run_id, title)
         self.loop = asyncio.get_running_loop()
-        self.widget = RunWidget(title=title or "")
+        self.widget = RunWidget(title=title or "", run=run_id or "")
         self.compact = Compactor()
         self.batcher = Batcher(self.widget.send, self.loop)
         self.ended: End | None = None

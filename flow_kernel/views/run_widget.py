@@ -20,3 +20,4 @@ class RunWidget(anywidget.AnyWidget):
     _esm = (STATIC / "run_view.js").read_text(encoding="utf-8")
     _css = (STATIC / "run_view.css").read_text(encoding="utf-8")
     title = traitlets.Unicode("").tag(sync=True)
+    run = traitlets.Unicode("").tag(sync=True)  # the run's id: what `%resume` takes when the kernel goes away

@@ -49,13 +49,15 @@ def jupyter_lab(root: Path, home: Path) -> AbstractContextManager[str]:
 
 
 @contextmanager
-def jupyter_server(app: str, root: Path, home: Path, options: tuple[str, ...] = ()) -> Iterator[str]:
+def jupyter_server(app: str, root: Path, home: Path, options: tuple[str, ...] = (),
+                   environ: dict[str, str] | None = None) -> Iterator[str]:
     """Start a Jupyter front end's server (`python -m APP`: jupyterlab, or notebook for
     Notebook 7) serving `root`; yields its URL. A private HOME and Jupyter
     config/runtime/data dirs keep the user's settings out; the venv's kernel specs (the
-    Flow kernel among them) and labextensions are still found through sys.prefix."""
+    Flow kernel among them) and labextensions are still found through sys.prefix.
+    `environ`: variables the server, and so its kernels, get besides this process's."""
     port = _free_port()
-    env = {**os.environ, "HOME": str(home), "JUPYTER_CONFIG_DIR": str(home / "config"),
+    env = {**os.environ, **(environ or {}), "HOME": str(home), "JUPYTER_CONFIG_DIR": str(home / "config"),
            "JUPYTER_RUNTIME_DIR": str(home / "runtime"), "JUPYTER_DATA_DIR": str(home / "data"),
            "JUPYTERLAB_SETTINGS_DIR": str(home / "settings"), "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces")}
     log_path = home / f"{app}.log"
@@ -162,6 +164,44 @@ class Lab:
         return path
 
 
+class Notebook7(Lab):
+    """A Chromium page on one notebook in Notebook 7's UI. Its notebook is JupyterLab's
+    notebook widget (the same .jp-Cell / .jp-OutputArea), so Lab's run_cell, click_button
+    and wait_for_text serve; only opening differs (no status bar to read the kernel from)."""
+
+    def open(self, notebook: str) -> None:
+        page = self.page
+        page.goto(f"{self.url}/notebooks/{notebook}", timeout=60_000)
+        page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
+        wait_idle(self.url)
+
+
+def wait_idle(url: str, timeout: float = 90) -> None:
+    """Until every kernel of the server at `url` is idle (Notebook 7's toolbar shows the
+    kernel's state only as an icon: ask the server). While a kernel is starting,
+    jupyter_server has it registered before it sets its execution_state/last_activity, and
+    listing it then answers 500 (an AttributeError in kernel_model): a passing state of the
+    server, so ask again."""
+    import urllib.error
+
+    deadline = time.time() + timeout
+    kernels: Any = None
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/api/kernels", timeout=5) as r:
+                kernels = json.load(r)
+        except urllib.error.HTTPError as e:
+            if e.code < 500:
+                raise
+            kernels = f"HTTP {e.code}"
+        else:
+            if kernels and all(k["execution_state"] == "idle" for k in kernels):
+                return
+        if time.time() > deadline:
+            raise AssertionError(f"the kernel never became idle: {kernels!r}")
+        time.sleep(0.25)
+
+
 def write_notebook(path: Path, cells: list[str], kernel: str = "flow") -> None:
     import nbformat
 
@@ -176,4 +216,4 @@ def launch(playwright: Any) -> Any:
     return playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
 
 
-del json, shutil
+del shutil

@@ -6,17 +6,14 @@ replaces it. One server, one notebook, one cell: kept lean (the server start dom
 
 from __future__ import annotations
 
-import json
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.browser.lab import Lab, jupyter_server, missing, write_notebook
+from tests.browser.lab import Notebook7, jupyter_server, missing, write_notebook
 
 pytestmark = pytest.mark.browser
 
@@ -38,37 +35,6 @@ let triaged = parallelMap(["printer", "refund", "login"], t => triager("Ticket: 
 let ok = approve "Escalate ${len(triaged)} tickets?"
 ok ? "escalated" : "kept"
 '''
-
-
-class Notebook7(Lab):
-    """A Chromium page on one notebook in Notebook 7's UI. Its notebook is JupyterLab's
-    notebook widget (the same .jp-Cell / .jp-OutputArea), so Lab's run_cell, click_button
-    and wait_for_text serve; only opening differs (no status bar to read the kernel from)."""
-
-    def open(self, notebook: str) -> None:
-        page = self.page
-        page.goto(f"{self.url}/notebooks/{notebook}", timeout=60_000)
-        page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
-        # Notebook 7's toolbar shows the kernel's state only as an icon: ask the server.
-        # While a kernel is starting, jupyter_server has it registered before it sets its
-        # execution_state/last_activity, and listing it then answers 500 (an AttributeError in
-        # kernel_model): a passing state of the server, so ask again.
-        deadline = time.time() + 90
-        kernels: Any = None
-        while True:
-            try:
-                with urllib.request.urlopen(f"{self.url}/api/kernels", timeout=5) as r:
-                    kernels = json.load(r)
-            except urllib.error.HTTPError as e:
-                if e.code < 500:
-                    raise
-                kernels = f"HTTP {e.code}"
-            else:
-                if kernels and all(k["execution_state"] == "idle" for k in kernels):
-                    return
-            if time.time() > deadline:
-                raise AssertionError(f"the kernel never became idle: {kernels!r}")
-            time.sleep(0.25)
 
 
 @pytest.fixture(scope="module")

@@ -1,19 +1,15 @@
-"""A call's live state in real JupyterLab + Chromium: a loopback OpenAI-compatible server
-first answers 429 with Retry-After, then streams the reply slowly (Server-Sent Events, one
-piece every 0.3 s). The card shows the call waiting on the Retry-After with its end, then its
-text growing before the call ends — model text with markup in it drawn as text — and the
-cell keeps the static summary at the end."""
+"""A call's live state in real JupyterLab + Chromium (tests/browser/streaming.py): the card
+shows the call waiting on a 429's Retry-After with its end, then its text growing as the
+loopback server streams — model markup drawn as text — and the cell keeps the summary."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.browser.lab import Lab, missing, write_notebook
-from tests.runtime.sse_servers import Reply, SSEServer, openai_text
+from tests.browser.lab import Lab, missing
 
 pytestmark = pytest.mark.browser
 
@@ -21,61 +17,9 @@ REASON = missing()
 if REASON:
     pytest.skip(REASON, allow_module_level=True)
 
-PIECES = [f"Line {n} of the poem.\n" for n in range(1, 13)]
-PIECES.insert(3, '<img src=x onerror="window.__flowPwned = 1"><b>bold?</b>\n')
-PROGRAM = '%%flow\nagent poet { model: "openai/m" }\npoet("Write a poem")\n'
-CARD = ".flow-run-view .fr-card"
-
 
 def test_the_card_shows_the_wait_then_fills_as_the_model_writes(lab: tuple[Any, str, Path]) -> None:
-    browser, url, root = lab
-    server = SSEServer()
-    try:
-        server.replies += [Reply(status=429, error="slow down", headers={"Retry-After": "3"}),
-                           openai_text(PIECES, delay=0.3)]
-        setup = (f"import os\nos.environ['OPENAI_BASE_URL'] = 'http://127.0.0.1:{server.port}/v1'\n"
-                 "os.environ['OPENAI_API_KEY'] = 'sk-loopback'\n%load_ext flow_kernel")
-        write_notebook(root / "streaming.ipynb", [setup, PROGRAM], kernel="python3")
-        view = Lab(browser, url)
-        view.open("streaming.ipynb")
-        page = view.page
-        view.run_cell(0)
-        view.run_cell(1)
-        cell = page.locator(".jp-Notebook .jp-Cell").nth(1)
-        waiting = cell.locator(f"{CARD} .fr-waiting")
-        waiting.wait_for(timeout=60_000)
-        said = waiting.inner_text()
-        assert "waiting for openai: Retry-After" in said and "into the run" in said, said
-        assert "1 call waiting" in cell.locator(".flow-run-view .fr-header").inner_text()
-        view.screenshot("run-view-waiting.png", index=1)
+    from tests.browser.streaming import card_waits_then_fills
 
-        # The text grows while the call runs: several lengths seen before it ends.
-        seen: list[int] = []
-        markup_as_text = False
-        newest_in_sight = False  # a card with more lines than it shows scrolls to its newest
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            running = cell.locator(f"{CARD}.fr-running .fr-stream")
-            text = running.first.inner_text() if running.count() else ""
-            if not cell.locator(f"{CARD}.fr-running").count() and seen:
-                break
-            if text and (not seen or len(text) > seen[-1]):
-                seen.append(len(text))
-                if text.count("\n") >= 10 and not newest_in_sight:
-                    newest_in_sight = running.first.evaluate(
-                        "e => e.scrollHeight > e.clientHeight && e.scrollTop + e.clientHeight >= e.scrollHeight - 2")
-                    view.screenshot("run-view-streaming.png", index=1)
-            if '<img src=x onerror="window.__flowPwned = 1">' in text:  # the model's markup, drawn as text
-                markup_as_text = True
-                assert cell.locator(".flow-run-view img").count() == 0
-            time.sleep(0.1)
-        print(f"streamed text lengths seen while the call ran: {seen}")
-        assert len(seen) >= 3 and seen == sorted(seen), seen
-        assert markup_as_text
-        assert newest_in_sight
-        assert page.evaluate("() => window.__flowPwned") is None
-        view.wait_for_text("Line 12 of the poem.", index=1, timeout=60_000)  # the summary's result
-        view.page.close()
-    finally:
-        server.close()
-    assert len(server.requests) == 2
+    browser, url, root = lab
+    card_waits_then_fills(Lab(browser, url), root, "streaming.ipynb")

@@ -42,6 +42,17 @@ function render({ model, el }) {
     schedule();
   };
   model.on("msg:custom", onMessage);
+  // The widget manager marks the model's comm dead when the kernel restarts or dies (a front
+  // end drops what the dying kernel still sends): a run that had not ended was interrupted,
+  // and the view says so, with what goes on with it.
+  const onGone = () => {
+    if (total !== null) return;
+    total = elapsed();
+    applyMessage(state, { t: "end", s: "interrupted", ms: total });
+    state.gone = model.get("run") || "RUN";
+    schedule();
+  };
+  model.on("comm_live_update", onGone);
 
   const clock = setInterval(() => {
     if (total !== null) return;
@@ -89,6 +100,7 @@ function render({ model, el }) {
     clearInterval(clock);
     clearTimeout(due);
     model.off("msg:custom", onMessage);
+    model.off("comm_live_update", onGone);
   };
 }
 

@@ -13,6 +13,7 @@ export function emptyState() {
   return {
     n: 0, // compact events applied: a batch says where it starts, so a replay never counts twice
     status: "running", // running | completed | failed | interrupted
+    gone: null, // the run's id when the kernel went away before the run ended (index.js)
     t: 0, // the latest event's time (ms since the run started)
     nodes: new Map(), // scope id -> {id, kind, parent, name, state, t0, t1, code, msg, children: [{ref} | item], progress}
     roots: [],

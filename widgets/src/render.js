@@ -15,8 +15,15 @@ export function emptyUi() {
 const mark = (s) => `<span class="fr-mark">${MARK[s] || "●"}</span>`;
 
 export function renderRun(state, ui, title, elapsed) {
-  return `<div class="fr-run fr-${esc(state.status)}">${header(state, title, elapsed)}${filters(state, ui)}` +
+  return `<div class="fr-run fr-${esc(state.status)}">${header(state, title, elapsed)}${gone(state)}${filters(state, ui)}` +
     `<div class="fr-tree">${state.roots.map((id) => node(state, ui, id)).join("")}</div></div>`;
+}
+
+// The kernel went away mid-run (a restart, a crash): the run is journaled interrupted.
+function gone(state) {
+  if (!state.gone) return "";
+  return `<div class="fr-gone">interrupted — the kernel went away; <code>%resume ${esc(state.gone)}</code> ` +
+    `(or <code>%resume last</code>) goes on with the run</div>`;
 }
 
 export function header(state, title, elapsed) {

@@ -101,6 +101,7 @@ function emptyState() {
   return {
     n: 0, // compact events applied: a batch says where it starts, so a replay never counts twice
     status: "running", // running | completed | failed | interrupted
+    gone: null, // the run's id when the kernel went away before the run ended (index.js)
     t: 0, // the latest event's time (ms since the run started)
     nodes: new Map(), // scope id -> {id, kind, parent, name, state, t0, t1, code, msg, children: [{ref} | item], progress}
     roots: [],
@@ -384,8 +385,15 @@ function emptyUi() {
 const mark = (s) => `<span class="fr-mark">${MARK[s] || "●"}</span>`;
 
 function renderRun(state, ui, title, elapsed) {
-  return `<div class="fr-run fr-${esc(state.status)}">${header(state, title, elapsed)}${filters(state, ui)}` +
+  return `<div class="fr-run fr-${esc(state.status)}">${header(state, title, elapsed)}${gone(state)}${filters(state, ui)}` +
     `<div class="fr-tree">${state.roots.map((id) => node(state, ui, id)).join("")}</div></div>`;
+}
+
+// The kernel went away mid-run (a restart, a crash): the run is journaled interrupted.
+function gone(state) {
+  if (!state.gone) return "";
+  return `<div class="fr-gone">interrupted — the kernel went away; <code>%resume ${esc(state.gone)}</code> ` +
+    `(or <code>%resume last</code>) goes on with the run</div>`;
 }
 
 function header(state, title, elapsed) {
@@ -611,6 +619,17 @@ function render({ model, el }) {
     schedule();
   };
   model.on("msg:custom", onMessage);
+  // The widget manager marks the model's comm dead when the kernel restarts or dies (a front
+  // end drops what the dying kernel still sends): a run that had not ended was interrupted,
+  // and the view says so, with what goes on with it.
+  const onGone = () => {
+    if (total !== null) return;
+    total = elapsed();
+    applyMessage(state, { t: "end", s: "interrupted", ms: total });
+    state.gone = model.get("run") || "RUN";
+    schedule();
+  };
+  model.on("comm_live_update", onGone);
 
   const clock = setInterval(() => {
     if (total !== null) return;
@@ -658,6 +677,7 @@ function render({ model, el }) {
     clearInterval(clock);
     clearTimeout(due);
     model.off("msg:custom", onMessage);
+    model.off("comm_live_update", onGone);
   };
 }
 
