@@ -25,7 +25,6 @@ import json
 import math
 import sys
 import warnings
-from collections import OrderedDict
 from collections.abc import Awaitable
 from typing import Any, TypeGuard
 
@@ -39,15 +38,19 @@ from flow_kernel.serve.common import (
     serve_http,
 )
 from flow_kernel.serve.door import Door, guarded_app, is_loopback
+from flow_kernel.serve.mcp_logging import (
+    EVENT_LEVELS,
+    LogLevels,
+    caller,
+    connection_of,
+    is_modern,
+    log_text,
+)
 from flow_kernel.serve.mcp_prompts import PromptArgumentsError, read_prompts
 from flow_kernel.serve.mcp_runs import RUN_TEMPLATE, ServedRuns
 
 # How long a cancelled call waits for its run to stop (the sandbox is asked, then killed).
 STOP_WAIT = 10.0
-# MCP's log levels, least severe first; the level a run's event is logged at (others: none).
-LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
-EVENT_LEVELS = {"stage.started": "debug", "agent.started": "debug", "agent.completed": "debug", "print": "info",
-                "progress": "info", "artifact.published": "info", "approval.requested": "notice"}
 MAX_COMPLETIONS = 100  # MCP's bound on one completion's values
 RESOURCE_NOT_FOUND = -32002  # MCP's error code for a resource that is not there
 
@@ -108,56 +111,6 @@ class ProgressClock:
         return self.value, (self.total if self.total is not None and self.value < self.total else None)
 
 
-class LogLevels:
-    """The level each client connection set with `logging/setLevel` (the newest `limit`
-    connections); a connection that set none gets no log messages."""
-
-    def __init__(self, limit: int = 1024) -> None:
-        self.limit = limit
-        self._levels: OrderedDict[tuple[str, str], int] = OrderedDict()
-
-    def set(self, connection: tuple[str, str], level: str) -> None:
-        self._levels[connection] = LOG_LEVELS.index(level)
-        self._levels.move_to_end(connection)
-        while len(self._levels) > self.limit:
-            self._levels.popitem(last=False)
-
-    def wants(self, connection: tuple[str, str], level: str) -> bool:
-        """Whether a message at `level` goes to `connection`."""
-        least = self._levels.get(connection)
-        return least is not None and LOG_LEVELS.index(level) >= least
-
-
-def caller(ctx: Any) -> str:
-    """The principal a request speaks for: its bearer token's name (door.py), '' without auth,
-    `stdio` for the person at the other end of stdio."""
-    request = getattr(ctx, "request", None)
-    if request is None:
-        return "stdio"
-    user = request.scope.get("user")
-    return str(getattr(user, "username", "") or "")
-
-
-def connection_of(ctx: Any) -> tuple[str, str]:
-    """A client connection: its principal and its MCP session (streamable HTTP's header)."""
-    request = getattr(ctx, "request", None)
-    session = request.headers.get("mcp-session-id", "") if request is not None else ""
-    return caller(ctx), str(session)
-
-
-def _is_modern(version: str | None) -> bool:
-    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-
-    return version in MODERN_PROTOCOL_VERSIONS
-
-
-def log_text(event: Event) -> str | None:
-    """What a log message says of a run's event (None: the event is not logged)."""
-    if event.get("type") == "print":
-        return str((event.get("data") or {}).get("text"))
-    return progress_message(event)
-
-
 class _McpChannel:
     """One tool call: its progress and log notifications (in order, by one sender task) and
     its elicitations."""
@@ -167,7 +120,7 @@ class _McpChannel:
         self.clock = ProgressClock()
         self.levels = levels or LogLevels()
         self.connection = connection_of(ctx)
-        self.modern = _is_modern(getattr(ctx, "protocol_version", None))
+        self.modern = is_modern(getattr(ctx, "protocol_version", None))
         self.logger = logger
         self.queue: asyncio.Queue[tuple[str, tuple[Any, ...]] | None] = asyncio.Queue()
         self.sender = asyncio.create_task(self._send())

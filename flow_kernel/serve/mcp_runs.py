@@ -75,7 +75,7 @@ def run_contents(run_id: str, workflow: str, outcome: RunOutcome) -> list[Conten
         contents.append(Content(f"{uri}/result", "application/json", json.dumps(outcome.result, ensure_ascii=False)))
     for event in outcome.events:
         data = event.get("data") or {}
-        if event.get("type") == "artifact.published" and data is not primary and data.get("primary") is not True:
+        if event.get("type") == "artifact.published" and data.get("primary") is not True:
             contents.append(_artifact(uri, data))
     return contents
 

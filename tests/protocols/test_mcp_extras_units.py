@@ -10,7 +10,8 @@ import pytest
 
 from flow_kernel.errors import FlowError
 from flow_kernel.runtime.run import RunOutcome
-from flow_kernel.serve.mcp import LogLevels, enum_values
+from flow_kernel.serve.mcp import enum_values
+from flow_kernel.serve.mcp_logging import LogLevels
 from flow_kernel.serve.mcp_prompts import MAX_PROMPT_BYTES, PromptArgumentsError, read_prompts
 from flow_kernel.serve.mcp_runs import ServedRuns, primary_artifact, run_id_of
 
