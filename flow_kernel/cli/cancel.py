@@ -17,10 +17,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from flow_kernel.cli.common import EXIT_FAILED, EXIT_OK
-from flow_kernel.terminal_text import json_for_terminal, terminal_safe
-
-JOURNALS = Path(".flow") / "runs"
+from flow_kernel.cli.common import EXIT_OK
+from flow_kernel.cli.durable import JOURNALS, print_refusal
+from flow_kernel.terminal_text import terminal_safe
 
 
 def add_command(commands: Any) -> None:
@@ -47,11 +46,7 @@ def cmd_cancel(args: argparse.Namespace) -> int:
         status = done.status if done.status == "cancelled" else asyncio.run(
             settle(journals, args.run, "flow cancel", max(0.0, args.wait)))
     except ResumeRefused as exc:
-        if json_mode:
-            sys.stdout.write(json_for_terminal(json.dumps({"ok": False, "error": exc.to_json()}, ensure_ascii=False)) + "\n")
-        else:
-            sys.stderr.write(terminal_safe(f"flow cancel: error[{exc.code}]: {exc.message}") + "\n")
-        return EXIT_FAILED
+        return print_refusal("cancel", exc, json_mode)
     if json_mode:
         sys.stdout.write(json.dumps({"ok": True, "run": args.run, "status": status}) + "\n")
     else:

@@ -70,7 +70,8 @@ def add_command(commands: Any) -> None:
     runs.set_defaults(handler=cmd_runs)
 
 
-def _refused(command: str, exc: Any, json_mode: bool) -> int:
+def print_refusal(command: str, exc: Any, json_mode: bool) -> int:
+    """A `ResumeRefused` as `flow COMMAND: error[CODE]: …` on stderr (JSON on stdout); exit 1."""
     if json_mode:
         sys.stdout.write(json_for_terminal(json.dumps({"ok": False, "error": exc.to_json()}, ensure_ascii=False)) + "\n")
     else:
@@ -91,7 +92,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     try:
         header = load_checkpoint(here / JOURNALS, args.run).header or {}
     except ResumeRefused as exc:
-        return _refused("resume", exc, json_mode)
+        return print_refusal("resume", exc, json_mode)
     program = header.get("program") or {}
     # The program's folder, as for `flow run FILE`; a cell's run (a notebook's) has none: here.
     folder = config_folder(str(program["path"])) if program.get("kind") == "file" else here
@@ -111,7 +112,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
         ready = session.prepare_resume(args.run)
         outcome = asyncio.run(run_in_terminal(session, ready.compiled, json_mode, resuming=ready))
     except ResumeRefused as exc:
-        return _refused("resume", exc, json_mode)
+        return print_refusal("resume", exc, json_mode)
     return report(outcome, json_mode)
 
 
@@ -130,7 +131,7 @@ def cmd_answer(args: argparse.Namespace) -> int:
     try:
         record = record_answer(Path.cwd() / JOURNALS, args.run, args.pending, parse_answer(args.value), "flow answer")
     except ResumeRefused as exc:
-        return _refused("answer", exc, json_mode)
+        return print_refusal("answer", exc, json_mode)
     if json_mode:
         sys.stdout.write(json.dumps({"ok": True, "run": args.run, "pending": args.pending, "value": record["value"],
                                      "by": record["by"], "user": record["user"]}, ensure_ascii=False) + "\n")
@@ -154,4 +155,4 @@ def cmd_runs(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-__all__ = ["add_command", "cmd_answer", "cmd_resume", "cmd_runs"]
+__all__ = ["JOURNALS", "add_command", "cmd_answer", "cmd_resume", "cmd_runs", "print_refusal"]

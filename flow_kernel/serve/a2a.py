@@ -10,9 +10,9 @@ run's events as `working` status updates (stages, agent calls, `emit progress`, 
 streaming model's text as it comes, metadata `flow_event: agent.delta`), each
 `publish` as an artifact, and ends `completed` with the result as the artifact `result`
 (a data part) or `failed` with the error's code; the run's primary artifact (`publish
-primary`) is held back and sent last, the task's final artifact (metadata `primary: true`). An `approve`/`ask` moves the task to
-`input-required` with the question (metadata: kind, question, choice); the client's next
-message on the task answers it (text `yes`/`no`, or data `{"approve": bool}`; text, or data
+primary`) is held back and sent last, the task's final artifact (metadata `primary: true`).
+An `approve`/`ask` moves the task to `input-required` with the question (metadata: kind,
+question, choice); the client's next message on the task answers it (text `yes`/`no`, or data `{"approve": bool}`; text, or data
 `{"answer": "…"}`) and the run goes on. `tasks/cancel` stops the run. The JSON-RPC endpoint
 speaks A2A 1.0 (`SendMessage`, `SendStreamingMessage`, `GetTask`, `ListTasks`, `CancelTask`)
 and the 0.3 names (`message/send`, `message/stream`, `tasks/get`, `tasks/cancel`).
