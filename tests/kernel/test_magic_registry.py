@@ -43,7 +43,7 @@ def test_completion_offers_the_registry() -> None:
 
 def test_kernel_only_magics_are_registered_and_refused_outside_the_kernel(session: Session) -> None:
     kernel_only = sorted(name for name, entry in MAGICS.items() if entry.handle is not None)
-    assert kernel_only == ["approve", "background", "eval", "resume", "wait"]
+    assert kernel_only == ["approve", "background", "cancel", "eval", "resume", "wait"]
     for name in kernel_only:
         with pytest.raises(MagicError, match="works in the Flow kernel"):
             plan_cell(f"%{name}\n", session)

@@ -202,6 +202,8 @@ class CancelWatch:
 
     def clear(self) -> None:
         """The run ended: its request (if any) was answered, or came too late; remove it."""
+        if not os.path.lexists(self.path):  # almost every run: one stat
+            return
         with contextlib.suppress(OSError):
             folder = open_folder(self.path.parent, own=OWN_FOLDERS)
             try:
