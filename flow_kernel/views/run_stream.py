@@ -89,7 +89,7 @@ class Compactor:
         if record.get("state") != "failed":
             return
         if record["record"] == "scope_ended" and message in self.said.pop(record["id"], set()):
-            del record["message"]  # type: ignore[misc]
+            del record["message"]
         span = event.get("span")
         parent = span.get("parent") if isinstance(span, dict) else None
         if parent is not None:
