@@ -9,7 +9,14 @@ from typing import TYPE_CHECKING
 from flow_kernel.diagnostics.model import Related
 from flow_kernel.lang import ast
 from flow_kernel.lang import types as T
-from flow_kernel.lang.builtins import BUILTINS, LAMBDA, LAMBDA_RESULT_KIND, Builtin, kind_accepts, lambda_params
+from flow_kernel.lang.builtins import (
+    BUILTINS,
+    LAMBDA,
+    LAMBDA_RESULT_KIND,
+    Builtin,
+    kind_accepts,
+    lambda_params,
+)
 from flow_kernel.lang.check_common import closest
 from flow_kernel.lang.env import DeclEntry, Frame, WorkflowContext
 from flow_kernel.lang.literals import literal_value

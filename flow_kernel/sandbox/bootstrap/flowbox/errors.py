@@ -62,3 +62,13 @@ def context_location(exc):
             return loc
         exc = exc.__context__
     return None
+
+
+def stack_failure(functions_called):
+    """The code and message of Python's stack running out (`RecursionError`). Values are
+    bounded where they nest (builtins, the bridge) and bodies nest as far as the text
+    does, so in a run that called a user function it is that function's recursion."""
+    if functions_called:
+        return "limit-exceeded", ("function calls nested too deeply: the recursion ran out of stack before the "
+                                  "`steps` limit (does it end?)")
+    return "isolate", "the sandbox ran out of stack"

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import sys
 import time
 
 from . import artifacts as _artifacts
@@ -22,7 +21,7 @@ from . import builtins as _builtins
 from . import operators as _ops
 from . import panels as _panels
 from . import values as _values
-from .errors import FlowError, context_location, evaluation
+from .errors import FlowError, context_location, evaluation, stack_failure
 
 ABI = 1
 STEP_CLOCK_EVERY = 64  # check a nested workflow's deadline every this many steps
@@ -178,11 +177,9 @@ class Runtime:
         return result
 
     def call(self, fn, values):
-        """A user function (`fn`) called from Flow code: one step, then the coroutine of its
-        body, which the caller awaits in its own frame (the caller's limits, deadline and
-        events). No frame of its own: a recursion nests one Python frame a call, so the
-        caller's `steps` end a runaway one long before the stack does; with `steps` set
-        high, the stack's end is `limit-exceeded` (`_stack_failure`)."""
+        """A user function (`fn`): one step, then the coroutine of its body for the caller
+        to await in its own frame (limits, deadline, events). One Python frame a nested
+        call: `steps` end a runaway recursion long before the stack (`stack_failure`)."""
         steps = self.steps = self.steps + 1  # `step`, inlined
         if steps >= self.next_check:
             self._check_step(steps)
@@ -659,16 +656,6 @@ class Interrupted(Exception):
     """The watchdog's KeyboardInterrupt, caught inside the task it hit."""
 
 
-def _stack_failure(rt):
-    """The code and message of Python's stack running out (`RecursionError`): values are
-    bounded where they nest (builtins, the bridge) and bodies nest as far as the text does,
-    so in a run that called a user function it is that function's recursion."""
-    if rt.calls:
-        return "limit-exceeded", ("function calls nested too deeply: the recursion ran out of stack before the "
-                                  "`steps` limit (does it end?)")
-    return "isolate", "the sandbox ran out of stack"
-
-
 def _failure(rt, exc):
     """The code and message a failed workflow or scope records: the same code the run's
     error gets in `execute` (a full heap is `isolate` in both, never `cancelled`)."""
@@ -677,7 +664,7 @@ def _failure(rt, exc):
     if isinstance(exc, MemoryError):
         return "isolate", "the sandbox ran out of memory"
     if isinstance(exc, RecursionError):
-        return _stack_failure(rt)
+        return stack_failure(rt.calls)
     if isinstance(exc, (KeyboardInterrupt, Interrupted)):
         reason = rt.cancel_reason or "workflow-timeout"
         return reason, "the run was stopped: " + ("it was cancelled" if reason == "cancelled" else "it ran past its deadline")
@@ -772,7 +759,7 @@ async def execute(main, payload, bridge):
         error = FlowError("isolate", "the sandbox ran out of memory")
         error.__traceback__ = exc.__traceback__
     except RecursionError as exc:
-        code, message = _stack_failure(rt)
+        code, message = stack_failure(rt.calls)
         error = FlowError(code, message, {"limit": "depth"} if code == "limit-exceeded" else None)
         error.__traceback__ = exc.__traceback__
     except Exception as exc:  # a bug in the runtime: report it, never hide it
