@@ -3,14 +3,15 @@
 A served file's prompts are the Markdown files directly in the `prompts` folder beside it
 (`prompts/triage.md` is the prompt `triage`), read once when the server starts. A prompt's
 arguments are its `{{name}}` placeholders (lang/prompt_files.py, the ones `file(PATH, {…})`
-fills in a workflow); `prompts/get` fills them with the client's text as given (the prompt is
-the client's to use), in one pass, and answers the text as one user message. The description is the file's first line when it is a Markdown heading.
+fills in a workflow); `prompts/get` fills them with the client's text as given (the prompt
+is the client's to use), in one pass, and answers the text as one user message. The
+description is the file's first line when it is a Markdown heading.
 
-Only what is plainly the person's is read: a regular file (no link, no folder), a name of
-letters, digits, `_` and `-`, at most `MAX_PROMPT_BYTES` of UTF-8. Everything else is left
-out, said once on stderr by `flow serve`. Names, descriptions and arguments reach a client as
-text fields (MCP renders nothing), and a value given for one argument is never read for
-placeholders again.
+Only what is plainly the person's is read: a regular file (no link, no folder) in a
+`prompts` folder that is no link either, named with letters, digits, `_` and `-`, at most
+`MAX_PROMPT_BYTES` of UTF-8. Everything else is left out, said once on stderr by `flow
+serve`. Names, descriptions and arguments reach a client as text fields (MCP renders
+nothing), and a value given for one argument is never read for placeholders again.
 """
 
 from __future__ import annotations
@@ -59,6 +60,8 @@ def read_prompts(folder: Path) -> tuple[dict[str, ServedPrompt], list[str]]:
     """The prompts of `folder/prompts`, by name in name order, and what was left out and why."""
     where = folder / PROMPTS_FOLDER
     skipped: list[str] = []
+    if where.is_symlink():
+        return {}, [f"{PROMPTS_FOLDER}/: a link (links are not followed)"]
     try:
         entries = sorted(os.scandir(where), key=lambda e: e.name)
     except OSError:

@@ -34,6 +34,10 @@ def test_prompt_files_read_and_left_out(tmp_path: Path) -> None:
     with pytest.raises(PromptArgumentsError, match="missing reader"):
         found["a"].render({"topic": "x"})
     assert read_prompts(tmp_path / "nowhere") == ({}, [])
+    linked = tmp_path / "linked"
+    linked.mkdir()
+    (linked / "prompts").symlink_to(prompts)  # the folder itself a link: nothing read through it
+    assert read_prompts(linked) == ({}, ["prompts/: a link (links are not followed)"])
 
 
 def _outcome(run_id: str, events: list[dict[str, object]] | None = None, error: FlowError | None = None,
