@@ -22,11 +22,12 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-
                  "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"]
 
 
-def missing() -> str | None:
-    """Why the browser tests cannot run here, or None."""
+def missing(*modules: str) -> str | None:
+    """Why the browser tests cannot run here, or None; `modules`: what a test needs besides
+    JupyterLab and Playwright (`notebook` for Notebook 7)."""
     if not Path(CHROMIUM).exists():
         return f"{CHROMIUM} is missing (apt-get install chromium; .ci/run does it)"
-    for module in ("jupyterlab", "playwright"):
+    for module in ("jupyterlab", "playwright", *modules):
         try:
             __import__(module)
         except ImportError:

@@ -17,12 +17,7 @@ from tests.browser.lab import Notebook7, jupyter_server, missing, write_notebook
 
 pytestmark = pytest.mark.browser
 
-REASON = missing()
-if not REASON:
-    try:
-        import notebook  # noqa: F401
-    except ImportError:
-        REASON = "notebook (Jupyter Notebook 7) is not installed (pip install -r requirements-dev.txt)"
+REASON = missing("notebook")  # Notebook 7
 if REASON:
     pytest.skip(REASON, allow_module_level=True)
 
