@@ -159,6 +159,7 @@ AGENT_CALL_FORMS = {
     "tools": '("", tools: [])', "timeout": '("", timeout: 30s)', "repair": '("", repair: 1)',
     "choice": '("", choice: ["a", "b"], fallback: "a")', "fallback": '("", choice: ["a", "b"], fallback: "a")',
     "facts": '("", facts: {})', "documents": '("", documents: {})',  # data at trust high / medium
+    "max_tool_calls": '("", max_tool_calls: 8)',
 }
 
 

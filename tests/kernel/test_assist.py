@@ -489,10 +489,12 @@ def test_completion_after_an_agent_and_a_dot_offers_the_call() -> None:
     reply = complete(code, len(code), SessionScope())
     assert reply["cursor_start"] == code.rindex(".") and reply["cursor_end"] == len(code)
     assert reply["matches"][0] == '("")' and '("", label: "")' in reply["matches"]
-    assert len(reply["matches"]) == 10  # the call, then one form per option (choice and fallback share one)
+    assert len(reply["matches"]) == 11  # the call, then one form per option (choice and fallback share one)
     types = reply["metadata"]["_jupyter_types_experimental"]
     assert {t["type"] for t in types} == {"call: an agent has no fields"}
     typed = code + "ch"
     assert complete(typed, len(typed), SessionScope())["matches"] == ['("", choice: ["a", "b"], fallback: "a")']
+    typed = code + "max"
+    assert complete(typed, len(typed), SessionScope())["matches"] == ['("", max_tool_calls: 8)']
     applied = code[: reply["cursor_start"]] + reply["matches"][2] + code[reply["cursor_end"]:]
     assert applied.endswith('triager("", label: "")')
