@@ -7,6 +7,7 @@ resumes at the next statement or declaration boundary (`synchronize`).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TypeVar
 
 from flow_kernel.diagnostics.registry import Reporter
 from flow_kernel.lang import ast
@@ -22,6 +23,7 @@ _SEPARATORS = frozenset(("\n", ";"))
 _STATEMENT_ENDS = frozenset(("\n", ";", "}"))
 SOFT_DECLARATION_WORDS = ("rubric", "panel")  # declare only as `rubric NAME {` at the top level
 FN_WORD = "fn"  # declares only as `fn NAME (` at the top level
+_BodyDecl = TypeVar("_BodyDecl", bound=ast.WorkflowDecl)
 
 
 class Parser(ExprParser):
@@ -216,20 +218,19 @@ class Parser(ExprParser):
         return ast.TeamDecl(self.span_from(kw.start), name, fields)
 
     def workflow_decl(self) -> ast.WorkflowDecl:
-        kw = self.advance()
-        name = self.ident("a workflow name")
-        params = self.params()
-        returns = self.type_expr() if self.accept_op("->") else None
-        body = self.block("the workflow body")
-        return ast.WorkflowDecl(self.span_from(kw.start), name, params, returns, body)
+        return self._body_decl(ast.WorkflowDecl, "workflow")
 
     def fn_decl(self) -> ast.FnDecl:
+        return self._body_decl(ast.FnDecl, "function")
+
+    def _body_decl(self, node_type: type[_BodyDecl], what: str) -> _BodyDecl:
+        """`KEYWORD NAME(params) [-> T] { body }`: a workflow or a function."""
         kw = self.advance()
-        name = self.ident("a function name")
+        name = self.ident(f"a {what} name")
         params = self.params()
         returns = self.type_expr() if self.accept_op("->") else None
-        body = self.block("the function body")
-        return ast.FnDecl(self.span_from(kw.start), name, params, returns, body)
+        body = self.block(f"the {what} body")
+        return node_type(self.span_from(kw.start), name, params, returns, body)
 
     # -- blocks --------------------------------------------------------------------
     def block(self, what: str = "a block") -> ast.Block:

@@ -15,6 +15,7 @@ import pytest
 from flow_kernel import Session
 from flow_kernel.runtime.durable.journal import read_checkpoint
 from flow_kernel.runtime.run import RunOutcome
+from tests.runtime.test_resume_declarations import waiting_run
 
 FUNCTIONS = '''agent namer {
   model: "scripted"
@@ -93,16 +94,12 @@ ok ? named : "dropped"'''
 
 
 def test_a_resumed_run_replays_a_functions_agent_call_with_the_journaled_declarations(tmp_path: Path) -> None:
-    first = Session(directory=tmp_path, operator="defer", sandbox=False)
-    assert first.run(FUNCTIONS).status == "completed"
-    waiting = first.run(CELL)
-    assert waiting.status == "waiting", waiting.to_json()
-    first.answer(waiting.run_id, waiting.pending[0]["id"], True, by="test")
-    header = read_checkpoint(tmp_path / ".flow" / "runs" / f"{waiting.run_id}.jsonl").header
+    run = waiting_run(tmp_path, FUNCTIONS, CELL)
+    header = read_checkpoint(tmp_path / ".flow" / "runs" / f"{run}.jsonl").header
     assert header is not None and {"name_of", "fact", "namer"} <= set(header["session_sources"])
     assert header["session_sources"]["name_of"].startswith("fn name_of(n: int) -> string {")
     fresh = Session(directory=tmp_path, operator="defer", sandbox=False)
-    outcome = fresh.resume(waiting.run_id)
+    outcome = fresh.resume(run)
     assert outcome.status == "completed", outcome.to_json()
     assert outcome.result == "two"
     assert "name_of" in fresh.scope.decls

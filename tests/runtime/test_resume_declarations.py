@@ -19,11 +19,12 @@ let ok = approve "Page the on-call for ${found.id}?"
 ok ? "paged for ${found.severity}" : "kept"'''
 
 
-def waiting_run(folder: Path) -> str:
-    """A cell that uses an earlier cell's declarations, left waiting for an approval."""
+def waiting_run(folder: Path, declarations: str = DECLARATIONS, cell: str = CELL) -> str:
+    """A cell that uses an earlier cell's declarations, left waiting for an approval (then
+    approved: the answer waits in the journal for the resume)."""
     first = Session(directory=folder, operator="defer", sandbox=False)
-    assert first.run(DECLARATIONS).status == "completed"
-    outcome = first.run(CELL)
+    assert first.run(declarations).status == "completed"
+    outcome = first.run(cell)
     assert outcome.status == "waiting", outcome.to_json()
     first.answer(outcome.run_id, outcome.pending[0]["id"], True, by="test")
     return outcome.run_id
