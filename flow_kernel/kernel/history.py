@@ -70,6 +70,7 @@ class KernelHistory:
         self.in_memory = location == MEMORY
         self._db: sqlite3.Connection | None = None
         self._mine: dict[int, list[str | None]] = {}  # line -> [input, output]: this session's
+        self._lost = False  # a statement failed in memory too (said once)
 
     # -- opening ----------------------------------------------------------------------------
     def open(self) -> None:
@@ -127,8 +128,11 @@ class KernelHistory:
         try:
             return self._db.execute(sql, params).fetchall()
         except sqlite3.Error as exc:
-            if self.in_memory:  # memory itself failing is a bug to see, not to hide
-                raise
+            if self.in_memory:  # memory failing too: this statement is lost, the cell is not
+                if not self._lost:
+                    self.warn(f"the kernel's history in memory failed ({exc}); what fails is not kept")
+                self._lost = True
+                return []
             self._to_memory(exc)
             return self._db.execute(sql, params).fetchall()
 

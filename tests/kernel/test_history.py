@@ -128,3 +128,13 @@ def test_the_location(environ: dict[str, str], expected: str, monkeypatch: pytes
     for name, value in environ.items():
         monkeypatch.setenv(name, value)
     assert default_location(environ if "FLOW_HISTORY" in environ else {}) == expected
+
+
+def test_memory_that_fails_loses_a_line_not_the_cell() -> None:
+    warnings: list[str] = []
+    history = _history(MEMORY, warnings)
+    history.store_input(1, "1")
+    history._db = sqlite3.connect(":memory:")  # reached into: a database without the tables, as a broken one
+    history.store_input(2, "2")
+    history.store_output(2, "2")
+    assert history.tail(5, output=False) == [] and len(warnings) == 1 and "not kept" in warnings[0]
