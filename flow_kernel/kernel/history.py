@@ -89,6 +89,9 @@ class KernelHistory:
     def _connect(self, location: str) -> sqlite3.Connection:
         if location != MEMORY:
             Path(location).parent.mkdir(parents=True, exist_ok=True)
+            # A new file is the person's alone (cells may hold secrets); SQLite's WAL files follow it.
+            with contextlib.suppress(FileExistsError):
+                os.close(os.open(location, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
         db = sqlite3.connect(location, timeout=LOCK_WAIT, isolation_level=None, check_same_thread=False)
         try:
             if location != MEMORY:

@@ -37,6 +37,14 @@ def test_sessions_are_numbered_by_the_file_and_tail_spans_them(tmp_path: Path) -
     assert second.tail(0, output=False) == []
 
 
+def test_a_new_file_is_the_persons_alone(tmp_path: Path) -> None:
+    history = _history(tmp_path / "new" / "h.sqlite")
+    history.store_input(1, "let key = \"secret\"")
+    assert not history.in_memory
+    for made in (tmp_path / "new").iterdir():  # the file and its WAL files
+        assert made.stat().st_mode & 0o077 == 0, made
+
+
 def test_range_counts_sessions_back_from_this_one(tmp_path: Path) -> None:
     _, second = _two_sessions(tmp_path / "h.sqlite")
     assert second.range(0, 1, None, output=False) == [(2, 1, 'print "hi"'), (2, 2, "a * 6")]
