@@ -19,10 +19,10 @@ from flow_kernel.runtime.events import (
     Point,
     Scope,
     canonical,
+    degraded_text,
     is_default_label,
     scope_label,
 )
-from flow_kernel.runtime.events.failure_report import where_text
 from flow_kernel.short_text import shorten
 from flow_kernel.views.panel_view import PanelTable, panel_call_words, panel_text
 from flow_kernel.views.panel_view import fold as fold_panel
@@ -331,13 +331,6 @@ class RunModel:
                          limit if isinstance(limit, int | float) and not isinstance(limit, bool) else None))
         return rows
 
-    def error_place(self) -> str | None:
-        """Where the error happened — `item 3 of parallelMap at line 12`, `task backend` —
-        from its `details.where` (the sandbox's word: checked and clipped, not trusted)."""
-        if self.error is None:
-            return None
-        return where_text(self.error.get("details"), self.error.get("span"))
-
     def error_in_tree(self) -> bool:
         """Whether a line of the tree already says the run's error (a failed call's card, a
         failed `require`, a failed scope): then the summary says it nowhere else."""
@@ -457,11 +450,6 @@ class RunModel:
             answer = "yes" if approval.answer is True else "no" if approval.answer is False else approval.answer
             return text + f" → {answer} ({approval.by})"
         return None
-
-
-def degraded_text(data: dict[str, Any]) -> str:
-    """A `model.degraded` event's line: which purpose had no model, and what was used instead."""
-    return f"for:{data.get('purpose')} has no model configured: used the session's model {data.get('model')}"
 
 
 def says_failure(node: Scope) -> bool:

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from flow_kernel.errors import FlowError
+from flow_kernel.runtime.events.failure_report import describe_error
 from flow_kernel.views.run_html import render_html
 from flow_kernel.views.run_model import RunModel
 
@@ -80,10 +81,12 @@ def test_an_error_caught_inside_the_item_has_no_where(tmp_path: Path) -> None:
     assert "failed in" not in out.stderr
 
 
-def test_the_run_view_shows_the_place(tmp_path: Path) -> None:
+def test_the_error_output_shows_the_place_and_the_summary_does_not(tmp_path: Path) -> None:
     error = failure(tmp_path, 'parallelMap([1, 0], x => 1 / x)\n')
     model = RunModel()
     model.finish(error=error, error_line="parallelMap([1, 0], x => 1 / x)")
-    assert "   = failed in item 2 of parallelMap at line 1" in model.text()
-    assert ">failed in item 2 of parallelMap at line 1</div>" in render_html(model, live=False)
-    assert FlowError.from_dto({"code": "evaluation", "message": "m", **error}).details == error["details"]
+    # The place is the cell's error output's (describe_error), said once: not the summary's.
+    assert "failed in" not in model.text() and "failed in" not in render_html(model, live=False)
+    flow_error = FlowError.from_dto({"code": "evaluation", "message": "m", **error})
+    assert flow_error.details == error["details"]
+    assert "   = failed in item 2 of parallelMap at line 1" in describe_error(flow_error, lambda file, line: None)

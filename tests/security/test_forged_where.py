@@ -68,6 +68,12 @@ def test_only_well_formed_frames_are_named() -> None:
     assert deep is not None and deep.endswith("in … at line 2") and deep.count("item 1") == WHERE_FRAMES
 
 
-def test_the_reopened_door_lets_the_forged_where_through(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_reopened_door_lets_markup_through_but_the_where_is_not_the_views(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The summary does not say where a run failed (the cell's error output does, through
+    `describe_error` above): with the view's escaping undone, the forged message's markup
+    goes live, and the forged `where` is not in it at all."""
     monkeypatch.setattr(run_html, "_e", lambda value: "" if value is None else str(value))
-    assert live_markup(view_html(error_of(FORGED[0])), POLICY)
+    forged = FlowError.from_dto({"code": "evaluation", "message": MARKUP, "span": SPAN, "details": {"where": FORGED[0]}})
+    page = view_html(forged)
+    assert live_markup(page, POLICY)
+    assert "task" not in page and "branch" not in page
