@@ -20,7 +20,7 @@ from typing import Any
 
 from flow_kernel.markup import escape as _e
 from flow_kernel.markup import markdown_html
-from flow_kernel.runtime.events import Point
+from flow_kernel.runtime.events import Point, degraded_text
 from flow_kernel.short_text import shorten
 from flow_kernel.views.panel_view import panel_html
 from flow_kernel.views.run_model import (
@@ -29,7 +29,6 @@ from flow_kernel.views.run_model import (
     Node,
     RunModel,
     call_label,
-    degraded_text,
     group_counts,
     group_state,
     grouped,

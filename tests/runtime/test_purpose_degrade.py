@@ -4,6 +4,7 @@ event, a line of the summary); plain `for:<purpose>` still fails closed."""
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ from flow_kernel import Session
 from flow_kernel.lang import check
 from flow_kernel.lang.purposes import by_purpose, degrades, purpose_of
 from flow_kernel.runtime.config import parse_config
+from flow_kernel.runtime.events.terminal import TerminalProgress
 from flow_kernel.source import SourceFile
 from flow_kernel.views.run_html import render_html
 from flow_kernel.views.run_model import RunModel
@@ -61,6 +63,11 @@ def test_with_no_model_for_the_purpose_the_call_uses_the_sessions_and_says_so(tm
     line = "for:deep-judgement has no model configured: used the session's model mock"
     assert f"      {line}" in model.text().splitlines()  # under the call's line
     assert line.replace("'", "&#x27;") in render_html(model)
+    terminal = io.StringIO()
+    progress = TerminalProgress(terminal)
+    for event in outcome.events:
+        progress(event)
+    assert f"    ↓ {line}" in terminal.getvalue().splitlines()  # `flow run`'s view, inside the call
 
 
 def test_a_configured_purpose_is_used_and_nothing_is_recorded(tmp_path: Path) -> None:

@@ -6,7 +6,14 @@ failure, a scope's label), and what reads it (`failure_report.py`, `terminal.py`
 The names below are the package's face; its modules' other names are theirs.
 """
 
-from flow_kernel.runtime.events.tree import EventTree, Placed, Point, Scope, scope_label
+from flow_kernel.runtime.events.tree import (
+    EventTree,
+    Placed,
+    Point,
+    Scope,
+    degraded_text,
+    scope_label,
+)
 from flow_kernel.runtime.events.vocabulary import (
     KINDS,
     OPENS,
@@ -37,6 +44,7 @@ __all__ = [
     "Scope",
     "canonical",
     "comparable",
+    "degraded_text",
     "is_default_label",
     "is_live",
     "kind_of",

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Collection
 from typing import Any, TextIO
 
-from flow_kernel.runtime.events.tree import EventTree, Scope, scope_label
+from flow_kernel.runtime.events.tree import EventTree, Scope, degraded_text, scope_label
 from flow_kernel.runtime.events.vocabulary import Event, is_default_label, scope_name, scope_of
 from flow_kernel.short_text import shorten
 from flow_kernel.terminal_text import terminal_safe
@@ -78,6 +78,8 @@ class TerminalProgress:
             answer = data.get("error") or ("yes" if data.get("answer") is True else "no" if data.get("answer") is False
                                            else data.get("answer"))
             return f"{indent}  → {answer} ({data.get('by', 'unanswered')})"
+        if kind == "model.degraded":
+            return f"{indent}↓ {degraded_text(data)}"
         if kind == "artifact.published":
             return f"{indent}⇪ published {data.get('name')}"
         if kind == "agent.delta":

@@ -177,3 +177,8 @@ def scope_label(kind: str, name: Any, *, as_written: bool = False) -> str:
     quoted = SCOPE_KINDS_WRITTEN_QUOTED if as_written else ("stage",)
     return f'{kind} "{name}"' if kind in quoted else f"{kind} {name}"
 
+
+def degraded_text(data: dict[str, Any]) -> str:
+    """A `model.degraded` point in words, as the summary, the card and the terminal say it:
+    which purpose had no model, and the session's model the call used instead."""
+    return f"for:{data.get('purpose')} has no model configured: used the session's model {data.get('model')}"
