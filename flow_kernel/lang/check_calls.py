@@ -560,12 +560,15 @@ class CallChecker:
 
 def _first_effect(e: ast.Node, checker: Checker) -> ast.Node | None:
     """The first node in `e` that has an effect: an operator prompt, `run`, `parallel`, or a
-    call of a declared agent, team or workflow (builtins are pure)."""
+    call of a declared agent, team or workflow, or of a function that has an effect
+    (builtins are pure)."""
     if isinstance(e, ast.Approve | ast.Ask | ast.Run | ast.Parallel):
         return e
     if isinstance(e, ast.Call):
         callee = e.callee.obj if isinstance(e.callee, ast.Member) else e.callee
-        if isinstance(callee, ast.Name) and callee.name in checker.decls and checker.scope.lookup(callee.name) is None:
+        entry = checker.decls.get(callee.name) if isinstance(callee, ast.Name) else None
+        if entry is not None and checker.scope.lookup(entry.name) is None \
+                and (entry.kind != "fn" or entry.name in checker.fn_effects):
             return e
     for f in dataclasses.fields(e):
         value = getattr(e, f.name)
