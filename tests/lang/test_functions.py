@@ -155,7 +155,13 @@ def test_a_cells_function_is_visible_to_later_cells() -> None:
 
 
 def test_a_pure_function_may_give_an_approvals_default_and_one_with_an_effect_may_not() -> None:
-    header = AGENT + 'fn pure(n: int) -> bool {\n  return n > 1\n}\nfn calls(n: int) -> bool {\n  return helper("x") == "ok"\n}\n'
-    assert [c for c, _, _ in found(header + 'let ok = approve "Fine?" timeout 5s else pure(2)\nprint ok')] == ["F7002"]  # `calls`
-    assert [(c, t) for c, t, _ in found(header + 'let ok = approve "Fine?" timeout 5s else calls(2)\nprint ok')] == [
-        ("F5024", "calls(2)")]
+    source = AGENT + """fn pure(n: int) -> bool {
+  return n > 1
+}
+fn calls(n: int) -> bool {
+  return helper("x") == "ok"
+}
+let ok = approve "Fine?" timeout 5s else pure(2)
+let no = approve "Really?" timeout 5s else calls(2)
+print [ok, no]"""
+    assert [(c, t) for c, t, _ in found(source)] == [("F5024", "calls(2)")]
