@@ -8,9 +8,9 @@ not start, is "not found", the same answer as for a run that does not exist. Not
 from the journal folder: a run is served from what this process kept when it ended, at most
 `MAX_RUNS` of them (the oldest dropped first), so no file path ever comes from a URI.
 
-A run's contents: its summary (views/run_model.py's deterministic text), the primary artifact
-when the run has one (`primary_artifact`), its result as JSON, then the other artifacts it
-published, each under its own URI below the run's.
+A run's contents: its summary (views/run_model.py's deterministic text), its primary artifact
+when it published one (`publish primary`, `RunOutcome.primary`), its result as JSON, then the
+other artifacts it published, each under its own URI below the run's.
 """
 
 from __future__ import annotations
@@ -51,24 +51,13 @@ class ServedRun:
         return RUN_TEMPLATE.format(id=self.run_id)
 
 
-def primary_artifact(outcome: RunOutcome) -> dict[str, Any] | None:
-    """The run's primary artifact: the data of the published artifact marked `primary`, the
-    one the run's resource shows right after its summary. Where a primary artifact is
-    recorded differently, this is the one place to read it."""
-    for event in outcome.events:
-        data = event.get("data") or {}
-        if event.get("type") == "artifact.published" and data.get("primary") is True:
-            return dict(data)
-    return None
-
-
 def run_contents(run_id: str, workflow: str, outcome: RunOutcome) -> list[Content]:
     """What `resources/read` answers for a run: summary, primary artifact, result, artifacts."""
     uri = RUN_TEMPLATE.format(id=run_id)
     model = RunModel.from_events(outcome.events, title=workflow)
     model.finish(outcome.result, outcome.error_json(), outcome.steps, waiting=bool(outcome.pending))
     contents = [Content(uri, "text/plain", model.text())]
-    primary = primary_artifact(outcome)
+    primary = outcome.primary
     if primary is not None:
         contents.append(_artifact(uri, primary))
     if outcome.error is None and not outcome.pending:

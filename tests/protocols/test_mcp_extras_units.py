@@ -13,7 +13,7 @@ from flow_kernel.runtime.run import RunOutcome
 from flow_kernel.serve.mcp import enum_values
 from flow_kernel.serve.mcp_logging import LogLevels
 from flow_kernel.serve.mcp_prompts import MAX_PROMPT_BYTES, PromptArgumentsError, read_prompts
-from flow_kernel.serve.mcp_runs import ServedRuns, primary_artifact, run_id_of
+from flow_kernel.serve.mcp_runs import ServedRuns, run_id_of
 
 
 def test_prompt_files_read_and_left_out(tmp_path: Path) -> None:
@@ -64,13 +64,12 @@ def test_the_primary_artifact_comes_right_after_the_summary() -> None:
         {"type": "artifact.published", "data": {"name": "report.md", "text": "# R", "primary": True}},
     ]
     outcome = _outcome("r000000000001", events)
-    assert primary_artifact(outcome) == {"name": "report.md", "text": "# R", "primary": True}
     runs = ServedRuns()
     runs.add("ada", "w", outcome)
     run = runs.get("ada", "flow://runs/r000000000001")
     assert run is not None
-    assert [c.uri.rsplit("/", 1)[-1] for c in run.contents] == ["r000000000001", "report.md", "result", "notes.txt"]
-    assert primary_artifact(_outcome("r000000000002", events[:1])) is None
+    assert [(c.uri.rsplit("/", 1)[-1], c.text) for c in run.contents][1:] == [
+        ("report.md", "# R"), ("result", '"done"'), ("notes.txt", "n")]
 
 
 def test_log_levels_per_connection() -> None:

@@ -22,7 +22,8 @@ SERVED = '''type Size = "small" | "medium" | "large"
 ## Orders a pizza of a size.
 workflow order(size: Size, crust: "thin" | "thick") -> string {
   print "ordering ${size}"
-  publish "order.md" "# Order\\n\\n${size}, ${crust}"
+  publish "note.txt" "noted"
+  publish primary "order.md" "# Order\\n\\n${size}, ${crust}"
   return "ordered ${size}"
 }
 
@@ -124,7 +125,7 @@ def test_runs_are_resources_of_the_caller_who_started_them(served: Served) -> No
     assert [(r.uri, r.name, r.title) for r in got["mine"]] == [
         (f"flow://runs/{got['failed'].meta['flow/run']}", got["failed"].meta["flow/run"], "refuse: failed"),
         (f"flow://runs/{run_id}", run_id, "order: completed")]  # newest first; the refused call is no run
-    summary, result, artifact = got["read"].contents
+    summary, artifact, result, note = got["read"].contents  # the primary artifact right after the summary
     assert (summary.uri, summary.mime_type) == (f"flow://runs/{run_id}", "text/plain")
     assert summary.text.startswith("Flow run: completed — order")
     assert "published order.md" in summary.text and 'result: ordered small' in summary.text
@@ -132,6 +133,7 @@ def test_runs_are_resources_of_the_caller_who_started_them(served: Served) -> No
                                                            '"ordered small"')
     assert (artifact.uri, artifact.mime_type, artifact.text) == (
         f"flow://runs/{run_id}/artifacts/order.md", "text/markdown", "# Order\n\nsmall, thin")
+    assert (note.uri, note.mime_type, note.text) == (f"flow://runs/{run_id}/artifacts/note.txt", "text/plain", "noted")
     (failed_summary,) = got["read_failed"].contents  # a failed run: its summary says why, no result
     assert failed_summary.text.startswith("Flow run: failed — refuse") and "only large" in failed_summary.text
     assert [(t.uri_template, t.name) for t in got["templates"]] == [("flow://runs/{id}", "run")]
@@ -160,8 +162,9 @@ def test_log_messages_at_or_above_the_level_the_client_set(served: Served) -> No
 
     for modern in (False, True):
         info = run(go("info", modern))
-        assert info[:2] == [("info", "ordering medium"), ("info", "published order.md")], modern
-        ((level, text),) = info[2:]
+        assert info[:3] == [("info", "ordering medium"), ("info", "published note.txt"),
+                            ("info", "published order.md")], modern
+        ((level, text),) = info[3:]
         assert level == "error" and text.startswith("assertion: only large (run r")
         assert [lv for lv, _ in run(go("error", modern))] == ["error"]
         assert run(go(None, modern)) == []  # no level asked for: no log messages
