@@ -164,11 +164,13 @@ class StmtChecker:
             if s.value is not None:
                 self.expr(s.value)
             return True
+        # A workflow's return type is its output contract (F3007); a function's is a type (F3001).
+        code, what = ("F3001", "a function") if isinstance(ctx.decl, ast.FnDecl) else ("F3007", "a workflow")
         if s.value is None:
             if ctx.returns is not None and not T.assignable(T.NULL, ctx.returns):
-                self.report("F3007", s.span, f"`return` without a value in a workflow that returns `{ctx.returns}`")
+                self.report(code, s.span, f"`return` without a value in {what} that returns `{ctx.returns}`")
             return True
-        self.check_value(s.value, ctx.returns, code="F3007", what="returned value", expect_ok=True)
+        self.check_value(s.value, ctx.returns, code=code, what="returned value", expect_ok=True)
         return True
 
     # -- stages --------------------------------------------------------------------------------

@@ -47,9 +47,11 @@ def test_a_fn_inside_a_body_is_f1012() -> None:
 
 
 # -- checking the body ---------------------------------------------------------------------------
-def test_a_wrong_return_type_and_a_missing_return_are_the_workflow_codes() -> None:
+def test_a_wrong_return_type_is_f3001_and_a_missing_return_f3008() -> None:
     assert found('fn label(n: int) -> string {\n  return n\n}\nprint label(1)') == [
-        ("F3007", "n", "expected `string`, found `int`")]
+        ("F3001", "n", "expected `string`, found `int`")]
+    assert found('fn label(n: int) -> string {\n  return\n}\nprint label(1)') == [
+        ("F3001", "return", "`return` without a value in a function that returns `string`")]
     assert found('fn label(n: int) -> string {\n  if n > 1 { return "big" }\n}\nprint label(1)') == [
         ("F3008", "label", "not every path of `label` returns a value")]
 
