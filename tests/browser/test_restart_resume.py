@@ -86,10 +86,13 @@ def test_restart_mid_run_then_resume_finishes_it(app: str, request: pytest.Fixtu
         view.run_cell(1)
         assert front.server.holding.wait(90), "the run never reached the held call"
         asked_before = len(front.server.calls)
+        live = view.page.locator(".jp-Notebook .jp-Cell").nth(1).locator(".flow-run-view")
+        live.locator(".fr-card.fr-running").first.wait_for(timeout=30_000)  # the call in flight, running
+        assert live.locator(".fr-gone").count() == 0
         restart_from_the_menu(view)
         # The front end drops what the dying kernel still sends; the view itself sees its
         # kernel go and says the run was interrupted, and how to go on with it.
-        gone = view.page.locator(".jp-Notebook .jp-Cell").nth(1).locator(".flow-run-view .fr-gone")
+        gone = live.locator(".fr-gone")
         gone.wait_for(timeout=30_000)
         assert "%resume r" in gone.inner_text() and "%resume last" in gone.inner_text(), gone.inner_text()
         view.screenshot(f"{app}-restart-interrupted.png", index=1)
