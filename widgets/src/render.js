@@ -29,8 +29,11 @@ function gone(state) {
 export function header(state, title, elapsed) {
   const c = counts(state);
   const limit = state.limits && typeof state.limits.agent_runs === "number" ? `/${state.limits.agent_runs}` : "";
+  // A failed run's header names the code only: the message is on the card or scope that failed.
+  const top = state.status === "failed" ? state.nodes.get(state.roots[0]) : null;
   const parts = [
     `<span class="fr-badge">${esc(state.status)}</span>`,
+    top && top.code ? `<span class="fr-err">${esc(top.code)}</span>` : "",
     title ? `<strong class="fr-title">${esc(title)}</strong>` : "",
     `<span class="fr-clock">${esc(duration(elapsed))}</span>`,
     c.calls ? `<span>${esc(plural(c.inflight, "call"))} in flight</span>` : "",
