@@ -161,7 +161,10 @@ def test_every_execute_gets_its_own_idle_while_comms_come_between_cells(tmp_path
 def test_reopened_twin_idles_named_from_the_context_leave_executes_busy(tmp_path: Path) -> None:
     km, kc = start(tmp_path, launcher=CONTEXT_PARENTS)
     try:
-        left, last = executes_left_busy(kc, 30)
+        for _ in range(3):  # a race: on a loaded machine one batch of cells may miss it
+            left, last = executes_left_busy(kc, 30)
+            if left:
+                break
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
