@@ -51,7 +51,7 @@ def add_command(commands: Any) -> None:
         "(or --token-env's), or one --issue-token prints.")
     serve.add_argument("file", metavar="FILE")
     mode = serve.add_mutually_exclusive_group(required=True)
-    mode.add_argument("--mcp", action="store_true", help="an MCP server whose tools are the workflows")
+    mode.add_argument("--mcp", action="store_true", help="an MCP server: the workflows as tools, prompts/*.md as prompts, its runs as resources")
     mode.add_argument("--a2a", metavar="HOST:PORT", help="an A2A agent whose skills are the workflows")
     serve.add_argument("--http", metavar="HOST:PORT", help="with --mcp: streamable HTTP instead of stdio")
     serve.add_argument("--token-env", metavar="VAR",
