@@ -127,6 +127,11 @@ BUILTIN_CALLS: list[Case] = [
     ("groupBy", 'groupBy(["ant", "bee", "ape"], w => slice(w, 0, 1))',
      {"result": [{"key": "a", "items": ["ant", "ape"]}, {"key": "b", "items": ["bee"]}]}),
     ("now and uuid from the host", "[len(now()) > 10, len(uuid())]", {"result": [True, 36]}),
+    ("reduce and flatMap", "let xs = [1, 2, 3]\n[reduce(xs, 0, (acc, x) => acc * 10 + x), flatMap(xs, (x, i) => i == 1 ? [] : [x, x])]",
+     {"result": [123, [1, 1, 3, 3]]}),
+    ("functions and recursion", "fn fib(n: int) -> int {\n  return n < 2 ? n : fib(n - 1) + fib(n - 2)\n}\nmap(range(8), n => fib(n))",
+     {"result": [0, 1, 1, 2, 3, 5, 8, 13]}),
+    ("runaway recursion", "fn down(n: int) -> int {\n  return down(n + 1)\n}\ndown(0)", {"error": "limit-exceeded", "line": 2}),
 ]
 
 AGENTS: list[Case] = [
