@@ -7,10 +7,13 @@ them."""
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from flow_kernel import Session
 from flow_kernel.runtime.durable.journal import read_checkpoint
@@ -103,3 +106,21 @@ def test_a_resumed_run_replays_a_functions_agent_call_with_the_journaled_declara
     assert outcome.status == "completed", outcome.to_json()
     assert outcome.result == "two"
     assert "name_of" in fresh.scope.decls
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.integers(min_value=-1000, max_value=1000), max_size=12), st.integers(-50, 50))
+def test_compiled_reduce_and_a_recursive_function_agree_with_python(xs: list[int], init: int) -> None:
+    """Through the whole pipeline (check, codegen, verify, the flowbox runtime in-process):
+    `reduce` is functools.reduce, and a recursive fold over the same items gives the same."""
+    source = f'''fn fold(xs: int[], acc: int) -> int {{
+  return len(xs) == 0 ? acc : fold(slice(xs, 1), acc * 3 - xs[0])
+}}
+let items: int[] = {xs}
+[reduce(items, {init}, (acc, x) => acc * 3 - x), fold(items, {init})]'''
+    outcome = IN_PROCESS.run(source)
+    expected = functools.reduce(lambda acc, x: acc * 3 - x, xs, init)
+    assert outcome.error is None and outcome.result == [expected, expected], outcome.to_json()
+
+
+IN_PROCESS = Session(operator="none", journal_dir=None, sandbox=False)
