@@ -24,7 +24,7 @@ from flow_kernel.errors import (
 from flow_kernel.lang.compiler import Compiled
 from flow_kernel.lang.sourcemap import span_to_json
 from flow_kernel.runtime.context import RunContext
-from flow_kernel.runtime.durable.cancel import CancelRequested, CancelWatch
+from flow_kernel.runtime.durable.cancel import CancelRequested, watch_for
 from flow_kernel.runtime.durable.cassette import source_scope
 from flow_kernel.runtime.durable.checkpoint import RunCheckpoint
 from flow_kernel.runtime.durable.journal import Journal, RunLocked, is_process_ending, now_text
@@ -202,7 +202,7 @@ async def run_compiled(compiled: Compiled, executor: Executor, context: RunConte
                          traces=host.traces, compiled=compiled, sources=known)
     # `flow cancel` / `%cancel` from any process (durable/cancel.py): seen by a timer, and at
     # each effect boundary (`host.handle`), within `POLL_SECONDS`
-    watch = CancelWatch(journal_dir, run_id) if journal is not None and journal_dir is not None else None
+    watch = watch_for(journal_dir, run_id) if journal is not None else None
     watcher = asyncio.create_task(watch.watch(lambda request: host.fail(request.error()))) if watch else None
     host.cancel_watch = watch
     try:

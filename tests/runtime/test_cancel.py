@@ -20,6 +20,7 @@ from flow_kernel.runtime.durable.cancel import (
     read_request,
     request_path,
     settle,
+    watch_for,
 )
 from flow_kernel.runtime.durable.journal import locked_for_append, read_checkpoint
 from flow_kernel.runtime.durable.resume import ResumeRefused, list_runs, runs_table
@@ -167,3 +168,12 @@ def test_the_watch_looks_at_most_every_poll_and_sees_a_request(tmp_path: Path) -
     assert seen == ["%cancel"] and watch.request is not None and watch.request.user == "ann"
     watch.clear()
     assert not watch.path.exists()
+
+
+def test_a_run_id_a_caller_chose_gets_no_watch(tmp_path: Path) -> None:
+    assert watch_for(journals(tmp_path), "rctx") is None and watch_for(None, "r0123456789ab") is None
+    watch = watch_for(journals(tmp_path), "r0123456789ab")
+    assert watch is not None and watch.path.name == "r0123456789ab.cancel"
+    outcome = asyncio.run(Session(directory=tmp_path, sandbox=False).run_async("1 + 1", run_id="rchosen"))
+    assert outcome.error is None and outcome.run_id == "rchosen"  # runs and journals as before
+    assert read_checkpoint(journals(tmp_path) / "rchosen.jsonl").status == "completed"

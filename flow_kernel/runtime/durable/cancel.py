@@ -32,6 +32,7 @@ from typing import Any
 from flow_kernel.errors import FlowCancelledError
 from flow_kernel.runtime.durable.journal import (
     OWN_FOLDERS,
+    RUN_ID,
     Checkpoint,
     JournalForged,
     RunLocked,
@@ -212,6 +213,14 @@ class CancelWatch:
                 os.close(folder)
 
 
+def watch_for(journal_dir: Path | None, run_id: str) -> CancelWatch | None:
+    """The watch for a run journaled in `journal_dir`; None when it has no journal, or an id
+    that `flow cancel` could not name (a run id a caller chose, as tests and embedders may)."""
+    if journal_dir is None or not RUN_ID.match(run_id):
+        return None
+    return CancelWatch(journal_dir, run_id)
+
+
 async def settle(journal_dir: Path, run_id: str, by: str, seconds: float) -> str:
     """After a cancel request (`cancel_run` said `requested`): wait up to `seconds` for the
     run to stop, and say how it ended — `cancelled`, or `requested` while its process still
@@ -233,4 +242,4 @@ async def settle(journal_dir: Path, run_id: str, by: str, seconds: float) -> str
 
 
 __all__ = ["POLL_SECONDS", "WHO", "CancelOutcome", "CancelRequested", "CancelWatch", "cancel_run",
-           "read_request", "request_path", "settle"]
+           "read_request", "request_path", "settle", "watch_for"]
