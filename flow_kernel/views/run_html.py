@@ -22,7 +22,7 @@ from flow_kernel.markup import escape as _e
 from flow_kernel.markup import markdown_html
 from flow_kernel.runtime.events import Point, degraded_text
 from flow_kernel.short_text import shorten
-from flow_kernel.views.panel_view import panel_html
+from flow_kernel.views.panel_view import panel_call_words, panel_html
 from flow_kernel.views.run_model import (
     CARDS,
     Group,
@@ -202,7 +202,7 @@ def _agent(node: Node, live: bool, budget: list[int]) -> str:
     summary += "</summary>"
     body = ""
     raw = d.get("label")
-    if isinstance(raw, str) and raw and raw not in label:  # shown in words: the label as journals key it
+    if panel_call_words(raw) is not None:  # shown in words: the label as journals key it
         body += f'<div style="{ROW}">label <code>{_e(shorten(raw, 200))}</code></div>'
     body += "".join(f'<div style="{MUTED}">↓ {_e(degraded_text(p.data))}</div>'  # the session's model stood in
                     for p in node.children if isinstance(p, Point) and p.kind == "model.degraded")

@@ -16,6 +16,7 @@ import json
 from typing import Any
 
 from flow_kernel.short_text import shorten
+from flow_kernel.views.panel_view import panel_call_words
 from flow_kernel.views.prompts import Prompts
 from flow_kernel.views.run_html import summary_bundle
 from flow_kernel.views.run_model import Node, RunModel
@@ -84,7 +85,7 @@ class RunView:
         d = node.data
         declared = self.agents.get(node.name, {})
         out: dict[str, Any] = {"agent": node.name, "provider": d.get("provider"), "model": d.get("model")}
-        if isinstance(d.get("label"), str):  # the raw label (the card shows it in words)
+        if panel_call_words(d.get("label")) is not None:  # the raw label (the card shows it in words)
             out["label"] = shorten(d["label"], 200)
         for key in ("role", "instructions"):
             if isinstance(declared.get(key), str):
