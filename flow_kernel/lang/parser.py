@@ -107,11 +107,12 @@ class Parser(ExprParser):
         reserved (a program may still name a binding `rubric` or `fn`): they declare only in
         this shape."""
         tok = self.peek()
-        if tok.kind is not Kind.IDENT or self.peek_at(1).kind is not Kind.IDENT:
+        if tok.kind is not Kind.IDENT:
             return False
         if tok.text == FN_WORD:
-            return self.peek_at(2).is_op("(")
-        return tok.text in SOFT_DECLARATION_WORDS and self.peek_at(2).is_op("{")
+            return self.peek_at(1).kind is Kind.IDENT and self.peek_at(2).is_op("(")
+        return (tok.text in SOFT_DECLARATION_WORDS
+                and self.peek_at(1).kind is Kind.IDENT and self.peek_at(2).is_op("{"))
 
     def declaration(self) -> ast.Decl:
         kw = self.peek()
