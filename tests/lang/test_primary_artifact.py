@@ -5,10 +5,13 @@ run with `limit-exceeded`; the outcome, the summary and the run's JSON show it f
 
 from __future__ import annotations
 
+import io
+
 import pytest
 
 from flow_kernel import SourceFile, check
 from flow_kernel.lang import ast
+from flow_kernel.runtime.events.terminal import TerminalProgress
 from flow_kernel.runtime.session import Session
 from flow_kernel.views.run_html import render_html
 from flow_kernel.views.run_model import RunModel
@@ -82,6 +85,9 @@ def test_the_outcome_json_and_the_summary_show_the_primary_first() -> None:
     html = render_html(model)
     assert html.index("★ primary <code>notes.md</code>") < html.index("workflow")
     assert "<script>" not in html and "&lt;script&gt;" in html  # the text is data: sanitised Markdown
+    terminal = TerminalProgress(io.StringIO())
+    shown = [terminal.line(e) for e in outcome.events if e["type"] == "artifact.published"]
+    assert shown == ["  ⇪ published a.md", "  ⇪ published notes.md (primary)", "  ⇪ published b.json"]
     json_primary = run('publish primary "r.json" {n: 1}\n1').primary
     assert json_primary == {"name": "r.json", "json": {"n": 1}}
     assert run('publish "a.md" "A"\n1').to_json().get("primary") is None

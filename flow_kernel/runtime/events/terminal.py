@@ -81,7 +81,7 @@ class TerminalProgress:
         if kind == "model.degraded":
             return f"{indent}↓ {degraded_text(data)}"
         if kind == "artifact.published":
-            return f"{indent}⇪ published {data.get('name')}"
+            return f"{indent}⇪ published {data.get('name')}" + (" (primary)" if data.get("primary") is True else "")
         if kind == "agent.delta":
             return self._writing(str(span.get("id")), data, indent)
         if kind == "provider.waiting":
