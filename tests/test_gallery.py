@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -62,8 +63,8 @@ def _texts(output: dict[str, Any]) -> list[str]:
 
 
 def test_the_gallery_is_there() -> None:
-    numbers = [int(p.name[:2]) for p in NOTEBOOKS]  # lessons land one by one: 13 may come before 12
-    assert numbers[:11] == list(range(1, 12)) and numbers == sorted(set(numbers))
+    numbers = [int(p.name[:2]) for p in NOTEBOOKS]
+    assert numbers == list(range(1, 17))  # 16 lessons, none missing: README and docs/notebooks.md list them
     assert (GALLERY / "answers.json").is_file()
     tracked = subprocess.run(["git", "ls-files", "notebooks/.flow"], cwd=GALLERY.parent, capture_output=True, text=True)
     assert tracked.stdout == ""  # run journals are never part of the gallery (make.py removes them)
@@ -144,24 +145,30 @@ def _flow_cells() -> list[tuple[str, dict[str, Any]]]:
     return cells
 
 
-def _forms(node: object, seen: set[str]) -> None:
-    from dataclasses import fields, is_dataclass
+def _nodes(node: object) -> Iterator[object]:
+    """Every syntax node under `node` (a node or a list of them), itself included."""
+    from dataclasses import fields
 
     from flow_kernel.lang import ast
 
     if isinstance(node, list):
         for item in node:
-            _forms(item, seen)
-        return
-    if not is_dataclass(node) or not isinstance(node, ast.Node):
-        return
-    seen.add(type(node).__name__)
-    if isinstance(node, ast.Binary | ast.Unary):
-        seen.add(f"{type(node).__name__} {node.op}")
-    if isinstance(node, ast.Member) and getattr(node, "optional", False):
-        seen.add("Member ?.")
-    for f in fields(node):
-        _forms(getattr(node, f.name), seen)
+            yield from _nodes(item)
+    elif isinstance(node, ast.Node):
+        yield node
+        for f in fields(node):
+            yield from _nodes(getattr(node, f.name))
+
+
+def _forms(node: object, seen: set[str]) -> None:
+    from flow_kernel.lang import ast
+
+    for n in _nodes(node):
+        seen.add(type(n).__name__)
+        if isinstance(n, ast.Binary | ast.Unary):
+            seen.add(f"{type(n).__name__} {n.op}")
+        if isinstance(n, ast.Member) and getattr(n, "optional", False):
+            seen.add("Member ?.")
 
 
 def _all_forms() -> set[str]:
@@ -202,6 +209,28 @@ def test_every_provider_and_operator_policy_is_in_a_cell() -> None:
     missing += [f"operator {p}" for p in policies
                 if not re.search(rf"(%operator|--operator) {re.escape(p)}", text)]
     assert not missing, f"no notebook cell shows: {missing}"
+
+
+def test_functions_folds_and_prompt_variables_are_in_a_cell() -> None:
+    # Flow 1.2's language (issue 33): functions, one called in a pure lambda and one in
+    # parallelMap's, reduce and flatMap, a prompt file with values — and a diagnostic of
+    # each shown on purpose (a wrong return, a lambda's arity, a placeholder with no value).
+    from flow_kernel.diagnostics import Reporter
+    from flow_kernel.lang import ast
+    from flow_kernel.lang.parser import parse
+
+    nodes = [n for source, _ in _flow_cells() for n in _nodes(parse(SourceFile("<cell>", source), Reporter()))]
+    calls = [(n.callee.name, n) for n in nodes if isinstance(n, ast.Call) and isinstance(n.callee, ast.Name)]
+    functions = {n.name.name for n in nodes if isinstance(n, ast.FnDecl)}
+    assert functions, "no notebook cell declares a fn"
+    assert {"reduce", "flatMap"} <= {name for name, _ in calls}
+    in_lambdas = {name for name, call in calls if name in ("map", "parallelMap")
+                  if any(isinstance(n, ast.Call) and isinstance(n.callee, ast.Name) and n.callee.name in functions
+                         for n in _nodes(call.args))}
+    assert in_lambdas == {"map", "parallelMap"}
+    assert any(name == "file" and len(call.args) == 2 for name, call in calls)
+    shown = "\n".join(_outputs_text(cell) for _, cell in _flow_cells())
+    assert [code for code in ("F3001", "F3019", "F4035") if f"[{code}] error" not in shown] == []
 
 
 def test_every_runtime_error_code_is_in_a_cell() -> None:

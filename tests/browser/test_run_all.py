@@ -127,7 +127,7 @@ def test_every_lesson_finishes_on_run_all(lab: tuple[Any, str, Path],
     folder = root / "gallery"
     shutil.copytree(GALLERY, folder, ignore=shutil.ignore_patterns(".flow", ".ipynb_checkpoints", "__pycache__"))
     trust_folder(folder)
-    assert len(LESSONS) == 15
+    assert len(LESSONS) == 16
     for lesson in LESSONS:
         clear_outputs(folder / lesson)
     view = RunAll(browser, url)

@@ -159,7 +159,7 @@ def diagnostics_inputs(root: Path, fuzz: list[str], bench_program: str) -> dict[
 # %operator, %replay, MCP or eval (those need grants, servers or cassettes the kernel sets up).
 RUNNABLE_NOTEBOOKS = ("01-hello-flow", "02-types-and-schemas", "03-agents-contracts-repair-retry",
                       "04-parallel-pipelines-stages", "05-teams-and-routing", "09-diagnostics-tour",
-                      "11-budgets-limits-failures", "12-ask-a-panel")
+                      "11-budgets-limits-failures", "12-ask-a-panel", "16-functions-and-prompt-files")
 
 
 def run_inputs(root: Path) -> dict[str, Input]:
