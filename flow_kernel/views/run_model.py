@@ -23,7 +23,6 @@ from flow_kernel.runtime.events import (
     is_default_label,
     scope_label,
 )
-from flow_kernel.runtime.events.failure_report import where_text
 from flow_kernel.short_text import shorten
 from flow_kernel.views.panel_view import PanelTable, panel_call_words, panel_text
 from flow_kernel.views.panel_view import fold as fold_panel
@@ -331,13 +330,6 @@ class RunModel:
             rows.append(("cost", round(self.cost, 4),  # type: ignore[arg-type]
                          limit if isinstance(limit, int | float) and not isinstance(limit, bool) else None))
         return rows
-
-    def error_place(self) -> str | None:
-        """Where the error happened — `item 3 of parallelMap at line 12`, `task backend` —
-        from its `details.where` (the sandbox's word: checked and clipped, not trusted)."""
-        if self.error is None:
-            return None
-        return where_text(self.error.get("details"), self.error.get("span"))
 
     def error_in_tree(self) -> bool:
         """Whether a line of the tree already says the run's error (a failed call's card, a
