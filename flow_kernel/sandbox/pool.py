@@ -1,5 +1,9 @@
-"""Sandboxes kept warm: a started process is waiting when a run begins, and a spare
-is started in the background after one is handed out or recycled.
+"""Sandboxes kept warm, started only as the work needs them: a finished run's process
+waits for the next run, a run that finds none idle waits for one to be released, and a
+new process starts only when nothing will come back soon (nothing runs, or a run has
+waited as long as a start takes with every process busy), up to the cap.
+`warm` processes are kept started while nothing runs (a recycled one is replaced in the
+background, warmed up); one more than that sitting idle for `idle_release_s` is closed.
 
 A run owns its process: deadlines and cancellation first ask the sandbox to stop,
 then kill it after a grace period; a process is recycled after a run that ended
@@ -9,7 +13,9 @@ in `isolate`, was killed, or grew the wasm heap a lot (wasm memory never shrinks
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -29,6 +35,14 @@ from flow_kernel.sandbox.process import Handler, Notify, SandboxProcess
 GRACE = 1.0  # seconds a sandbox gets to stop by itself before it is killed
 WARM_UP_TIMEOUT = 30.0
 RECYCLE_GROWTH = 64 * 1024 * 1024
+# A run that finds every process busy waits for one to be released as long as a start
+# takes (the pool's last start, within these bounds) before it starts another: a start
+# costs ~0.6 s of CPU and ~90 MB, and only helps a run that nothing released would serve
+# sooner. Short runs give their process back in milliseconds; runs that hold theirs for
+# seconds (an agent's) grow the pool, one start per run still waiting.
+SPAWN_AFTER = 0.5  # before the first start is measured
+SPAWN_AFTER_BOUNDS = (0.1, 2.0)
+IDLE_RELEASE = 60.0  # seconds a process beyond `warm` may sit idle before it is closed
 # A run that ended with one of these leaves a process that may be stuck, killed or half
 # torn down: it is not reused. A hit `limit-exceeded` is the program's, the process is fine.
 RECYCLE_CODES = frozenset(FATAL) - {"limit-exceeded"}
@@ -36,20 +50,29 @@ RECYCLE_CODES = frozenset(FATAL) - {"limit-exceeded"}
 
 class SandboxPool:
     def __init__(self, *, memory_mb: int = 512, use_snapshot: bool = True, warm: int = 1,
-                 max_processes: int | None = None, warm_up: dict[str, Any] | None = None) -> None:
+                 max_processes: int | None = None, warm_up: dict[str, Any] | None = None,
+                 idle_release_s: float = IDLE_RELEASE) -> None:
         """`max_processes` caps the sandboxes of this pool (the host ceiling `sandboxes`): a run
-        that would need one more is refused with `limit-exceeded`, and no spare is started
-        past it. None: no cap (a pool for one run). `warm_up`: a `run` payload of a fixed,
-        trusted module that every new process runs before it is handed out (see `_warm_up`)."""
+        that would need one more is refused with `limit-exceeded`, and no process is started
+        past it. None: no cap (a pool for one run). `warm`: processes kept started, running
+        or idle (a recycled one is replaced by a spare). `warm_up`: a `run` payload of a fixed,
+        trusted module that every spare runs before it is handed out (see `_warm_up`).
+        `idle_release_s`: how long a process beyond `warm` may sit idle before it is closed."""
         self.memory_mb = memory_mb
         self.warm_up = warm_up
         self.max_processes = max_processes
+        self.idle_release_s = idle_release_s
+        self.spawn_after = SPAWN_AFTER
+        self._waiters: collections.deque[asyncio.Future[SandboxProcess]] = collections.deque()
+        self._idle_since: dict[SandboxProcess, float] = {}
+        self._trim_timer: asyncio.TimerHandle | None = None
         self._reserved = 0  # runs between the cap check and holding their process
         self.use_snapshot = use_snapshot
         self.warm = warm
         self.snapshot: Path | None = None
         self.idle: list[SandboxProcess] = []
         self.running: set[SandboxProcess] = set()  # processes with a run in them
+        self._out: set[SandboxProcess] = set()  # handed out (or on the way to a waiting run), not yet released
         self._starting: set[asyncio.Task[SandboxProcess]] = set()
         self._closing: set[asyncio.Task[None]] = set()  # recycled processes being killed
         self._closed = False
@@ -58,7 +81,10 @@ class SandboxPool:
     async def _spawn(self, *, warm_up: bool = False) -> SandboxProcess:
         if self.use_snapshot and self.snapshot is None:
             self.snapshot = await asyncio.to_thread(ensure_snapshot, find_node())
+        began = time.monotonic()
         process = await SandboxProcess.start(snapshot=self.snapshot, memory_mb=self.memory_mb)
+        low, high = SPAWN_AFTER_BOUNDS
+        self.spawn_after = min(max(time.monotonic() - began, low), high)
         if warm_up and self.warm_up is not None:
             await self._warm_up(process, self.warm_up)
         self.started += 1
@@ -81,15 +107,18 @@ class SandboxPool:
             await process.kill()
             raise FlowIsolateError("the sandbox did not start: its warm-up run did not end") from None
 
-    def _live(self) -> int:
-        return len(self.running) + len(self.idle) + len(self._starting) + self._reserved
+    def _room(self) -> bool:
+        """Whether one more process stays within the cap."""
+        held = len(self._out) + len(self.idle) + len(self._starting)
+        return self.max_processes is None or held < self.max_processes
 
     def _refill(self) -> None:
-        if self._closed or len(self.idle) + len(self._starting) >= self.warm:
+        """Start a spare when fewer than `warm` processes are started: warmed up, unless a run
+        already waits for it."""
+        if self._closed or len(self._out) + len(self.idle) + len(self._starting) >= self.warm:
             return
-        if self.max_processes is not None and self._live() >= self.max_processes:
-            return
-        self._start(warm_up=True)
+        if self._room():
+            self._start(warm_up=not self._waiters)
 
     def _start(self, *, warm_up: bool) -> None:
         """Spawn a process in the background; it joins `idle` when ready. Only a spare is
@@ -101,15 +130,58 @@ class SandboxPool:
 
         def done(t: asyncio.Task[SandboxProcess]) -> None:
             self._starting.discard(t)
-            if t.cancelled() or t.exception() is not None:
+            if t.cancelled():
                 return
-            process = t.result()
-            if self._closed:
-                self._dispose(process)
-            else:
-                self.idle.append(process)
+            error = t.exception()
+            if error is not None:  # the oldest waiting run hears why (it may have asked for it)
+                waiter = self._next_waiter()
+                if waiter is not None:
+                    waiter.set_exception(error)
+                return
+            self._offer(t.result())
 
         task.add_done_callback(done)
+
+    def _next_waiter(self) -> asyncio.Future[SandboxProcess] | None:
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                return waiter
+        return None
+
+    def _offer(self, process: SandboxProcess) -> None:
+        """Hand a ready process to the oldest waiting run, else keep it idle."""
+        if self._closed:
+            self._dispose(process)
+            return
+        waiter = self._next_waiter()
+        if waiter is not None:
+            self._out.add(process)
+            waiter.set_result(process)
+            return
+        self.idle.append(process)
+        self._idle_since[process] = time.monotonic()
+        if len(self.idle) > self.warm and self._trim_timer is None:
+            self._trim_timer = asyncio.get_running_loop().call_later(self.idle_release_s, self._trim)
+
+    def _trim(self) -> None:
+        """Close the processes beyond `warm` that have sat idle `idle_release_s` (the least
+        recently used first; `acquire` takes the most recent), and look again later while
+        any are left."""
+        self._trim_timer = None
+        if self._closed:
+            return
+        now = time.monotonic()
+        while len(self.idle) > self.warm:
+            oldest = self.idle[0]
+            if now - self._idle_since.get(oldest, now) < self.idle_release_s:
+                break
+            self.idle.pop(0)
+            self._idle_since.pop(oldest, None)
+            self._dispose(oldest)
+        if len(self.idle) > self.warm:
+            wait = self.idle_release_s - (now - self._idle_since.get(self.idle[0], now))
+            self._trim_timer = asyncio.get_running_loop().call_later(max(wait, 0.01), self._trim)
 
     def _refuse_past_the_cap(self) -> None:
         # Refused, not queued: a queued run would wait behind a background run for as long as
@@ -122,30 +194,44 @@ class SandboxPool:
                 details={"limit": "sandboxes", "value": self.max_processes, "ceiling": "FLOW_MAX_SANDBOXES"})
 
     async def acquire(self) -> SandboxProcess:
+        """A live process for one run: the most recently used idle one; else the first that is
+        released or finishes starting. A start is asked for at once when nothing runs or
+        starts (nothing would come back), else once the run has waited `spawn_after` and
+        fewer processes are starting than runs wait — within the cap."""
         while self.idle:
             process = self.idle.pop()
+            self._idle_since.pop(process, None)
             if process.alive:
-                self._refill()
+                self._out.add(process)
                 return process
-        if self._starting:
-            done, _ = await asyncio.wait(set(self._starting), return_when=asyncio.FIRST_COMPLETED)
-            for task in done:
-                if not task.cancelled() and task.exception() is None:
-                    await asyncio.sleep(0)  # let its callback put it in `idle`
-                    if self.idle:
-                        process = self.idle.pop()
-                        self._refill()
-                        return process
-        process = await self._spawn()
-        self._refill()
-        return process
+        waiter: asyncio.Future[SandboxProcess] = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        waited = False
+        try:
+            while not waiter.done():
+                nothing_comes = not self._starting and not self._out
+                if (nothing_comes or (waited and len(self._starting) < len(self._waiters))) and self._room():
+                    self._start(warm_up=False)
+                with contextlib.suppress(TimeoutError):
+                    return await asyncio.wait_for(asyncio.shield(waiter), self.spawn_after)
+                waited = True
+            return waiter.result()
+        except asyncio.CancelledError:
+            if waiter.done() and not waiter.cancelled() and waiter.exception() is None:
+                self._out.discard(waiter.result())
+                self._offer(waiter.result())  # handed over as this run was cancelled: not lost
+            raise
+        finally:
+            with contextlib.suppress(ValueError):
+                self._waiters.remove(waiter)
 
     def release(self, process: SandboxProcess, *, recycle: bool) -> None:
+        self._out.discard(process)
         if recycle or not process.alive or self._closed:
             self._dispose(process)
             self._refill()
             return
-        self.idle.append(process)
+        self._offer(process)
 
     def _dispose(self, process: SandboxProcess) -> None:
         task = asyncio.ensure_future(process.close())
@@ -245,9 +331,13 @@ class SandboxPool:
 
     async def close(self) -> None:
         self._closed = True
+        if self._trim_timer is not None:
+            self._trim_timer.cancel()
+            self._trim_timer = None
         for task in list(self._starting):
             task.cancel()
         await asyncio.gather(*self._starting, return_exceptions=True)
         await asyncio.gather(*(p.close() for p in self.idle), return_exceptions=True)
         self.idle.clear()
+        self._idle_since.clear()
         await asyncio.gather(*self._closing, return_exceptions=True)

@@ -52,11 +52,13 @@ def test_a_pool_warms_its_spares_up_but_not_a_process_a_run_waits_for() -> None:
         try:
             first = await pool.acquire()  # nothing idle: spawned for this run, which does not wait for a warm-up
             assert (await first.request("run", _unrestricted(PROBE)))["result"] == 0
-            await asyncio.wait(set(pool._starting))  # the spare acquire asked for
+            assert not pool._starting and not pool.idle  # the running process is the one kept warm: no spare
+            pool.release(first, recycle=True)  # retired: a spare replaces it, in the background
+            await asyncio.wait(set(pool._starting))
             await asyncio.sleep(0)
             (spare,) = pool.idle
+            assert spare is not first
             assert (await spare.request("run", _unrestricted(PROBE)))["result"] == 1  # warmed up once, before idle
-            pool.release(first, recycle=True)
         finally:
             await pool.close()
 

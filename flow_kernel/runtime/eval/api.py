@@ -112,7 +112,7 @@ async def evaluate(session: Session, workflow: str, data: str | Path, options: E
     runner = ItemRunner(compiled, workflow, plan.scorers, _local_executor(session, concurrency), context)
     local = LocalItems(runner, concurrency if not session.sandbox else min(concurrency, session.ceilings.sandboxes))
     try:
-        await warm(runner.executor, min(local.concurrency, len(plan.cases) * plan.epochs))
+        await warm(runner.executor)
         return await run_eval(plan, local, out=out_path, resume=options.resume, on_result=options.on_result)
     finally:
         await local.close()
@@ -152,8 +152,9 @@ def _with_text(session: Session, compiled: Compiled, extra: str) -> Compiled:
 
 
 def _local_executor(session: Session, concurrency: int) -> Any:
-    """A pool of its own for the eval: as many warm sandboxes as items run at once (at most
-    the person's ceiling on sandboxes); in-process for a session without a sandbox."""
+    """A pool of its own for the eval: up to as many sandboxes as items run at once (at most
+    the person's ceiling on sandboxes), started as items wait for one; in-process for a
+    session without a sandbox."""
     if not session.sandbox:
         from flow_kernel.sandbox.inprocess import InProcessExecutor
 

@@ -139,14 +139,13 @@ class ItemRunner:
         return ItemDone(result, runs, recorder.answers if isinstance(recorder, CollectingRecorder) else [])
 
 
-async def warm(executor: Any, count: int) -> None:
-    """Start `count` sandboxes before the first item, so that no item's latency holds a start."""
+async def warm(executor: Any) -> None:
+    """Start the first sandbox before the first item, so that no item's latency holds it.
+    The pool starts more only when items wait for one (`SandboxPool.acquire`): each start
+    costs ~0.6 s of CPU, more than short items need."""
     pool = getattr(executor, "pool", None)
-    if pool is None or count < 1:
-        return
-    processes = await asyncio.gather(*(pool.acquire() for _ in range(count)))
-    for process in processes:
-        pool.release(process, recycle=False)
+    if pool is not None:
+        await pool.prestart()
 
 
 TOKEN_KEYS = ("input_tokens", "output_tokens", "prompt_tokens", "completion_tokens")

@@ -134,12 +134,9 @@ class EvalWorker:
         self._changed: asyncio.Event | None = None  # an item ended
 
     async def ready(self) -> int:
-        """Start the sandboxes now, the pool's spare too (not in the first items' time); the
-        actor's process id."""
-        await warm(self.runner.executor, self.pool)
-        pool = getattr(self.runner.executor, "pool", None)
-        if pool is not None:
-            await pool.prestart()
+        """Start the first sandbox now (not in the first items' time; more start as items
+        wait for one); the actor's process id."""
+        await warm(self.runner.executor)
         return os.getpid()
 
     async def exchange(self, tasks: list[Task]) -> bytes:
