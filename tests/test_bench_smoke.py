@@ -62,6 +62,10 @@ def test_memory_figures(quick_run: tuple[dict[str, Any], str, str]) -> None:
     assert memory["sandbox_processes"] >= 1 and memory["sandbox_rss_after_run_mb"] > 0
     assert memory["rss_after_last_mb"]["total"] > 0 and memory["rss_after_first_mb"]["total"] > 0
     assert isinstance(memory["rss_growth"], float)
+    for key, notebooks in (("pss_one_notebook", 1), ("pss_notebooks_at_once", 2)):
+        pss = memory[key]
+        assert pss["notebooks"] == notebooks and pss["cells"] == 100 and pss["sandbox_processes"] >= notebooks
+        assert 0 < pss["kernel_pss_mb"] < pss["per_notebook_pss_mb"] <= pss["total_pss_mb"]
 
 
 def test_targets_and_report(quick_run: tuple[dict[str, Any], str, str]) -> None:

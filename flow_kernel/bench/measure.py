@@ -78,6 +78,19 @@ def rss_mb(pid: int) -> float:
     return 0.0
 
 
+def pss_mb(pid: int) -> float:
+    """Proportional set size of one process (Linux /proc smaps_rollup), in MiB: its private
+    pages plus its share of the pages it shares (so the PSS of several processes adds up
+    to what they take together); 0 when it is gone or unreadable."""
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
 def descendants(pid: int) -> list[int]:
     """Every process below `pid` (the kernel's sandboxes), read from /proc."""
     children: dict[int, list[int]] = {}

@@ -5,7 +5,9 @@ jupyter_client, read from /proc (VmRSS), of the kernel process and of its sandbo
 - kernel RSS idle: the kernel process after its first runs, waiting for a cell;
 - sandbox RSS after a run: the largest sandbox process after those runs;
 - RSS growth over 1,000 consecutive cells (an agent call and a little data each):
-  kernel + sandboxes after the last cell against after the first 100.
+  kernel + sandboxes after the last cell against after the first 100;
+- PSS of one notebook after 100 small cells (kernel + its sandboxes), and of N notebooks
+  open at once (10; 2 with --quick), per notebook (bench/notebooks.py).
 Linux only (/proc); elsewhere the section reports that it cannot measure.
 """
 
@@ -15,11 +17,10 @@ import gc
 import sys
 import tempfile
 import time
-from pathlib import Path
-from typing import Any
 
 from flow_kernel.bench.kernel import round_trip, start_kernel
 from flow_kernel.bench.measure import Figures, Row, Target, descendants, rss_mb
+from flow_kernel.bench.notebooks import BUDGET_MB, kernel_pid, notebooks_pss, settle
 
 NAME = "memory"
 
@@ -27,42 +28,8 @@ SETUP = 'agent helper { model: "scripted", script: ["ok"] }'
 CELL = 'let words = map(range(200), i => "w${i % 7}")\n[len(groupBy(words, w => w)), helper("hi")]'
 
 
-def _kernel_pid(km: Any) -> int:
-    provisioner = km.provisioner
-    pid = getattr(provisioner, "pid", None) or provisioner.process.pid
-    return int(pid)
-
-
 def _sandboxes(pid: int) -> list[float]:
     return [rss_mb(child) for child in descendants(pid)]
-
-
-def _cpu_ticks(pids: list[int]) -> int:
-    total = 0
-    for pid in pids:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += int(fields[11]) + int(fields[12])  # utime + stime
-    return total
-
-
-def _settle(pids: list[int], quiet: float = 0.3, most: float = 10.0) -> None:
-    """Wait until the processes have used no CPU for `quiet` seconds (at most `most`): the
-    pool's spare has started and run its warm-up, and no V8 thread still compiles. A fixed
-    0.5 s is too short: a spare warms up before it joins the pool (~1 s, more under load),
-    and a reading taken mid-start counts its snapshot bytes and its compiler's memory (up
-    to ~180 MB for ~1 s, then ~130)."""
-    time.sleep(0.5)
-    deadline = time.monotonic() + most
-    ticks = _cpu_ticks(pids)
-    while time.monotonic() < deadline:
-        time.sleep(quiet)
-        now = _cpu_ticks(pids)
-        if now == ticks:
-            return
-        ticks = now
 
 
 def measure(quick: bool) -> Figures:
@@ -73,11 +40,11 @@ def measure(quick: bool) -> Figures:
     with tempfile.TemporaryDirectory() as cwd:
         km, kc, _started = start_kernel("flow", cwd)
         try:
-            pid = _kernel_pid(km)
+            pid = kernel_pid(km)
             round_trip(kc, SETUP)
             for _warm in range(3):
                 round_trip(kc, CELL)
-            _settle(descendants(pid))  # let the pool's spare finish starting: idle means idle
+            settle(descendants(pid))  # let the pool's spare finish starting: idle means idle
             kernel_idle = rss_mb(pid)
             sandboxes = _sandboxes(pid)
             samples: dict[int, tuple[float, float]] = {}
@@ -93,7 +60,11 @@ def measure(quick: bool) -> Figures:
     gc.collect()
     (kernel_first, sandbox_first), (kernel_last, sandbox_last) = samples[first], samples[cells]
     total_first, total_last = kernel_first + sandbox_first, kernel_last + sandbox_last
+    one = notebooks_pss(1, 100)
+    at_once = notebooks_pss(2 if quick else 10, 100)
     return {
+        "pss_one_notebook": one,
+        "pss_notebooks_at_once": at_once,
         "cells": cells,
         "first_cells": first,
         "cells_per_s": cells / elapsed,
@@ -121,10 +92,28 @@ def rows(f: Figures) -> list[Row]:
             f"{last['total']:.0f} MB (kernel {last['kernel']:.0f}, sandboxes {last['sandboxes']:.0f})"),
         Row("  growth (kernel alone)", f"{f['rss_growth'] * 100:+.1f} % ({f['kernel_rss_growth'] * 100:+.1f} %)"),
         Row("cells/s over those cells (agent call + data each)", f["cells_per_s"], "cells/s", "{:.0f}"),
+        *(_pss_row(f[key]) for key in ("pss_one_notebook", "pss_notebooks_at_once")),
     ]
 
 
+def _pss_row(n: Figures) -> Row:
+    label = f"PSS of {n['notebooks']} notebook{'s' if n['notebooks'] > 1 else ''} after {n['cells']} small cells"
+    return Row(label, f"{n['total_pss_mb']:.0f} MB ({n['per_notebook_pss_mb']:.0f} a notebook: kernel "
+                      f"{n['kernel_pss_mb']:.0f}, sandboxes {n['sandboxes_pss_mb']:.0f}; "
+                      f"{n['sandbox_processes']} sandbox processes)")
+
+
 TARGETS = [
+    Target(
+        "PSS of a notebook after 100 cells (kernel + sandboxes)",
+        lambda f: f"{f['pss_one_notebook']['per_notebook_pss_mb']:.0f} MB",
+        lambda f: f"{f['pss_notebooks_at_once']['per_notebook_pss_mb']:.0f} MB each, "
+                  f"{f['pss_notebooks_at_once']['notebooks']} at once",
+        lambda f: float(f["pss_one_notebook"]["per_notebook_pss_mb"]),
+        BUDGET_MB * 1.25,
+        unit="MB",
+        goal=BUDGET_MB,
+    ),
     Target(
         "sandbox RSS after a run",
         lambda f: f"{f['sandbox_rss_after_run_mb']:.0f} MB",
