@@ -166,6 +166,10 @@ class CallChecker:
         if len(value.params) not in b.lambda_arities:
             counts = " or ".join(str(n) for n in b.lambda_arities)
             self.report("F3019", value.span, f"the lambda given to `{b.name}` must take {counts} parameter{'s' if counts != '1' else ''}, found {len(value.params)}")
+            # What each parameter stands for is unknown: its body is checked with `any`s,
+            # so the arity is the one error reported.
+            self.lambda_body(value, [T.ANY] * len(value.params), pure=b.pure, parallel=not b.pure)
+            return None
         params = lambda_params(b.name, arg_types, len(value.params))
         result = self.lambda_body(value, params, pure=b.pure, parallel=not b.pure)
         want = LAMBDA_RESULT_KIND.get(b.name)

@@ -180,12 +180,19 @@ class Checker(DeclChecker, ExprChecker, CallChecker, StmtChecker, PromptChecker,
             ends = self.block(body)
         if not is_fn:
             self.budget_report(ctx, body, node.name.span)
-        if entry.workflow.returns is not None and not ends:
+        if entry.workflow.returns is not None and not ends and not self.syntax_error_within(node.span):
             self.report("F3008", node.name.span, f"not every path of `{entry.name}` returns a value",
                         hints=(f"end the body with `return …` of type `{entry.workflow.returns}`",))
         self.ctx = None
         self.scope = self.root
         return ctx
+
+    def syntax_error_within(self, span: Span) -> bool:
+        """Whether a syntax error was reported inside `span`: a statement that did not
+        parse is missing from the tree, so what the checker says of the paths through it
+        (F3008) would only repeat that error."""
+        return any(d.code.startswith("F1") and d.is_error and d.span.source is span.source
+                   and span.start <= d.span.start < span.end for d in self.reporter.diagnostics)
 
     def check_toplevel(self, statements: list[ast.Stmt], session_scope: Scope) -> WorkflowContext:
         ctx = WorkflowContext("<top level>", None, None)

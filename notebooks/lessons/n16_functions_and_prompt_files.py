@@ -137,9 +137,8 @@ CELLS = [
     """),
     md("""
     Both are typed. `reduce`'s lambda takes the accumulator *and* the item; one that
-    takes only the item is F3019, before anything runs. The checker then reads that one
-    parameter as what comes first, the accumulator — an `int`, hence the second error.
-    (A lambda that gives the wrong type is F3001, and so is one of `flatMap`'s that
+    takes only the item is F3019, before anything runs — the one error, since what a
+    lone parameter would stand for is anyone's guess. (A lambda that gives the wrong type is F3001, and so is one of `flatMap`'s that
     gives no array.)
     """),
     code("""
