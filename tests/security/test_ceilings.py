@@ -306,7 +306,7 @@ def test_reopened_the_sandbox_cap_starts_a_process_per_run(monkeypatch: pytest.M
     from flow_kernel.sandbox.pool import SandboxPool
 
     monkeypatch.setattr(SandboxPool, "_refuse_past_the_cap", lambda self: None)
-    monkeypatch.setattr(SandboxPool, "_live", lambda self: 0)
+    monkeypatch.setattr(SandboxPool, "_room", lambda self: True)
     source = 'agent slow { model: "scripted", script: [slow(2s, "late")] }\nslow("x")'
 
     async def go() -> int:
