@@ -26,6 +26,7 @@ from flow_kernel.short_text import shorten
 from flow_kernel.views.panel_view import panel_call_words, panel_line
 from flow_kernel.views.run_model import item_of
 from flow_kernel.views.wire import (
+    Artifact,
     Batch,
     CallEnded,
     CallStarted,
@@ -155,7 +156,10 @@ def _point(kind: str, i: str, t: int | None, data: dict[str, Any]) -> Record | N
     if kind == "require.failed":
         return {"record": "require_failed", "id": i, "time": t, "message": clip(data.get("message"), TEXT)}
     if kind == "artifact.published":
-        return {"record": "artifact", "id": i, "time": t, "name": clip(data.get("name"), 80)}
+        artifact: Artifact = {"record": "artifact", "id": i, "time": t, "name": clip(data.get("name"), 80)}
+        if data.get("primary") is True:
+            artifact["primary"] = True
+        return artifact
     return _live(kind, i, t, data)
 
 

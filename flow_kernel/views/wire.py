@@ -135,9 +135,10 @@ class RequireFailed(_Message):
     record: Annotated[Literal["require_failed"], Tag("q")]
 
 
-class Artifact(_InScope):
-    record: Annotated[Literal["artifact"], Tag("f")]
-    name: Annotated[str, Key("n")]
+class Artifact(_InScope, total=False):
+    record: Required[Annotated[Literal["artifact"], Tag("f")]]
+    name: Required[Annotated[str, Key("n")]]
+    primary: Annotated[bool, Key("pm")]               # only on the run's primary artifact (`publish primary`)
 
 
 # The live state of a call (timing and live kinds: shown while the run goes, never in the

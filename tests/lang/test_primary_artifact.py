@@ -15,6 +15,7 @@ from flow_kernel.runtime.events.terminal import TerminalProgress
 from flow_kernel.runtime.session import Session
 from flow_kernel.views.run_html import render_html
 from flow_kernel.views.run_model import RunModel
+from flow_kernel.views.run_stream import Compactor
 
 
 def codes(text: str) -> list[str]:
@@ -91,3 +92,14 @@ def test_the_outcome_json_and_the_summary_show_the_primary_first() -> None:
     json_primary = run('publish primary "r.json" {n: 1}\n1').primary
     assert json_primary == {"name": "r.json", "json": {"n": 1}}
     assert run('publish "a.md" "A"\n1').to_json().get("primary") is None
+
+
+def test_the_live_view_record_marks_only_the_primary() -> None:
+    def event(**data: object) -> dict[str, object]:
+        return {"type": "artifact.published", "span": {"id": "s1", "parent": None}, "data": data,
+                "ts": "2026-01-01T00:00:01+00:00"}
+
+    compact = Compactor()
+    assert compact.record(event(name="a.md", text="x")) == {"record": "artifact", "id": "s1", "time": 0, "name": "a.md"}
+    marked = compact(event(name="r.md", text="x", primary=True))
+    assert marked is not None and marked["pm"] is True and marked["n"] == "r.md"  # the wire's key (views/wire.py)

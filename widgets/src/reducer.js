@@ -23,6 +23,7 @@ export function emptyState() {
     breakers: new Map(), // provider -> {state, until}: its circuit breaker, as last reported
     agents: new Set(),
     stages: new Set(),
+    primary: "", // the name of the run's primary artifact (`publish primary`), shown first
     inflight: 0,
     attempts: 0,
     details: new Map(), // call id -> its full card (asked for when opened)
@@ -76,7 +77,9 @@ export function applyEvent(state, raw) {
     }
     default:
       // log, verify, require_failed, artifact, any newer kind: an item of its scope
-      return addItem(state, id, { kind: e.record, ok: e.ok === true, text: str(e.message), name: str(e.name) });
+      if (e.record === "artifact" && e.primary === true && !state.primary) state.primary = str(e.name);
+      return addItem(state, id, { kind: e.record, ok: e.ok === true, text: str(e.message), name: str(e.name),
+        primary: e.record === "artifact" && e.primary === true });
   }
 }
 

@@ -15,8 +15,14 @@ export function emptyUi() {
 const mark = (s) => `<span class="fr-mark">${MARK[s] || "●"}</span>`;
 
 export function renderRun(state, ui, title, elapsed) {
-  return `<div class="fr-run fr-${esc(state.status)}">${header(state, title, elapsed)}${gone(state)}${filters(state, ui)}` +
+  return `<div class="fr-run fr-${esc(state.status)}">${header(state, title, elapsed)}${primary(state)}${gone(state)}${filters(state, ui)}` +
     `<div class="fr-tree">${state.roots.map((id) => node(state, ui, id)).join("")}</div></div>`;
+}
+
+// The run's primary artifact (`publish primary`), first under the header; its text is the
+// artifact's own output below the view (and the summary's, when the run ends).
+function primary(state) {
+  return state.primary ? `<div class="fr-primary">★ primary <code>${esc(state.primary)}</code></div>` : "";
 }
 
 // The kernel went away mid-run (a restart, a crash): the run is journaled interrupted.
@@ -206,6 +212,6 @@ function item(it) {
   if (it.kind === "log") return `<div class="fr-item">· ${esc(it.text)}</div>`;
   if (it.kind === "verify") return `<div class="fr-item ${it.ok ? "fr-ok" : "fr-err"}">${it.ok ? "✓" : "✗"} verify ${esc(it.text)}</div>`;
   if (it.kind === "require_failed") return `<div class="fr-item fr-err">✗ require ${esc(it.text)}</div>`;
-  if (it.kind === "artifact") return `<div class="fr-item">⇪ published <code>${esc(it.name)}</code></div>`;
+  if (it.kind === "artifact") return `<div class="fr-item">⇪ published <code>${esc(it.name)}</code>${it.primary ? " (primary)" : ""}</div>`;
   return "";
 }

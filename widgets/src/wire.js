@@ -14,7 +14,7 @@ export const WIRE = {
     "l": {"record": "log", "fields": {"i": "id", "t": "time", "m": "message"}},
     "v": {"record": "verify", "fields": {"i": "id", "t": "time", "m": "message", "ok": "ok"}},
     "q": {"record": "require_failed", "fields": {"i": "id", "t": "time", "m": "message"}},
-    "f": {"record": "artifact", "fields": {"i": "id", "t": "time", "n": "name"}},
+    "f": {"record": "artifact", "fields": {"i": "id", "t": "time", "n": "name", "pm": "primary"}},
     "w": {"record": "call_text", "fields": {"i": "id", "t": "time", "n": "attempt", "r": "round", "w": "text", "len": "length"}},
     "h": {"record": "call_waiting", "fields": {"i": "id", "t": "time", "pv": "provider", "k": "reason", "ms": "wait"}},
     "u": {"record": "call_resumed", "fields": {"i": "id", "t": "time", "ms": "waited"}},

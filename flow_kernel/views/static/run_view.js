@@ -57,7 +57,7 @@ const WIRE = {
     "l": {"record": "log", "fields": {"i": "id", "t": "time", "m": "message"}},
     "v": {"record": "verify", "fields": {"i": "id", "t": "time", "m": "message", "ok": "ok"}},
     "q": {"record": "require_failed", "fields": {"i": "id", "t": "time", "m": "message"}},
-    "f": {"record": "artifact", "fields": {"i": "id", "t": "time", "n": "name"}},
+    "f": {"record": "artifact", "fields": {"i": "id", "t": "time", "n": "name", "pm": "primary"}},
     "w": {"record": "call_text", "fields": {"i": "id", "t": "time", "n": "attempt", "r": "round", "w": "text", "len": "length"}},
     "h": {"record": "call_waiting", "fields": {"i": "id", "t": "time", "pv": "provider", "k": "reason", "ms": "wait"}},
     "u": {"record": "call_resumed", "fields": {"i": "id", "t": "time", "ms": "waited"}},
@@ -111,6 +111,7 @@ function emptyState() {
     breakers: new Map(), // provider -> {state, until}: its circuit breaker, as last reported
     agents: new Set(),
     stages: new Set(),
+    primary: "", // the name of the run's primary artifact (`publish primary`), shown first
     inflight: 0,
     attempts: 0,
     details: new Map(), // call id -> its full card (asked for when opened)
@@ -164,7 +165,9 @@ function applyEvent(state, raw) {
     }
     default:
       // log, verify, require_failed, artifact, any newer kind: an item of its scope
-      return addItem(state, id, { kind: e.record, ok: e.ok === true, text: str(e.message), name: str(e.name) });
+      if (e.record === "artifact" && e.primary === true && !state.primary) state.primary = str(e.name);
+      return addItem(state, id, { kind: e.record, ok: e.ok === true, text: str(e.message), name: str(e.name),
+        primary: e.record === "artifact" && e.primary === true });
   }
 }
 
@@ -385,8 +388,14 @@ function emptyUi() {
 const mark = (s) => `<span class="fr-mark">${MARK[s] || "●"}</span>`;
 
 function renderRun(state, ui, title, elapsed) {
-  return `<div class="fr-run fr-${esc(state.status)}">${header(state, title, elapsed)}${gone(state)}${filters(state, ui)}` +
+  return `<div class="fr-run fr-${esc(state.status)}">${header(state, title, elapsed)}${primary(state)}${gone(state)}${filters(state, ui)}` +
     `<div class="fr-tree">${state.roots.map((id) => node(state, ui, id)).join("")}</div></div>`;
+}
+
+// The run's primary artifact (`publish primary`), first under the header; its text is the
+// artifact's own output below the view (and the summary's, when the run ends).
+function primary(state) {
+  return state.primary ? `<div class="fr-primary">★ primary <code>${esc(state.primary)}</code></div>` : "";
 }
 
 // The kernel went away mid-run (a restart, a crash): the run is journaled interrupted.
@@ -576,7 +585,7 @@ function item(it) {
   if (it.kind === "log") return `<div class="fr-item">· ${esc(it.text)}</div>`;
   if (it.kind === "verify") return `<div class="fr-item ${it.ok ? "fr-ok" : "fr-err"}">${it.ok ? "✓" : "✗"} verify ${esc(it.text)}</div>`;
   if (it.kind === "require_failed") return `<div class="fr-item fr-err">✗ require ${esc(it.text)}</div>`;
-  if (it.kind === "artifact") return `<div class="fr-item">⇪ published <code>${esc(it.name)}</code></div>`;
+  if (it.kind === "artifact") return `<div class="fr-item">⇪ published <code>${esc(it.name)}</code>${it.primary ? " (primary)" : ""}</div>`;
   return "";
 }
 
