@@ -67,28 +67,28 @@ def compile_flow(source: str) -> Compiled:
 # -- memory ------------------------------------------------------------------------------
 
 
-def rss_mb(pid: int) -> float:
-    """Resident set size of one process (Linux /proc), in MiB; 0 when it is gone."""
+def _proc_mb(path: str, key: str) -> float:
+    """The kB figure on the line of a /proc file that starts with `key`, in MiB; 0 when the
+    process is gone or the file unreadable."""
     try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
+        for line in Path(path).read_text().splitlines():
+            if line.startswith(key):
                 return int(line.split()[1]) / 1024
     except OSError:
         pass
     return 0.0
+
+
+def rss_mb(pid: int) -> float:
+    """Resident set size of one process (Linux /proc), in MiB; 0 when it is gone."""
+    return _proc_mb(f"/proc/{pid}/status", "VmRSS:")
 
 
 def pss_mb(pid: int) -> float:
     """Proportional set size of one process (Linux /proc smaps_rollup), in MiB: its private
     pages plus its share of the pages it shares (so the PSS of several processes adds up
     to what they take together); 0 when it is gone or unreadable."""
-    try:
-        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
-            if line.startswith("Pss:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return 0.0
+    return _proc_mb(f"/proc/{pid}/smaps_rollup", "Pss:")
 
 
 def descendants(pid: int) -> list[int]:
