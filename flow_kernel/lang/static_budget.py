@@ -20,6 +20,8 @@ from dataclasses import dataclass
 
 from flow_kernel.lang import ast
 from flow_kernel.lang.builtins import BUILTINS
+from flow_kernel.lang.tokens import Token
+from flow_kernel.source import Span
 
 # Builtins that call their lambda once per item, whatever the items are.
 _EVERY_ITEM = frozenset({"map", "filter", "count", "parallelMap", "reduce", "flatMap"})
@@ -34,6 +36,10 @@ class Usage:
     steps: int = 0
 
     def __add__(self, other: Usage) -> Usage:
+        if other is NOTHING:
+            return self
+        if self is NOTHING:
+            return other
         top = None if self.calls_max is None or other.calls_max is None else self.calls_max + other.calls_max
         return Usage(self.calls + other.calls, top, self.steps + other.steps)
 
@@ -52,6 +58,7 @@ class Usage:
 
 NOTHING = Usage()
 UNBOUNDED = Usage(0, None, 0)  # may call agents, how many the text does not say
+ONE_STEP = Usage(steps=1)
 
 
 @dataclass(frozen=True)
@@ -93,7 +100,7 @@ def _block(body: list[ast.Stmt], names: Names) -> Usage:
 
 
 def _stmt(s: ast.Stmt, names: Names) -> Usage:
-    step = Usage(steps=1)
+    step = ONE_STEP
     match s:
         case ast.Limits():
             return NOTHING
@@ -145,19 +152,25 @@ def _stmt(s: ast.Stmt, names: Names) -> Usage:
 
 def _may_leave(s: ast.Stmt) -> bool:
     """Whether the statements after `s` in its block may not run (it may return, break or
-    continue; a nested `for`/`while` may break only itself, but counting it is safe)."""
-    return any(isinstance(n, ast.Return | ast.Break | ast.Continue) for n in _walk(s))
+    continue; a nested `for`/`while` may break only itself, but counting it is safe).
+
+    Only statements are searched: an expression holds statements only inside a lambda,
+    whose `return` leaves the lambda only."""
+    stack: list[object] = [s]
+    while stack:
+        node = stack.pop()
+        if type(node) in _LEAVES:
+            continue
+        if isinstance(node, list):
+            stack.extend(node)
+        elif isinstance(node, ast.Node) and not isinstance(node, ast.Expr):
+            if isinstance(node, _EXITS):
+                return True
+            stack.extend(vars(node).values())
+    return False
 
 
-def _walk(node: object, *, into_lambdas: bool = False) -> Iterable[object]:
-    """`node` and every node below it (not below a lambda unless `into_lambdas`)."""
-    yield node
-    if isinstance(node, ast.Lambda) and not into_lambdas:
-        return  # a lambda's `return` leaves the lambda only
-    children = node if isinstance(node, list) else vars(node).values() if isinstance(node, ast.Node) else ()
-    for value in children:
-        if isinstance(value, ast.Node | list):
-            yield from _walk(value, into_lambdas=into_lambdas)
+_EXITS = (ast.Return, ast.Break, ast.Continue)
 
 
 def _builtin(e: ast.Call, names: Names) -> str | None:
@@ -169,6 +182,11 @@ def _builtin(e: ast.Call, names: Names) -> str | None:
 
 
 def _expr(e: ast.Expr | None, names: Names) -> Usage:
+    kind = type(e)
+    if kind in _INERT:
+        return NOTHING
+    if kind is ast.Call:
+        return _call(e, names)  # type: ignore[arg-type]
     match e:
         case None | ast.IntLit() | ast.NumLit() | ast.DurationLit() | ast.BoolLit() | ast.NullLit() | ast.Name() | ast.It():
             return NOTHING
@@ -198,10 +216,14 @@ def _expr(e: ast.Expr | None, names: Names) -> Usage:
         case ast.Parallel():
             return _all((b.value for b in e.branches), names)
         case ast.Approve() | ast.Ask() | ast.Run():
-            return Usage(steps=1)
+            return ONE_STEP
         case ast.Call():
             return _call(e, names)
     return UNBOUNDED
+
+
+# Expressions that spend nothing, by exact type (the tree's most numerous).
+_INERT = frozenset({type(None), ast.IntLit, ast.NumLit, ast.DurationLit, ast.BoolLit, ast.NullLit, ast.Name, ast.It})
 
 
 def _all(items: Iterable[ast.Expr], names: Names) -> Usage:
@@ -226,12 +248,12 @@ def _call(e: ast.Call, names: Names) -> Usage:
     if builtin is not None:
         lam = next((a.value for a in e.args if isinstance(a.value, ast.Lambda)), None)
         if lam is None:
-            return args + Usage(steps=1)
+            return args + ONE_STEP
         n = static_length(e.args[0].value, names) if e.args and builtin in _EVERY_ITEM else None
         each = _lambda(lam, names)
         if n is None:
-            return args + Usage(steps=1) + _repeated(each)
-        return args + Usage(steps=1) + each.times(n)
+            return args + ONE_STEP + _repeated(each)
+        return args + ONE_STEP + each.times(n)
     if isinstance(callee, ast.Name) and callee.name not in names.local:
         kind = names.kinds.get(callee.name)
         if kind == "agent":
@@ -248,24 +270,39 @@ def _call(e: ast.Call, names: Names) -> Usage:
 
 def _lambda(lam: ast.Lambda, names: Names) -> Usage:
     if isinstance(lam.body, ast.Block):
-        return Usage(steps=1) + _block(lam.body.body, names)
-    return Usage(steps=1) + _expr(lam.body, names)
+        return ONE_STEP + _block(lam.body.body, names)
+    return ONE_STEP + _expr(lam.body, names)
 
 
 def local_names(node: object) -> frozenset[str]:
     """Every name a workflow or cell binds itself (parameters, `let`/`var`, loop and lambda
     variables, `catch` bindings, tasks), wherever in it."""
     found: set[str] = set()
-    for n in _walk(node, into_lambdas=True):
-        match n:
-            case ast.Let() | ast.Async():
-                found.add(n.name.name)
-            case ast.Param():
-                found.add(n.name.name)
-            case ast.For():
-                found.update(i.name for i in (n.var, n.index) if i is not None)
-            case ast.Lambda():
-                found.update(p.name for p in n.params)
-            case ast.Catch() if n.binding is not None:
-                found.add(n.binding.name)
+    stack: list[object] = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, list):
+            stack.extend(n)
+            continue
+        if type(n) in _LEAVES or not isinstance(n, ast.Node):
+            continue
+        if isinstance(n, _BINDERS):
+            match n:
+                case ast.Let() | ast.Async():
+                    found.add(n.name.name)
+                case ast.Param():
+                    found.add(n.name.name)
+                case ast.For():
+                    found.update(i.name for i in (n.var, n.index) if i is not None)
+                case ast.Lambda():
+                    found.update(p.name for p in n.params)
+                case ast.Catch() if n.binding is not None:
+                    found.add(n.binding.name)
+        stack.extend(vars(n).values())
     return frozenset(found)
+
+
+_BINDERS = (ast.Let, ast.Async, ast.Param, ast.For, ast.Lambda, ast.Catch)
+# What holds no node (the tree's most numerous leaves, spans, scalars): nothing below to search.
+_LEAVES = frozenset({ast.Name, ast.Ident, ast.IntLit, ast.NumLit, ast.DurationLit, ast.BoolLit, ast.NullLit,
+                     ast.It, ast.ErrorExpr, ast.TName, ast.TLiteral, Span, Token, str, bool, int, float, type(None)})
