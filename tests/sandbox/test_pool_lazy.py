@@ -96,17 +96,16 @@ def test_runs_that_hold_their_process_grow_the_pool_to_the_cap_and_no_further(mo
     assert len(set(pids)) == 3 and pool.started == 3
 
 
-def test_no_more_starts_than_runs_waiting(monkeypatch: pytest.MonkeyPatch) -> None:
-    # Five runs waiting for slow starts: past their wait each may ask for one, never more.
+def test_one_start_at_a_time_while_runs_wait(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Five runs waiting for a slow start: their waits past SPAWN_AFTER do not each start one.
     monkeypatch.setattr(pool_module, "SPAWN_AFTER", 0.01)
 
     async def go() -> int:
         pool = FakePool(start_s=0.2, max_processes=8)
-        starts: list[int] = []
 
         async def one_run() -> None:
             process = await pool.acquire()
-            starts.append(len(pool._starting))
+            assert len(pool._starting) <= 1
             pool.release(process, recycle=False)
 
         try:
@@ -115,7 +114,27 @@ def test_no_more_starts_than_runs_waiting(monkeypatch: pytest.MonkeyPatch) -> No
         finally:
             await pool.close()
 
-    assert asyncio.run(go()) <= 5
+    assert asyncio.run(go()) <= 2  # the first start, and at most one asked as it finished
+
+
+def test_a_busy_host_grows_no_pool(monkeypatch: pytest.MonkeyPatch) -> None:
+    # HOST_BUSY 0: the host counts as busy however little it works. A run waiting behind a
+    # run that holds the only process then waits for it instead of starting another.
+    monkeypatch.setattr(pool_module, "SPAWN_AFTER", 0.01)
+    monkeypatch.setattr(pool_module, "HOST_BUSY", 0.0)
+
+    async def go() -> tuple[int, bool]:
+        pool = FakePool(max_processes=4)
+        try:
+            first = await pool.acquire()
+            second = asyncio.ensure_future(pool.acquire())
+            await asyncio.sleep(0.2)  # twenty waits past SPAWN_AFTER
+            pool.release(first, recycle=False)
+            return pool.started, (await second) is first
+        finally:
+            await pool.close()
+
+    assert asyncio.run(go()) == (1, True)
 
 
 def test_a_failed_start_reaches_the_waiting_run() -> None:
