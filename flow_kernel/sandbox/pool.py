@@ -44,6 +44,9 @@ RECYCLE_GROWTH = 64 * 1024 * 1024
 # their starts and compete for the same cores.
 SPAWN_AFTER = 0.1
 HOST_BUSY = 0.7
+# However busy the host, a run waiting this long starts one: a run that holds the only
+# process for long (a background run the host is busy with) does not keep a cell waiting.
+SPAWN_ANYWAY = 1.0
 IDLE_RELEASE = 60.0  # seconds a process beyond `warm` may sit idle before it is closed
 # A run that ended with one of these leaves a process that may be stuck, killed or half
 # torn down: it is not reused. A hit `limit-exceeded` is the program's, the process is fine.
@@ -195,7 +198,8 @@ class SandboxPool:
         """A live process for one run: the most recently used idle one; else the first that is
         released or finishes starting. A start is asked for at once when nothing runs or
         starts (nothing would come back), else when none is starting and the run has waited
-        `SPAWN_AFTER` while the host was not busy (`HOST_BUSY`) — within the cap."""
+        `SPAWN_AFTER` while the host was not busy (`HOST_BUSY`), or `SPAWN_ANYWAY` in all —
+        within the cap."""
         while self.idle:
             process = self.idle.pop()
             self._idle_since.pop(process, None)
@@ -204,7 +208,7 @@ class SandboxPool:
                 return process
         waiter: asyncio.Future[SandboxProcess] = asyncio.get_running_loop().create_future()
         self._waiters.append(waiter)
-        waited = False
+        waited, since = False, time.monotonic()
         try:
             while not waiter.done():
                 nothing_comes = not self._starting and not self._out
@@ -213,7 +217,8 @@ class SandboxPool:
                 began, cpu = time.monotonic(), time.process_time()
                 with contextlib.suppress(TimeoutError):
                     return await asyncio.wait_for(asyncio.shield(waiter), SPAWN_AFTER)
-                waited = time.process_time() - cpu < HOST_BUSY * (time.monotonic() - began)
+                now = time.monotonic()
+                waited = time.process_time() - cpu < HOST_BUSY * (now - began) or now - since >= SPAWN_ANYWAY
             return waiter.result()
         except asyncio.CancelledError:
             if waiter.done() and not waiter.cancelled() and waiter.exception() is None:

@@ -122,6 +122,7 @@ def test_a_busy_host_grows_no_pool(monkeypatch: pytest.MonkeyPatch) -> None:
     # run that holds the only process then waits for it instead of starting another.
     monkeypatch.setattr(pool_module, "SPAWN_AFTER", 0.01)
     monkeypatch.setattr(pool_module, "HOST_BUSY", 0.0)
+    monkeypatch.setattr(pool_module, "SPAWN_ANYWAY", 60.0)
 
     async def go() -> tuple[int, bool]:
         pool = FakePool(max_processes=4)
@@ -135,6 +136,24 @@ def test_a_busy_host_grows_no_pool(monkeypatch: pytest.MonkeyPatch) -> None:
             await pool.close()
 
     assert asyncio.run(go()) == (1, True)
+
+
+def test_a_run_that_waits_long_starts_one_however_busy_the_host(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A cell behind a background run that keeps the host busy and holds the only process.
+    monkeypatch.setattr(pool_module, "SPAWN_AFTER", 0.01)
+    monkeypatch.setattr(pool_module, "HOST_BUSY", 0.0)
+    monkeypatch.setattr(pool_module, "SPAWN_ANYWAY", 0.05)
+
+    async def go() -> tuple[int, bool]:
+        pool = FakePool(max_processes=4)
+        try:
+            first = await pool.acquire()
+            second = await asyncio.wait_for(pool.acquire(), 10)  # `first` is never released
+            return pool.started, second is not first
+        finally:
+            await pool.close()
+
+    assert asyncio.run(go()) == (2, True)
 
 
 def test_a_failed_start_reaches_the_waiting_run() -> None:
