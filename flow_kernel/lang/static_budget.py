@@ -15,13 +15,14 @@ lambda invocation, and per `while` condition; `parallel` branches add nothing.""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import dataclasses
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from operator import attrgetter
+from typing import Any
 
 from flow_kernel.lang import ast
 from flow_kernel.lang.builtins import BUILTINS
-from flow_kernel.lang.tokens import Token
-from flow_kernel.source import Span
 
 # Builtins that call their lambda once per item, whatever the items are.
 _EVERY_ITEM = frozenset({"map", "filter", "count", "parallelMap", "reduce", "flatMap"})
@@ -94,7 +95,7 @@ def _block(body: list[ast.Stmt], names: Names) -> Usage:
     for s in body:
         u = _stmt(s, names)
         total = total + (u if certain else u.maybe())
-        if _may_leave(s):
+        if certain and _may_leave(s):
             certain = False
     return total
 
@@ -159,14 +160,20 @@ def _may_leave(s: ast.Stmt) -> bool:
     stack: list[object] = [s]
     while stack:
         node = stack.pop()
-        if type(node) in _LEAVES:
-            continue
         if isinstance(node, list):
             stack.extend(node)
-        elif isinstance(node, ast.Node) and not isinstance(node, ast.Expr):
-            if isinstance(node, _EXITS):
-                return True
-            stack.extend(vars(node).values())
+            continue
+        if isinstance(node, _EXITS):
+            return True
+        if not isinstance(node, ast.Node) or isinstance(node, ast.Expr):
+            continue
+        get, many = _CHILDREN.get(type(node)) or _child_fields(type(node))
+        if get is None:
+            continue
+        if many:
+            stack.extend(get(node))
+        else:
+            stack.append(get(node))
     return False
 
 
@@ -284,8 +291,11 @@ def local_names(node: object) -> frozenset[str]:
         if isinstance(n, list):
             stack.extend(n)
             continue
-        if type(n) in _LEAVES or not isinstance(n, ast.Node):
-            continue
+        fields = _CHILDREN.get(type(n))
+        if fields is None:
+            if not isinstance(n, ast.Node):
+                continue
+            fields = _child_fields(type(n))
         if isinstance(n, _BINDERS):
             match n:
                 case ast.Let() | ast.Async():
@@ -298,11 +308,27 @@ def local_names(node: object) -> frozenset[str]:
                     found.update(p.name for p in n.params)
                 case ast.Catch() if n.binding is not None:
                     found.add(n.binding.name)
-        stack.extend(vars(n).values())
+        get, many = fields
+        if get is None:
+            continue
+        if many:
+            stack.extend(get(n))
+        else:
+            stack.append(get(n))
     return frozenset(found)
 
 
 _BINDERS = (ast.Let, ast.Async, ast.Param, ast.For, ast.Lambda, ast.Catch)
-# What holds no node (the tree's most numerous leaves, spans, scalars): nothing below to search.
-_LEAVES = frozenset({ast.Name, ast.Ident, ast.IntLit, ast.NumLit, ast.DurationLit, ast.BoolLit, ast.NullLit,
-                     ast.It, ast.ErrorExpr, ast.TName, ast.TLiteral, Span, Token, str, bool, int, float, type(None)})
+
+# A node class -> how to read the fields that may hold a node or a list: an `attrgetter`
+# (None: no such field) and whether it returns a tuple of them (two or more fields).
+_CHILDREN: dict[type, tuple[Callable[[Any], Any] | None, bool]] = {}
+# Field types that never hold a node (the tree's annotations, as written in ast.py).
+_SCALAR_FIELDS = frozenset({"Span", "bool", "float", "int", "str", "str | None", "str | int | float | bool | None"})
+
+
+def _child_fields(kind: type) -> tuple[Callable[[Any], Any] | None, bool]:
+    names = [f.name for f in dataclasses.fields(kind) if f.type not in _SCALAR_FIELDS]
+    fields = (attrgetter(*names) if names else None, len(names) > 1)
+    _CHILDREN[kind] = fields
+    return fields
