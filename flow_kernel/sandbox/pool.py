@@ -1,7 +1,7 @@
 """Sandboxes kept warm, started only as the work needs them: a finished run's process
 waits for the next run, a run that finds none idle waits for one to be released, and a
 new process starts only when nothing would come back (nothing runs or starts) or a run
-has waited `SPAWN_AFTER` while the host itself was not busy, up to the cap.
+has waited as long as a start takes, one start at a time, up to the cap.
 `warm` processes are kept started while nothing runs (a recycled one is replaced in the
 background, warmed up); one more than that sitting idle for `idle_release_s` is closed.
 
@@ -35,18 +35,15 @@ from flow_kernel.sandbox.process import Handler, Notify, SandboxProcess
 GRACE = 1.0  # seconds a sandbox gets to stop by itself before it is killed
 WARM_UP_TIMEOUT = 30.0
 RECYCLE_GROWTH = 64 * 1024 * 1024
-# A run that finds every process busy waits for one to be released; after SPAWN_AFTER it
-# starts another, one start at a time (parallel starts share the same cores: none is
-# ready sooner), if this process used less than HOST_BUSY of a CPU meanwhile. A start
-# costs ~0.6 s of CPU and ~90 MB: it helps when runs hold their process while the host
-# waits (for a model: an eval's items, a background run), not when the host's own work is
-# what the runs queue behind (a mock model's items), where more sandboxes would only add
-# their starts and compete for the same cores.
-SPAWN_AFTER = 0.1
-HOST_BUSY = 0.7
-# However busy the host, a run waiting this long starts one: a run that holds the only
-# process for long (a background run the host is busy with) does not keep a cell waiting.
-SPAWN_ANYWAY = 1.0
+# A run that finds every process busy waits for one to be released as long as a start
+# takes (the pool's last start, within SPAWN_AFTER_BOUNDS; SPAWN_AFTER before the first)
+# before it starts another, one start at a time (parallel starts share the same cores:
+# none is ready sooner). A start costs ~0.6 s of CPU and ~90 MB and only helps a run that
+# no release would serve sooner: runs that give their process back in milliseconds (an
+# eval's items with a mock model) share one; runs that hold theirs for seconds (a model's
+# answer, a background run) grow the pool up to the cap.
+SPAWN_AFTER = 0.5
+SPAWN_AFTER_BOUNDS = (0.1, 2.0)
 IDLE_RELEASE = 60.0  # seconds a process beyond `warm` may sit idle before it is closed
 # A run that ended with one of these leaves a process that may be stuck, killed or half
 # torn down: it is not reused. A hit `limit-exceeded` is the program's, the process is fine.
@@ -67,6 +64,7 @@ class SandboxPool:
         self.warm_up = warm_up
         self.max_processes = max_processes
         self.idle_release_s = idle_release_s
+        self.spawn_after = SPAWN_AFTER
         self._waiters: collections.deque[asyncio.Future[SandboxProcess]] = collections.deque()
         self._idle_since: dict[SandboxProcess, float] = {}
         self._trim_timer: asyncio.TimerHandle | None = None
@@ -85,7 +83,10 @@ class SandboxPool:
     async def _spawn(self, *, warm_up: bool = False) -> SandboxProcess:
         if self.use_snapshot and self.snapshot is None:
             self.snapshot = await asyncio.to_thread(ensure_snapshot, find_node())
+        began = time.monotonic()
         process = await SandboxProcess.start(snapshot=self.snapshot, memory_mb=self.memory_mb)
+        low, high = SPAWN_AFTER_BOUNDS
+        self.spawn_after = min(max(time.monotonic() - began, low), high)
         if warm_up and self.warm_up is not None:
             await self._warm_up(process, self.warm_up)
         self.started += 1
@@ -198,8 +199,7 @@ class SandboxPool:
         """A live process for one run: the most recently used idle one; else the first that is
         released or finishes starting. A start is asked for at once when nothing runs or
         starts (nothing would come back), else when none is starting and the run has waited
-        `SPAWN_AFTER` while the host was not busy (`HOST_BUSY`), or `SPAWN_ANYWAY` in all —
-        within the cap."""
+        `spawn_after` (as long as the last start took) — within the cap."""
         while self.idle:
             process = self.idle.pop()
             self._idle_since.pop(process, None)
@@ -208,17 +208,15 @@ class SandboxPool:
                 return process
         waiter: asyncio.Future[SandboxProcess] = asyncio.get_running_loop().create_future()
         self._waiters.append(waiter)
-        waited, since = False, time.monotonic()
+        waited = False
         try:
             while not waiter.done():
                 nothing_comes = not self._starting and not self._out
                 if (nothing_comes or (waited and not self._starting)) and self._room():
                     self._start(warm_up=False)
-                began, cpu = time.monotonic(), time.process_time()
                 with contextlib.suppress(TimeoutError):
-                    return await asyncio.wait_for(asyncio.shield(waiter), SPAWN_AFTER)
-                now = time.monotonic()
-                waited = time.process_time() - cpu < HOST_BUSY * (now - began) or now - since >= SPAWN_ANYWAY
+                    return await asyncio.wait_for(asyncio.shield(waiter), self.spawn_after)
+                waited = True
             return waiter.result()
         except asyncio.CancelledError:
             if waiter.done() and not waiter.cancelled() and waiter.exception() is None:

@@ -117,43 +117,23 @@ def test_one_start_at_a_time_while_runs_wait(monkeypatch: pytest.MonkeyPatch) ->
     assert asyncio.run(go()) <= 2  # the first start, and at most one asked as it finished
 
 
-def test_a_busy_host_grows_no_pool(monkeypatch: pytest.MonkeyPatch) -> None:
-    # HOST_BUSY 0: the host counts as busy however little it works. A run waiting behind a
-    # run that holds the only process then waits for it instead of starting another.
-    monkeypatch.setattr(pool_module, "SPAWN_AFTER", 0.01)
-    monkeypatch.setattr(pool_module, "HOST_BUSY", 0.0)
-    monkeypatch.setattr(pool_module, "SPAWN_ANYWAY", 60.0)
-
-    async def go() -> tuple[int, bool]:
+def test_a_run_waits_as_long_as_a_start_takes_before_it_starts_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A run behind the only process, held 0.2 s: with starts that took 60 s it waits for
+    # the release; with starts that took 0.01 s it starts its own.
+    async def go(spawn_after: float) -> tuple[int, bool]:
         pool = FakePool(max_processes=4)
+        pool.spawn_after = spawn_after  # as a real start would have measured it
         try:
             first = await pool.acquire()
             second = asyncio.ensure_future(pool.acquire())
-            await asyncio.sleep(0.2)  # twenty waits past SPAWN_AFTER
+            await asyncio.sleep(0.2)
             pool.release(first, recycle=False)
             return pool.started, (await second) is first
         finally:
             await pool.close()
 
-    assert asyncio.run(go()) == (1, True)
-
-
-def test_a_run_that_waits_long_starts_one_however_busy_the_host(monkeypatch: pytest.MonkeyPatch) -> None:
-    # A cell behind a background run that keeps the host busy and holds the only process.
-    monkeypatch.setattr(pool_module, "SPAWN_AFTER", 0.01)
-    monkeypatch.setattr(pool_module, "HOST_BUSY", 0.0)
-    monkeypatch.setattr(pool_module, "SPAWN_ANYWAY", 0.05)
-
-    async def go() -> tuple[int, bool]:
-        pool = FakePool(max_processes=4)
-        try:
-            first = await pool.acquire()
-            second = await asyncio.wait_for(pool.acquire(), 10)  # `first` is never released
-            return pool.started, second is not first
-        finally:
-            await pool.close()
-
-    assert asyncio.run(go()) == (2, True)
+    assert asyncio.run(go(60.0)) == (1, True)
+    assert asyncio.run(go(0.01)) == (2, False)
 
 
 def test_a_failed_start_reaches_the_waiting_run() -> None:
