@@ -1,0 +1,128 @@
+"""The budget pass's tree walks (lang/static_budget.py): `local_names` reads only the fields
+that can hold a node (one getter per node class, chosen from ast.py's annotations), and a
+statement's "may it leave its block" search looks at statements only. Both are held to a
+plain walk of every attribute of every node, over programs with every kind of binder and
+exit, wherever it may sit."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+
+import pytest
+
+from flow_kernel.bench.frontend import flow_program
+from flow_kernel.lang import ast
+from flow_kernel.lang.check import check
+from flow_kernel.lang.static_budget import local_names
+from flow_kernel.source import SourceFile
+
+AGENT = 'agent reviewer {\n  model: "scripted"\n  script: ["Fine"]\n}\n'
+
+BINDERS = AGENT + '''
+workflow w(xs: int[], label?: string) -> any {
+  limits { agent_runs: 20 }
+  let a = map(xs, x => { let inner = x + 1
+    return inner })
+  var b = parallel { left: reviewer("l"), right: map([1, 2], y => y * 2) }
+  async task { let hidden = reviewer("t") }
+  await task
+  for v, n in xs {
+    try {
+      let deep = { k: filter(xs, z => z > n) }
+    } catch "agent-invocation" as err {
+      log err.message
+    }
+  }
+  if len(xs) > 0 {
+    while b == null { break }
+  } else if a == null {
+    let other = reduce(xs, (acc, q) => acc + q, 0)
+  }
+  let picked = approve "ok?" timeout 1s else all(xs, w2 => w2 > 0)
+  return [a, b, picked, label]
+}
+'''
+
+
+def reference_local_names(node: object) -> frozenset[str]:
+    """What `local_names` promises, by visiting every attribute of every node."""
+    found: set[str] = set()
+    for n in _every_node(node):
+        if isinstance(n, ast.Let | ast.Async | ast.Param):
+            found.add(n.name.name)
+        elif isinstance(n, ast.For):
+            found.update(i.name for i in (n.var, n.index) if i is not None)
+        elif isinstance(n, ast.Lambda):
+            found.update(p.name for p in n.params)
+        elif isinstance(n, ast.Catch) and n.binding is not None:
+            found.add(n.binding.name)
+    return frozenset(found)
+
+
+def _every_node(node: object) -> Iterator[object]:
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        if isinstance(n, list):
+            stack.extend(n)
+        elif isinstance(n, ast.Node):
+            stack.extend(v for v in vars(n).values() if isinstance(v, ast.Node | list))
+
+
+def _workflows(text: str) -> list[ast.WorkflowDecl]:
+    module = check(SourceFile("walks.flow", text)).module
+    return [d for d in module.decls if isinstance(d, ast.WorkflowDecl)]
+
+
+@pytest.mark.parametrize("text", [BINDERS, flow_program(300)], ids=["every-binder", "bench"])
+def test_local_names_finds_what_a_walk_of_every_attribute_finds(text: str) -> None:
+    workflows = _workflows(text)
+    assert workflows
+    for decl in workflows:
+        assert local_names(decl) == reference_local_names(decl)
+        assert local_names(decl.body.body) == reference_local_names(decl.body.body)
+
+
+def test_local_names_finds_every_kind_of_binder_wherever_it_sits() -> None:
+    (decl,) = _workflows(BINDERS)
+    assert local_names(decl) == {"xs", "label", "a", "inner", "x", "b", "y", "task", "hidden", "v", "n", "deep",
+                                 "z", "err", "other", "acc", "q", "picked", "w2"}
+
+
+def test_the_fields_left_unread_are_never_nodes() -> None:
+    """Every field of every node class that the walk skips is annotated as a scalar or a
+    span in ast.py, and holds none of the bench program's nodes."""
+    node_names = {name for name, value in vars(ast).items() if isinstance(value, type) and issubclass(value, ast.Node)}
+    classes = [value for value in vars(ast).values() if isinstance(value, type) and issubclass(value, ast.Node)]
+    for cls in classes:
+        for f in dataclasses.fields(cls):
+            mentioned = {word.strip("[]") for word in str(f.type).replace("|", " ").split()}
+            if not mentioned & (node_names | {"list[Stmt]"}) and not str(f.type).startswith("list["):
+                assert str(f.type) in {"Span", "bool", "float", "int", "str", "str | None",
+                                       "str | int | float | bool | None"}, (cls.__name__, f.name, f.type)
+
+
+def _budget(text: str) -> list[tuple[str, str]]:
+    result = check(SourceFile("walks.flow", AGENT + text))
+    return [(d.code, d.message) for d in result.diagnostics if d.code in ("F6006", "F6008")]
+
+
+def test_a_return_inside_a_lambda_leaves_only_the_lambda() -> None:
+    """Calls after a statement whose lambda returns still certainly happen: an error."""
+    found = _budget('workflow w(xs: int[]) -> any {\n  limits { agent_runs: 1 }\n'
+                    '  let ys = map(xs, x => { return x })\n'
+                    '  let r1 = reviewer("a")\n  let r2 = reviewer("b")\n  return [ys, r1, r2]\n}\n')
+    assert [code for code, _ in found] == ["F6008"]
+    assert "at least 2 agent calls" in found[0][1]
+
+
+@pytest.mark.parametrize("exit_stmt", ["return null", "break", "continue"])
+def test_an_exit_nested_in_statements_makes_what_follows_uncertain(exit_stmt: str) -> None:
+    """An exit inside an `if` inside a `try` inside a loop body: the calls after it in that
+    body may not run, so only a warning."""
+    found = _budget('workflow w(xs: int[]) -> any {\n  limits { agent_runs: 1 }\n'
+                    '  for x in [1, 2] {\n    try {\n      if x > 1 { ' + exit_stmt + ' }\n    } catch {\n'
+                    '      log "no"\n    }\n    let r1 = reviewer("a")\n  }\n  return xs\n}\n')
+    assert [code for code, _ in found] == ["F6006"]
