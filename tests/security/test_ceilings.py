@@ -303,11 +303,13 @@ def test_runs_past_the_sandbox_cap_are_refused_clearly() -> None:
 
 
 def test_reopened_the_sandbox_cap_starts_a_process_per_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    from flow_kernel.sandbox import pool as pool_module
     from flow_kernel.sandbox.pool import SandboxPool
 
     monkeypatch.setattr(SandboxPool, "_refuse_past_the_cap", lambda self: None)
     monkeypatch.setattr(SandboxPool, "_room", lambda self: True)
-    source = 'agent slow { model: "scripted", script: [slow(2s, "late")] }\nslow("x")'
+    monkeypatch.setattr(pool_module, "SPAWN_AFTER_BOUNDS", (0.0, 0.0))  # a waiting run starts one at once
+    source = 'agent slow { model: "scripted", script: [slow(5s, "late")] }\nslow("x")'
 
     async def go() -> int:
         async with Session(journal_dir=None, context=RunContext(ceilings=Ceilings(sandboxes=2))) as session:
