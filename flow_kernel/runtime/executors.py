@@ -14,7 +14,7 @@ from flow_kernel.sandbox.process import SandboxProcess
 DEADLINE_SLACK_MS = 250  # the sandbox's own watchdog fires at the deadline; the host waits a little longer
 
 
-# What a new sandbox of a long-lived pool (a kernel's, a session's with a spare) runs before
+# What a spare of a long-lived pool (a kernel's, a pooled session's) runs before
 # its first real run (SandboxPool._warm_up): the paths a cell takes — bindings, a lambda,
 # a builtin over a list, interpolation, a record, an `if`, a print, arithmetic.
 WARM_UP_SOURCE = """let xs = map(range(3), i => "n${i}")
