@@ -16,7 +16,7 @@ lambda invocation, and per `while` condition; `parallel` branches add nothing.""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any
@@ -157,24 +157,7 @@ def _may_leave(s: ast.Stmt) -> bool:
 
     Only statements are searched: an expression holds statements only inside a lambda,
     whose `return` leaves the lambda only."""
-    stack: list[object] = [s]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, list):
-            stack.extend(node)
-            continue
-        if isinstance(node, _EXITS):
-            return True
-        if not isinstance(node, ast.Node) or isinstance(node, ast.Expr):
-            continue
-        get, many = _CHILDREN.get(type(node)) or _child_fields(type(node))
-        if get is None:
-            continue
-        if many:
-            stack.extend(get(node))
-        else:
-            stack.append(get(node))
-    return False
+    return any(isinstance(n, _EXITS) for n in _nodes(s, statements_only=True))
 
 
 _EXITS = (ast.Return, ast.Break, ast.Continue)
@@ -285,17 +268,7 @@ def local_names(node: object) -> frozenset[str]:
     """Every name a workflow or cell binds itself (parameters, `let`/`var`, loop and lambda
     variables, `catch` bindings, tasks), wherever in it."""
     found: set[str] = set()
-    stack: list[object] = [node]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, list):
-            stack.extend(n)
-            continue
-        fields = _CHILDREN.get(type(n))
-        if fields is None:
-            if not isinstance(n, ast.Node):
-                continue
-            fields = _child_fields(type(n))
+    for n in _nodes(node):
         if isinstance(n, _BINDERS):
             match n:
                 case ast.Let() | ast.Async():
@@ -308,14 +281,30 @@ def local_names(node: object) -> frozenset[str]:
                     found.update(p.name for p in n.params)
                 case ast.Catch() if n.binding is not None:
                     found.add(n.binding.name)
-        get, many = fields
+    return frozenset(found)
+
+
+def _nodes(root: object, *, statements_only: bool = False) -> Iterator[ast.Node]:
+    """Every node at or below `root`, through lists too, in one flat walk; with
+    `statements_only`, nothing below an expression."""
+    stack: list[object] = [root]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, list):
+            stack.extend(n)
+            continue
+        if not isinstance(n, ast.Node):
+            continue
+        yield n
+        if statements_only and isinstance(n, ast.Expr):
+            continue
+        get, many = _CHILDREN.get(type(n)) or _child_fields(type(n))
         if get is None:
             continue
         if many:
             stack.extend(get(n))
         else:
             stack.append(get(n))
-    return frozenset(found)
 
 
 _BINDERS = (ast.Let, ast.Async, ast.Param, ast.For, ast.Lambda, ast.Catch)
