@@ -57,14 +57,14 @@ class LiveView:
             self.early.clear()
 
     def finish(self, outcome: RunOutcome) -> dict[str, Any] | None:
-        """The run's final state (result or error with its Flow line, steps, its events in
+        """The run's final state (result or error, steps, its events in
         canonical order); the widget closes. Returns the static bundle the cell keeps in
         its place, or None when the run had no view."""
         shown, self.shown = self.shown, False
         view = self._end()
         if view is None:
             return self._summary(outcome) if shown else None
-        view.finish(outcome.result, outcome.error_json(), outcome.steps, outcome.source_line(), outcome.events,
+        view.finish(outcome.result, outcome.error_json(), outcome.steps, outcome.events,
                     waiting=bool(outcome.pending))
         bundle: dict[str, Any] = view.static_bundle()
         view.close()
@@ -86,7 +86,7 @@ class LiveView:
         from flow_kernel.views.run_model import RunModel
 
         model = RunModel.from_events(outcome.events, self.title)
-        model.finish(outcome.result, outcome.error_json(), outcome.steps, outcome.source_line(), waiting=bool(outcome.pending))
+        model.finish(outcome.result, outcome.error_json(), outcome.steps, waiting=bool(outcome.pending))
         return summary_bundle(model)
 
     def drop(self) -> None:

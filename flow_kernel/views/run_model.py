@@ -146,7 +146,6 @@ class RunModel:
         self.result: Any = None
         self.has_result = False
         self.error: dict[str, Any] | None = None
-        self.error_line: str | None = None  # the Flow source line the error points to
         self.approvals: list[Approval] = []
         self._approval_at: dict[int, int] = {}  # id of an approval.requested point -> its index in approvals
         self.breakers: dict[str, str] = {}  # provider -> its circuit breaker's state, as last reported
@@ -272,16 +271,15 @@ class RunModel:
             pending.error = data.get("error")
 
     def finish(self, result: Any = None, error: dict[str, Any] | None = None, steps: int | None = None,
-               error_line: str | None = None, waiting: bool = False) -> None:
-        """What the host knows at the end and events do not carry: the result, the error's
-        Flow span and line, the steps taken, whether the run stopped `waiting` for an answer
+               waiting: bool = False) -> None:
+        """What the host knows at the end and events do not carry: the result, the error
+        (with its Flow span), the steps taken, whether the run stopped `waiting` for an answer
         (`defer`: its workflow never ended, it is not completed). A failed run leaves nothing
         running: the calls its failure cut off are cancelled."""
         self.steps = steps
         if error is not None:
             self.status = "failed"
             self.error = error
-            self.error_line = error_line
             if error.get("code") == "cancelled":  # an interrupt: what ran is cancelled, not failed
                 self.interrupt()
             else:

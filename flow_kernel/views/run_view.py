@@ -107,13 +107,13 @@ class RunView:
         return out
 
     def finish(self, result: Any = None, error: dict[str, Any] | None = None, steps: int | None = None,
-               error_line: str | None = None, events: list[dict[str, Any]] | None = None, waiting: bool = False) -> None:
+               events: list[dict[str, Any]] | None = None, waiting: bool = False) -> None:
         """The final state; with the run's `events`, rebuilt in their canonical order, so the
         summary is the same however concurrent branches interleaved."""
         self._end("completed" if error is None else "interrupted" if error.get("code") == "cancelled" else "failed")
         if events is not None:
             self.model = RunModel.from_events(events, self.model.title)
-        self.model.finish(result, error, steps, error_line, waiting)
+        self.model.finish(result, error, steps, waiting)
         self.prompts.cancel()
 
     def interrupt(self) -> None:

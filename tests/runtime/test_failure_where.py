@@ -84,7 +84,7 @@ def test_an_error_caught_inside_the_item_has_no_where(tmp_path: Path) -> None:
 def test_the_error_output_shows_the_place_and_the_summary_does_not(tmp_path: Path) -> None:
     error = failure(tmp_path, 'parallelMap([1, 0], x => 1 / x)\n')
     model = RunModel()
-    model.finish(error=error, error_line="parallelMap([1, 0], x => 1 / x)")
+    model.finish(error=error)
     # The place is the cell's error output's (describe_error), said once: not the summary's.
     assert "failed in" not in model.text() and "failed in" not in render_html(model, live=False)
     flow_error = FlowError.from_dto({"code": "evaluation", "message": "m", **error})

@@ -46,7 +46,7 @@ def error_of(where: Any) -> FlowError:
 def view_html(error: FlowError) -> str:
     model = RunModel()
     model.finish(error={"code": error.code, "message": error.message, "stage": None, "span": error.span,
-                        "details": error.details}, error_line="x = 1")
+                        "details": error.details})
     return render_html(model, live=False)
 
 

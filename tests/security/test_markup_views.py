@@ -151,7 +151,7 @@ def _renders(events: list[dict[str, Any]], payload: str) -> list[str]:
         live.apply(event)
         pages.append(render_html(live, live=True))
     final = RunModel.from_events(events, title=payload)
-    final.finish(result={payload: [payload, 1]}, steps=7, error_line=payload,
+    final.finish(result={payload: [payload, 1]}, steps=7,
                  error={"code": payload, "message": payload, "stage": payload,
                         "span": {"file": payload, "line": payload, "column": payload, "end_line": payload,
                                  "end_column": payload}})

@@ -83,7 +83,7 @@ def test_every_part_of_the_view(tmp_path: Path) -> None:
     model = RunModel.from_events(outcome.events, title="rich")
     assert outcome.error.span is not None
     model.finish(None, {"code": outcome.error.code, "message": outcome.error.message, "span": outcome.error.span},
-                 outcome.steps, error_line="  return flaky(\"will fail\")")
+                 outcome.steps)
     text = model.text()
     assert '✓ agent fixer "fix it"  2 attempts (1 repair)' in text  # labelled by the start of its prompt
     assert '✗ agent flaky "will fail"  1 attempt: agent-invocation down' in text
@@ -134,7 +134,7 @@ def test_a_failed_runs_summary_shows_the_calls_it_cut_off_as_cancelled(tmp_path:
     assert outcome.error is not None and outcome.journal is not None
     replayed = RunModel.from_events(read_journal(outcome.journal), title="fan")
     for model in (live, replayed):
-        model.finish(outcome.result, outcome.error_json(), outcome.steps, outcome.source_line())
+        model.finish(outcome.result, outcome.error_json(), outcome.steps)
         lines = model.text().splitlines()
         assert lines[4:8] == ['      ✗ parallelMap w: 3 calls: 0 done, 1 failed, 2 cancelled',
                               '        ✗ agent w #1 "item 0"  1 attempt: agent-invocation down',
