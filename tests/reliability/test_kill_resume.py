@@ -88,6 +88,10 @@ class CountingServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # TCP_NODELAY: the headers and the body go out as two writes; with Nagle the body
+            # waits for the client's delayed ACK (~40 ms a call), so an "after" kill 0-5 ms
+            # later would land before the answer reached the process.
+            disable_nagle_algorithm = True
 
             def do_POST(self) -> None:  # the name http.server calls
                 body, prompt = read_chat(self)
