@@ -51,6 +51,9 @@ class SSEServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # TCP_NODELAY: every event is its own write, as a real API's stream; with Nagle each
+            # waited for the client's delayed ACK (~40 ms an event on loopback).
+            disable_nagle_algorithm = True
 
             def do_POST(self) -> None:  # the name http.server calls
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
