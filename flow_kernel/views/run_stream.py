@@ -69,6 +69,13 @@ class Compactor:
         self.t0: datetime.datetime | None = None
         self.said: dict[str, set[str]] = {}  # scope id -> the failure messages said inside it
 
+    def now(self) -> int | None:
+        """The run's time now, in ms since its first event (the records' clock); None before one."""
+        if self.t0 is None:
+            return None
+        wall = datetime.datetime.now(self.t0.tzinfo) if self.t0.tzinfo else datetime.datetime.now()
+        return max(0, round((wall - self.t0).total_seconds() * 1000))
+
     def __call__(self, event: dict[str, Any]) -> dict[str, Any] | None:
         """The event's record in its wire form; None for an event the view does not show."""
         record = self.record(event)
@@ -160,6 +167,9 @@ def _point(kind: str, i: str, t: int | None, data: dict[str, Any]) -> Record | N
         if data.get("primary") is True:
             artifact["primary"] = True
         return artifact
+    if kind == "model.degraded":  # the call's card says it, as the summary does
+        return {"record": "model_degraded", "id": i, "time": t, "purpose": clip(data.get("purpose"), 40),
+                "model": clip(data.get("model"), 80)}
     return _live(kind, i, t, data)
 
 
@@ -266,11 +276,15 @@ class Batcher:
             if limit is not None:
                 return
 
-    def replay(self, have: int) -> None:
-        """Everything from record `have` on, for a view that asked (`hello`)."""
+    def replay(self, have: int, now: int | None = None) -> None:
+        """Everything from record `have` on, for a view that asked (`hello`); each message
+        says the run's time `now` when given (a view's clock starts from it)."""
         start = max(0, min(int(have), self.sent))
         for k in range(start, self.sent, MAX_BATCH):
-            self._send({"t": "batch", "from": k, "ev": self.records[k:min(self.sent, k + MAX_BATCH)]})
+            message: Batch = {"t": "batch", "from": k, "ev": self.records[k:min(self.sent, k + MAX_BATCH)]}
+            if now is not None:
+                message["now"] = now
+            self._send(message)
 
     def close(self) -> None:
         if self.due is not None:

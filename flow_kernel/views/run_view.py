@@ -71,7 +71,7 @@ class RunView:
     def _answer(self, content: dict[str, Any]) -> None:
         if content.get("t") == "hello":
             have = content.get("have")
-            self.batcher.replay(have if isinstance(have, int) and not isinstance(have, bool) else 0)
+            self.batcher.replay(have if isinstance(have, int) and not isinstance(have, bool) else 0, self.compact.now())
             if self.ended is not None:
                 self.widget.send(self.ended)
         elif content.get("t") == "detail" and isinstance(content.get("i"), str):

@@ -18,6 +18,7 @@ from typing import (
     Annotated,
     Any,
     Literal,
+    NotRequired,
     Required,
     TypedDict,
     get_args,
@@ -141,6 +142,12 @@ class Artifact(_InScope, total=False):
     primary: Annotated[bool, Key("pm")]               # only on the run's primary artifact (`publish primary`)
 
 
+class ModelDegraded(_InScope):                         # on the call (`id`): `for:<purpose> else default` fell back
+    record: Annotated[Literal["model_degraded"], Tag("g")]
+    purpose: Annotated[str, Key("pu")]                 # the purpose no model is configured for…
+    model: Annotated[str, Key("md")]                   # …and the session's model the call used instead
+
+
 # The live state of a call (timing and live kinds: shown while the run goes, never in the
 # static summary). A piece of streamed text is model output: the browser shows it as text.
 class CallText(_InScope):
@@ -171,16 +178,17 @@ class Breaker(_InScope):
 
 
 Record = (ScopeStarted | ScopeEnded | CallStarted | CallEnded | Progress | ApprovalAsked | ApprovalAnswered
-          | Log | Verify | RequireFailed | Artifact | CallText | CallWaiting | CallResumed | Breaker)
+          | Log | Verify | RequireFailed | Artifact | ModelDegraded | CallText | CallWaiting | CallResumed | Breaker)
 RECORD_TYPES: tuple[type, ...] = (ScopeStarted, ScopeEnded, CallStarted, CallEnded, Progress, ApprovalAsked,
-                                  ApprovalAnswered, Log, Verify, RequireFailed, Artifact, CallText, CallWaiting,
-                                  CallResumed, Breaker)
+                                  ApprovalAnswered, Log, Verify, RequireFailed, Artifact, ModelDegraded, CallText,
+                                  CallWaiting, CallResumed, Breaker)
 
 
 # -- the messages (their keys are the wire's as they are: a few a second) --------------------
-# Host → browser: records `from` (the run's index of the first) on, in order. (`from` is a
-# keyword, hence the functional form.)
-Batch = TypedDict("Batch", {"t": Literal["batch"], "from": int, "ev": list[dict[str, Any]]})
+# Host → browser: records `from` (the run's index of the first) on, in order; a replay for a
+# view that said `hello` also says the run's time `now` (ms since its first event), which its
+# newest record may be far behind. (`from` is a keyword, hence the functional form.)
+Batch = TypedDict("Batch", {"t": Literal["batch"], "from": int, "ev": list[dict[str, Any]], "now": NotRequired[int]})
 
 
 class End(TypedDict):

@@ -1,5 +1,6 @@
 """The live run view's front end (widgets/src) draws a call's live state as text: streamed
-model text, a provider's name and reason of a wait, a breaker's state — each poisoned with
+model text, a provider's name and reason of a wait, a breaker's state, the purpose and model of a
+call that fell back to the session's model — each poisoned with
 element- and attribute-breaking payloads, made into wire records by the host's Compactor,
 folded by the browser's reducer and drawn by its renderer in Node; an HTML parser then finds
 nothing live outside the view's own markup. The reopened door (the card's streamed text drawn
@@ -57,6 +58,7 @@ def records(payload: str) -> list[dict[str, Any]]:
            length=len(payload) * 41),
         ev("provider.waiting", "c2", "w", provider=payload, reason=payload, wait_ms=1000),
         ev("provider.breaker", "c2", "w", provider=payload, state=payload, failures=5, pause_ms=30_000),
+        ev("model.degraded", "c2", "w", agent=payload, label=payload, purpose=payload, model=payload),
     ]
     return [r for r in map(compact, events) if r is not None]
 
@@ -72,6 +74,7 @@ def draw(payload: str, src: Path = ROOT / "widgets" / "src") -> str:
 def test_a_calls_live_state_is_drawn_as_text(payload: str) -> None:
     html = draw(payload)
     assert 'class="fr-stream"' in html and "fr-waiting" in html and "fr-breaker" in html  # all of it drawn
+    assert 'class="fr-degraded"' in html
     assert live_markup(html, WIDGET) == []
 
 

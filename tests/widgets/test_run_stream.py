@@ -5,6 +5,7 @@ run goes, every record delivered once and in order, replayed from where a view a
 from __future__ import annotations
 
 import asyncio
+import datetime
 import json
 import time
 from pathlib import Path
@@ -120,6 +121,27 @@ def test_replay_sends_what_a_view_has_not_seen() -> None:
     batcher.replay(10**9)  # nothing past what was sent; a forged `have` is clamped
     batcher.replay(-3)
     assert sent[0]["from"] == 0
+
+
+def test_a_replay_says_the_runs_time_now() -> None:
+    """A view that opens in a quiet stretch of the run holds only old records: the replay
+    also says how far the run is, `now` (ms since its first event, the records' clock)."""
+    compact = Compactor()
+    assert compact.now() is None  # no event yet: no clock
+    started = datetime.datetime.now(datetime.UTC) - datetime.timedelta(seconds=2)
+    compact({"type": "workflow.started", "ts": started.isoformat(), "span": {"id": "s1", "parent": None},
+             "data": {"name": "main"}})
+    now = compact.now()
+    assert now is not None and now >= 2000
+    sent: list[dict[str, Any]] = []
+    batcher = Batcher(sent.append)
+    for n in range(MAX_BATCH + 10):
+        batcher.add({"e": "l", "i": "s1", "m": str(n)})
+    batcher.flush()
+    assert all("now" not in m for m in sent)  # a batch as it goes is as fresh as its records
+    sent.clear()
+    batcher.replay(0, now)
+    assert [m["now"] for m in sent] == [now, now]
 
 
 def test_the_bench_figure_bytes_and_cpu_per_event() -> None:

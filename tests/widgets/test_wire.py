@@ -72,6 +72,7 @@ def test_what_the_compactor_sends_is_declared() -> None:
         ev("approval.resolved", "s2", kind="approve", question="ok?", answer=True, by="policy"),
         ev("log", "s2", text="hi"), ev("verify.evaluated", "s2", passed=True, message="v", condition="c"),
         ev("require.failed", "s2", message="r", condition="c"), ev("artifact.published", "s2", name="a.md", text="x"),
+        ev("model.degraded", "c1", "s2", agent="w", label=None, purpose="deep", model="mock"),
         ev("stage.failed", "s2", "s1", name="a", code="c", message="m"),
         ev("agent.delta", "c1", "s2", agent="w", label=None, attempt=1, round=1, text="hi", length=2),
         ev("provider.waiting", "c1", "s2", provider="p", reason="rpm", wait_ms=10),

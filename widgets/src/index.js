@@ -5,6 +5,7 @@
 // parallelMap's items and filter.
 
 import { applyMessage, emptyState } from "./reducer.js";
+import { elapsed, emptyClock, heard, stop } from "./clock.js";
 import { duration } from "./format.js";
 import { emptyUi, renderRun } from "./render.js";
 
@@ -17,14 +18,12 @@ function render({ model, el }) {
   const root = document.createElement("div");
   root.className = "flow-run-view";
   el.appendChild(root);
-  let start = null; // performance.now() at the run's start
-  let total = null; // the run's length, once it ended
+  const clock = emptyClock();
   let due = null;
 
-  const elapsed = () => (total !== null ? total : start === null ? 0 : performance.now() - start);
   const draw = () => {
     due = null;
-    root.innerHTML = renderRun(state, ui, model.get("title"), elapsed());
+    root.innerHTML = renderRun(state, ui, model.get("title"), elapsed(clock, performance.now()));
     // A card's streamed text shows its newest lines: each redraw scrolls it to its end.
     for (const written of root.querySelectorAll(".fr-stream")) written.scrollTop = written.scrollHeight;
   };
@@ -33,8 +32,7 @@ function render({ model, el }) {
   };
   const onMessage = (msg) => {
     applyMessage(state, msg);
-    if (start === null && state.n > 0) start = performance.now() - state.t;
-    if (msg && msg.t === "end") total = typeof msg.ms === "number" ? msg.ms : state.t;
+    heard(clock, state, msg, performance.now());
     if (state.gap) { // a batch past what this view has: ask for the rest
       state.gap = false;
       model.send({ t: "hello", have: state.n });
@@ -46,18 +44,17 @@ function render({ model, el }) {
   // end drops what the dying kernel still sends): a run that had not ended was interrupted,
   // and the view says so, with what goes on with it.
   const onGone = () => {
-    if (total !== null) return;
-    total = elapsed();
-    applyMessage(state, { t: "end", s: "interrupted", ms: total });
+    if (clock.total !== null) return;
+    applyMessage(state, { t: "end", s: "interrupted", ms: stop(clock, performance.now()) });
     state.gone = model.get("run") || "RUN";
     schedule();
   };
   model.on("comm_live_update", onGone);
 
-  const clock = setInterval(() => {
-    if (total !== null) return;
+  const ticking = setInterval(() => {
+    if (clock.total !== null) return;
     const shown = root.querySelector(".fr-clock");
-    if (shown) shown.textContent = duration(elapsed());
+    if (shown) shown.textContent = duration(elapsed(clock, performance.now()));
   }, TICK);
 
   root.addEventListener("click", (ev) => {
@@ -97,7 +94,7 @@ function render({ model, el }) {
   model.send({ t: "hello", have: 0 }); // what was sent before this view existed
   draw();
   return () => {
-    clearInterval(clock);
+    clearInterval(ticking);
     clearTimeout(due);
     model.off("msg:custom", onMessage);
     model.off("comm_live_update", onGone);

@@ -17,7 +17,7 @@ export function emptyState() {
     t: 0, // the latest event's time (ms since the run started)
     nodes: new Map(), // scope id -> {id, kind, parent, name, state, t0, t1, code, msg, children: [{ref} | item], progress}
     roots: [],
-    calls: new Map(), // agent call id -> {id, agent, label, idx, group, parent, stage, state, t0, ms, n, r, out, code, msg, stream, wait, waited}
+    calls: new Map(), // agent call id -> {id, agent, label, idx, group, parent, stage, state, t0, ms, n, r, out, code, msg, stream, wait, waited, degraded}
     groups: new Map(), // parallelMap group -> {id, parent, agents:Set, items:[call ids], done, running, failed, retried, cancelled, hist}
     approvals: [],
     breakers: new Map(), // provider -> {state, until}: its circuit breaker, as last reported
@@ -68,6 +68,7 @@ export function applyEvent(state, raw) {
     case "call_waiting": return waiting(state, e, id, t);
     case "call_resumed": return resumed(state, e, id);
     case "breaker": return breaker(state, e, t);
+    case "model_degraded": return degraded(state, e, id);
     case "approval_asked": return request(state, e, id);
     case "approval_answered": return resolve(state, e);
     case "progress": {
@@ -118,7 +119,7 @@ function startCall(state, e, id, t) {
   const parent = str(e.parent);
   const call = { id, agent: str(e.agent), label: str(e.label), idx: num(e.index), group: e.group == null ? null : str(e.group), parent,
     stage: stageOf(state, parent), state: "running", t0: t, ms: null, n: 0, r: 0, out: "", code: "", msg: "",
-    stream: null, wait: null, waited: 0 };
+    stream: null, wait: null, waited: 0, degraded: null };
   state.calls.set(id, call);
   state.agents.add(call.agent);
   state.inflight += 1;
@@ -160,6 +161,13 @@ function endCall(state, e, id) {
     if (call.r > 0) group.retried += 1;
     if (call.ms !== null) group.hist[bin(call.ms)] += 1;
   }
+}
+
+// The call's `model: "for:<purpose> else default"` found no model for its purpose and used the
+// session's (`model.degraded`): its card says so for the rest of the run, as the summary does.
+function degraded(state, e, id) {
+  const call = state.calls.get(id);
+  if (call) call.degraded = { purpose: str(e.purpose), model: str(e.model) };
 }
 
 // A piece of a call's streamed text: appended to what its card holds (the last KEPT characters).

@@ -155,7 +155,15 @@ export function card(state, ui, call) {
   const body = open ? `<div class="fr-body">${details(state, ui, call)}</div>` : "";
   return `<div class="fr-card fr-${esc(call.state)}${open ? " fr-open" : ""}"><div class="fr-head" data-act="card" data-id="${esc(call.id)}">` +
     `${mark(call.state)} <span class="fr-agent">${esc(call.agent)}</span> <strong>${esc(call.label)}</strong>${index}` +
-    ` <span class="fr-muted">${esc(meta)}</span>${tail}</div>${held(call)}${written(call)}${body}</div>`;
+    ` <span class="fr-muted">${esc(meta)}</span>${tail}</div>${fellBack(call)}${held(call)}${written(call)}${body}</div>`;
+}
+
+// The session's model stood in for the call's purpose: the words of the summary and the terminal
+// (runtime/events/tree.py `degraded_text`; tests/widgets/test_degraded_card.py holds them equal).
+export function fellBack(call) {
+  const d = call.degraded;
+  if (!d) return "";
+  return `<div class="fr-degraded">↓ ${esc(`for:${d.purpose} has no model configured: used the session's model ${d.model}`)}</div>`;
 }
 
 const REASONS = { "retry-after": "Retry-After", rpm: "requests-per-minute limit", tpm: "tokens-per-minute limit",

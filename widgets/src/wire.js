@@ -15,13 +15,14 @@ export const WIRE = {
     "v": {"record": "verify", "fields": {"i": "id", "t": "time", "m": "message", "ok": "ok"}},
     "q": {"record": "require_failed", "fields": {"i": "id", "t": "time", "m": "message"}},
     "f": {"record": "artifact", "fields": {"i": "id", "t": "time", "n": "name", "pm": "primary"}},
+    "g": {"record": "model_degraded", "fields": {"i": "id", "t": "time", "pu": "purpose", "md": "model"}},
     "w": {"record": "call_text", "fields": {"i": "id", "t": "time", "n": "attempt", "r": "round", "w": "text", "len": "length"}},
     "h": {"record": "call_waiting", "fields": {"i": "id", "t": "time", "pv": "provider", "k": "reason", "ms": "wait"}},
     "u": {"record": "call_resumed", "fields": {"i": "id", "t": "time", "ms": "waited"}},
     "k": {"record": "breaker", "fields": {"i": "id", "t": "time", "pv": "provider", "s": "state", "ms": "pause"}}
   },
   "messages": {
-    "batch": ["ev", "from", "t"],
+    "batch": ["ev", "from", "now", "t"],
     "end": ["ms", "s", "t"],
     "detail": ["d", "i", "t"],
     "hello": ["have", "t"],

@@ -58,13 +58,14 @@ const WIRE = {
     "v": {"record": "verify", "fields": {"i": "id", "t": "time", "m": "message", "ok": "ok"}},
     "q": {"record": "require_failed", "fields": {"i": "id", "t": "time", "m": "message"}},
     "f": {"record": "artifact", "fields": {"i": "id", "t": "time", "n": "name", "pm": "primary"}},
+    "g": {"record": "model_degraded", "fields": {"i": "id", "t": "time", "pu": "purpose", "md": "model"}},
     "w": {"record": "call_text", "fields": {"i": "id", "t": "time", "n": "attempt", "r": "round", "w": "text", "len": "length"}},
     "h": {"record": "call_waiting", "fields": {"i": "id", "t": "time", "pv": "provider", "k": "reason", "ms": "wait"}},
     "u": {"record": "call_resumed", "fields": {"i": "id", "t": "time", "ms": "waited"}},
     "k": {"record": "breaker", "fields": {"i": "id", "t": "time", "pv": "provider", "s": "state", "ms": "pause"}}
   },
   "messages": {
-    "batch": ["ev", "from", "t"],
+    "batch": ["ev", "from", "now", "t"],
     "end": ["ms", "s", "t"],
     "detail": ["d", "i", "t"],
     "hello": ["have", "t"],
@@ -105,7 +106,7 @@ function emptyState() {
     t: 0, // the latest event's time (ms since the run started)
     nodes: new Map(), // scope id -> {id, kind, parent, name, state, t0, t1, code, msg, children: [{ref} | item], progress}
     roots: [],
-    calls: new Map(), // agent call id -> {id, agent, label, idx, group, parent, stage, state, t0, ms, n, r, out, code, msg, stream, wait, waited}
+    calls: new Map(), // agent call id -> {id, agent, label, idx, group, parent, stage, state, t0, ms, n, r, out, code, msg, stream, wait, waited, degraded}
     groups: new Map(), // parallelMap group -> {id, parent, agents:Set, items:[call ids], done, running, failed, retried, cancelled, hist}
     approvals: [],
     breakers: new Map(), // provider -> {state, until}: its circuit breaker, as last reported
@@ -156,6 +157,7 @@ function applyEvent(state, raw) {
     case "call_waiting": return waiting(state, e, id, t);
     case "call_resumed": return resumed(state, e, id);
     case "breaker": return breaker(state, e, t);
+    case "model_degraded": return degraded(state, e, id);
     case "approval_asked": return request(state, e, id);
     case "approval_answered": return resolve(state, e);
     case "progress": {
@@ -206,7 +208,7 @@ function startCall(state, e, id, t) {
   const parent = str(e.parent);
   const call = { id, agent: str(e.agent), label: str(e.label), idx: num(e.index), group: e.group == null ? null : str(e.group), parent,
     stage: stageOf(state, parent), state: "running", t0: t, ms: null, n: 0, r: 0, out: "", code: "", msg: "",
-    stream: null, wait: null, waited: 0 };
+    stream: null, wait: null, waited: 0, degraded: null };
   state.calls.set(id, call);
   state.agents.add(call.agent);
   state.inflight += 1;
@@ -248,6 +250,13 @@ function endCall(state, e, id) {
     if (call.r > 0) group.retried += 1;
     if (call.ms !== null) group.hist[bin(call.ms)] += 1;
   }
+}
+
+// The call's `model: "for:<purpose> else default"` found no model for its purpose and used the
+// session's (`model.degraded`): its card says so for the rest of the run, as the summary does.
+function degraded(state, e, id) {
+  const call = state.calls.get(id);
+  if (call) call.degraded = { purpose: str(e.purpose), model: str(e.model) };
 }
 
 // A piece of a call's streamed text: appended to what its card holds (the last KEPT characters).
@@ -528,7 +537,15 @@ function card(state, ui, call) {
   const body = open ? `<div class="fr-body">${details(state, ui, call)}</div>` : "";
   return `<div class="fr-card fr-${esc(call.state)}${open ? " fr-open" : ""}"><div class="fr-head" data-act="card" data-id="${esc(call.id)}">` +
     `${mark(call.state)} <span class="fr-agent">${esc(call.agent)}</span> <strong>${esc(call.label)}</strong>${index}` +
-    ` <span class="fr-muted">${esc(meta)}</span>${tail}</div>${held(call)}${written(call)}${body}</div>`;
+    ` <span class="fr-muted">${esc(meta)}</span>${tail}</div>${fellBack(call)}${held(call)}${written(call)}${body}</div>`;
+}
+
+// The session's model stood in for the call's purpose: the words of the summary and the terminal
+// (runtime/events/tree.py `degraded_text`; tests/widgets/test_degraded_card.py holds them equal).
+function fellBack(call) {
+  const d = call.degraded;
+  if (!d) return "";
+  return `<div class="fr-degraded">↓ ${esc(`for:${d.purpose} has no model configured: used the session's model ${d.model}`)}</div>`;
 }
 
 const REASONS = { "retry-after": "Retry-After", rpm: "requests-per-minute limit", tpm: "tokens-per-minute limit",
@@ -589,6 +606,43 @@ function item(it) {
   return "";
 }
 
+// ---- widgets/src/clock.js
+// The header's clock: the run's elapsed time on this browser's clock (`now`, performance.now()).
+// Pure: each message is folded in with the time it arrived. The host's times are ms since the
+// run's first event; a message says the run was at least that old when it arrived — its
+// newest record's time, or the `now` a replay carries (a view that opens in a quiet stretch of
+// the run holds only old records). The run started at the earliest moment any message implies,
+// so the clock never runs behind what it was told. It stops at the run's end (the host's
+// length) or when the kernel goes away (the time then).
+
+function emptyClock() {
+  return { start: null, total: null }; // the run's start on this clock; its length, once it stopped
+}
+
+// A message from the host, applied to `state` (reducer.js), that arrived at `now`.
+function heard(clock, state, msg, now) {
+  if (msg && msg.t === "end") {
+    clock.total = typeof msg.ms === "number" && Number.isFinite(msg.ms) ? msg.ms : state.t;
+    return;
+  }
+  if (clock.total !== null || state.n === 0) return;
+  const said = msg && typeof msg.now === "number" && Number.isFinite(msg.now) ? msg.now : 0;
+  const start = now - Math.max(state.t, said);
+  if (clock.start === null || start < clock.start) clock.start = start;
+}
+
+function elapsed(clock, now) {
+  if (clock.total !== null) return clock.total;
+  return clock.start === null ? 0 : Math.max(0, now - clock.start);
+}
+
+// The run stopped without its end reaching this view (the kernel went away): its length is
+// the time now. Returns it.
+function stop(clock, now) {
+  if (clock.total === null) clock.total = elapsed(clock, now);
+  return clock.total;
+}
+
 // ---- widgets/src/index.js
 // The run view's front end, loaded by anywidget (JupyterLab, Notebook 7, VS Code): the host
 // sends compact events in batches (flow_kernel/views/run_stream.py), this folds them into the
@@ -606,14 +660,12 @@ function render({ model, el }) {
   const root = document.createElement("div");
   root.className = "flow-run-view";
   el.appendChild(root);
-  let start = null; // performance.now() at the run's start
-  let total = null; // the run's length, once it ended
+  const clock = emptyClock();
   let due = null;
 
-  const elapsed = () => (total !== null ? total : start === null ? 0 : performance.now() - start);
   const draw = () => {
     due = null;
-    root.innerHTML = renderRun(state, ui, model.get("title"), elapsed());
+    root.innerHTML = renderRun(state, ui, model.get("title"), elapsed(clock, performance.now()));
     // A card's streamed text shows its newest lines: each redraw scrolls it to its end.
     for (const written of root.querySelectorAll(".fr-stream")) written.scrollTop = written.scrollHeight;
   };
@@ -622,8 +674,7 @@ function render({ model, el }) {
   };
   const onMessage = (msg) => {
     applyMessage(state, msg);
-    if (start === null && state.n > 0) start = performance.now() - state.t;
-    if (msg && msg.t === "end") total = typeof msg.ms === "number" ? msg.ms : state.t;
+    heard(clock, state, msg, performance.now());
     if (state.gap) { // a batch past what this view has: ask for the rest
       state.gap = false;
       model.send({ t: "hello", have: state.n });
@@ -635,18 +686,17 @@ function render({ model, el }) {
   // end drops what the dying kernel still sends): a run that had not ended was interrupted,
   // and the view says so, with what goes on with it.
   const onGone = () => {
-    if (total !== null) return;
-    total = elapsed();
-    applyMessage(state, { t: "end", s: "interrupted", ms: total });
+    if (clock.total !== null) return;
+    applyMessage(state, { t: "end", s: "interrupted", ms: stop(clock, performance.now()) });
     state.gone = model.get("run") || "RUN";
     schedule();
   };
   model.on("comm_live_update", onGone);
 
-  const clock = setInterval(() => {
-    if (total !== null) return;
+  const ticking = setInterval(() => {
+    if (clock.total !== null) return;
     const shown = root.querySelector(".fr-clock");
-    if (shown) shown.textContent = duration(elapsed());
+    if (shown) shown.textContent = duration(elapsed(clock, performance.now()));
   }, TICK);
 
   root.addEventListener("click", (ev) => {
@@ -686,7 +736,7 @@ function render({ model, el }) {
   model.send({ t: "hello", have: 0 }); // what was sent before this view existed
   draw();
   return () => {
-    clearInterval(clock);
+    clearInterval(ticking);
     clearTimeout(due);
     model.off("msg:custom", onMessage);
     model.off("comm_live_update", onGone);
