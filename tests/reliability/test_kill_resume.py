@@ -4,7 +4,7 @@ provider — the official `openai` client against a loopback server that counts 
 never sees a call again once the journal holds it.
 
 Kills are chained: a run is killed, resumed, the resume killed again, … (ten kills a run,
-ten runs, two at a time), then resumed to the end. A moment is one of: a random time
+ten runs, three at a time), then resumed to the end. A moment is one of: a random time
 after the process starts (start-up, compiling, the sandbox starting, calls under way), the
 server receiving the n-th request of the process (the call in flight), or the server having
 answered the n-th request plus 0–5 ms (the answer on its way into the journal, or just in).
@@ -218,7 +218,9 @@ def test_a_run_killed_at_100_random_moments_resumes_to_the_same_result_and_asks_
     for n in range(RUNS):
         folders.append(tmp_path / f"chain{n}")
         folders[-1].mkdir()
-    with ThreadPoolExecutor(max_workers=2) as pool:
+    # A `flow run` keeps about two thirds of a core busy (its imports, then its sandbox):
+    # three chains at a time fill two cores without leaving a process waiting for one.
+    with ThreadPoolExecutor(max_workers=3) as pool:
         chains = list(pool.map(lambda nf: one_chain(nf[1], random.Random(seed + nf[0]), env), enumerate(folders)))
     total_kills = sum(c["kills"] for c in chains)
     for extra in range(RUNS):  # kills timed after a run's end, carried over to new runs until there are 100
