@@ -27,13 +27,24 @@ from flow_kernel.runtime.context import RunContext
 from flow_kernel.runtime.durable.cancel import CancelRequested, watch_for
 from flow_kernel.runtime.durable.cassette import source_scope
 from flow_kernel.runtime.durable.checkpoint import RunCheckpoint
-from flow_kernel.runtime.durable.journal import Journal, RunLocked, is_process_ending, now_text
+from flow_kernel.runtime.durable.journal import (
+    Journal,
+    RunLocked,
+    ending_within,
+    is_process_ending,
+    now_text,
+)
 from flow_kernel.runtime.durable.nofollow import LinkRefused
 from flow_kernel.runtime.durable.resume import program_header
 from flow_kernel.runtime.gc_policy import older_objects_frozen
 from flow_kernel.runtime.host import HostServices
 from flow_kernel.runtime.policy.ceilings import name_the_ceiling
 from flow_kernel.runtime.validation import require_valid
+
+# How long a run stopped by an interrupt waits for its process to say it shuts down (a
+# kernel restart interrupts, then asks the kernel to shut down), before its journal says
+# the person cancelled it. Only a run with a journal, stopped by an interrupt, waits.
+RESTART_SETTLE = 0.5
 
 
 class Executor(Protocol):
@@ -218,7 +229,11 @@ async def run_compiled(compiled: Compiled, executor: Executor, context: RunConte
         await host.agents.aclose()  # the run's MCP servers
         host.release()
         if journal is not None:
-            _record_end(journal, outcome, watch.request if watch is not None else None)
+            request = watch.request if watch is not None else None
+            if request is None and outcome.error is not None and outcome.error.code == "cancelled":
+                with contextlib.suppress(asyncio.CancelledError):  # the shutdown's own cancel: it ends the wait
+                    await ending_within(RESTART_SETTLE)
+            _record_end(journal, outcome, request)
             journal.close()
         if watch is not None:
             watch.clear()

@@ -36,6 +36,7 @@ the link points at, or be lost without a word."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import datetime
 import fcntl
@@ -46,6 +47,7 @@ import os
 import re
 import secrets
 import threading
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -236,6 +238,17 @@ def process_ending() -> None:
 
 def is_process_ending() -> bool:
     """This process is shutting down (`process_ending` was called)."""
+    return _ending.is_set()
+
+
+async def ending_within(seconds: float) -> bool:
+    """Whether this process says it is shutting down within `seconds`. A kernel restart
+    sends an interrupt and at once a shutdown request (jupyter_client's order, also under
+    Kernel ▸ Restart): a run the interrupt stopped waits this long before its journal says
+    `failed: cancelled` (the person stopped it) rather than `interrupted` (its kernel went)."""
+    deadline = time.monotonic() + seconds
+    while not _ending.is_set() and time.monotonic() < deadline:
+        await asyncio.sleep(0.02)
     return _ending.is_set()
 
 
