@@ -43,7 +43,7 @@ from flow_kernel.kernel.history import KernelHistory, default_location
 from flow_kernel.kernel.status import DispatchParents, StatusGate
 from flow_kernel.runtime.config import FlowConfig
 from flow_kernel.runtime.context import RunContext
-from flow_kernel.runtime.durable.journal import process_ending
+from flow_kernel.runtime.durable.journal import interrupt_requested, process_ending
 from flow_kernel.runtime.gc_policy import older_objects_frozen
 from flow_kernel.runtime.policy.ceilings import Ceilings
 from flow_kernel.runtime.policy.operator import Operator
@@ -248,6 +248,7 @@ class FlowKernel(Kernel):
         """interrupt_mode "message": cancel the running cell (thread-safe: the control
         channel has its own thread); the run stops as `cancelled` and the kernel lives."""
         task, loop = self._cell_task, self._cell_loop
+        interrupt_requested()  # a restart's first step, perhaps: its runs wait for the shutdown
         if task is not None and loop is not None:
             loop.call_soon_threadsafe(task.cancel)
         assert self.session is not None

@@ -30,7 +30,7 @@ from flow_kernel.runtime.durable.checkpoint import RunCheckpoint
 from flow_kernel.runtime.durable.journal import (
     Journal,
     RunLocked,
-    ending_within,
+    ending_after_interrupt,
     is_process_ending,
     now_text,
 )
@@ -41,9 +41,10 @@ from flow_kernel.runtime.host import HostServices
 from flow_kernel.runtime.policy.ceilings import name_the_ceiling
 from flow_kernel.runtime.validation import require_valid
 
-# How long a run stopped by an interrupt waits for its process to say it shuts down (a
-# kernel restart interrupts, then asks the kernel to shut down), before its journal says
-# the person cancelled it. Only a run with a journal, stopped by an interrupt, waits.
+# How long after a kernel's interrupt request a run it stopped waits for its process to say
+# it shuts down (a kernel restart interrupts, then asks the kernel to shut down), before its
+# journal says the person cancelled it. Only a run with a journal, stopped by a cancel
+# within that time of an interrupt request, waits.
 RESTART_SETTLE = 0.5
 
 
@@ -232,7 +233,7 @@ async def run_compiled(compiled: Compiled, executor: Executor, context: RunConte
             request = watch.request if watch is not None else None
             if request is None and outcome.error is not None and outcome.error.code == "cancelled":
                 with contextlib.suppress(asyncio.CancelledError):  # the shutdown's own cancel: it ends the wait
-                    await ending_within(RESTART_SETTLE)
+                    await ending_after_interrupt(RESTART_SETTLE)
             _record_end(journal, outcome, request)
             journal.close()
         if watch is not None:

@@ -1,8 +1,9 @@
 """A kernel restart interrupts the running cell and then, at once, asks the kernel to shut
-down (jupyter_client's order, also under Kernel ▸ Restart). A run the interrupt stopped
-waits `RESTART_SETTLE` for the shutdown before its journal says the person cancelled it:
-with the shutdown inside that time it ends `interrupted` (resumable), without one
-`failed: cancelled`. The reopened twin records at once, as before, and a shutdown that
+down (jupyter_client's order, also under Kernel ▸ Restart). A run an interrupt request
+stopped waits up to `RESTART_SETTLE` after it for the shutdown before its journal says the
+person cancelled it: with the shutdown inside that time it ends `interrupted` (resumable),
+without one `failed: cancelled`. A run cancelled with no interrupt request (an MCP client's
+cancel) does not wait. The reopened twin records at once, as before, and a shutdown that
 comes a moment after the stop leaves the run `failed` for good."""
 
 from __future__ import annotations
@@ -28,9 +29,11 @@ def end_of(folder: Path, run_id: str) -> dict[str, object]:
     return lines[-1]
 
 
-def stop_then_shut_down(folder: Path, run_id: str, shutdown_after: float | None) -> dict[str, object]:
-    """Start a run, cancel it once it runs (the interrupt), and say the process is ending
-    `shutdown_after` seconds after the cancel (None: never); the journal's end record."""
+def stop_then_shut_down(folder: Path, run_id: str, shutdown_after: float | None,
+                        interrupt: bool = True) -> dict[str, object]:
+    """Start a run, cancel it once it runs (after a kernel's interrupt request, or not), and
+    say the process is ending `shutdown_after` seconds after the cancel (None: never); the
+    journal's end record."""
     async def go() -> None:
         session = Session(directory=folder)
         try:
@@ -38,6 +41,8 @@ def stop_then_shut_down(folder: Path, run_id: str, shutdown_after: float | None)
             run = asyncio.ensure_future(session.run_async(PROGRAM, run_id=run_id))
             await asyncio.sleep(0.5)
             assert not run.done()
+            if interrupt:
+                journal_module.interrupt_requested()
             run.cancel()
             if shutdown_after is not None:
                 asyncio.get_running_loop().call_later(shutdown_after, journal_module.process_ending)
@@ -54,6 +59,7 @@ def stop_then_shut_down(folder: Path, run_id: str, shutdown_after: float | None)
 def a_fresh_ending(monkeypatch: pytest.MonkeyPatch) -> None:
     """`process_ending` is for the life of the process: each test gets its own flag."""
     monkeypatch.setattr(journal_module, "_ending", threading.Event())
+    monkeypatch.setattr(journal_module, "_interrupt_at", 0.0)
 
 
 def test_a_shutdown_right_after_the_interrupt_leaves_the_run_interrupted(tmp_path: Path) -> None:
@@ -63,6 +69,11 @@ def test_a_shutdown_right_after_the_interrupt_leaves_the_run_interrupted(tmp_pat
 
 def test_an_interrupt_with_no_shutdown_is_the_person_cancelling(tmp_path: Path) -> None:
     end = stop_then_shut_down(tmp_path, "rrestartsettle2", None)
+    assert (end["status"], end.get("error")) == ("failed", "cancelled")
+
+
+def test_a_cancel_without_an_interrupt_request_does_not_wait(tmp_path: Path) -> None:
+    end = stop_then_shut_down(tmp_path, "rrestartsettle4", 0.3, interrupt=False)
     assert (end["status"], end.get("error")) == ("failed", "cancelled")
 
 

@@ -241,12 +241,25 @@ def is_process_ending() -> bool:
     return _ending.is_set()
 
 
-async def ending_within(seconds: float) -> bool:
-    """Whether this process says it is shutting down within `seconds`. A kernel restart
-    sends an interrupt and at once a shutdown request (jupyter_client's order, also under
-    Kernel ▸ Restart): a run the interrupt stopped waits this long before its journal says
-    `failed: cancelled` (the person stopped it) rather than `interrupted` (its kernel went)."""
-    deadline = time.monotonic() + seconds
+# When the kernel last received an interrupt request (monotonic seconds; 0: never).
+_interrupt_at = 0.0
+
+
+def interrupt_requested() -> None:
+    """Say an interrupt request came (a kernel's `interrupt_request`): the runs it stops may
+    be the first step of a restart (`ending_after_interrupt`)."""
+    global _interrupt_at
+    _interrupt_at = time.monotonic()
+
+
+async def ending_after_interrupt(seconds: float) -> bool:
+    """Whether this process is shutting down, waiting for it until `seconds` after an
+    interrupt request that came in the last `seconds`. A kernel restart sends an interrupt
+    and at once a shutdown request (jupyter_client's order, also under Kernel ▸ Restart): a
+    run the interrupt stopped journals `interrupted` (its kernel went) rather than `failed:
+    cancelled` (the person stopped it) when the shutdown comes in that time. A run stopped
+    by anything else (a client's cancel, Ctrl-C) does not wait."""
+    deadline = _interrupt_at + seconds
     while not _ending.is_set() and time.monotonic() < deadline:
         await asyncio.sleep(0.02)
     return _ending.is_set()
