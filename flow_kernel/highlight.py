@@ -15,13 +15,14 @@ Token classes:
 - `use` `Keyword.Namespace`; `type tool agent team workflow let var`
   `Keyword.Declaration`; `true false null` `Keyword.Constant`; `and or not in`
   `Operator.Word`; `it` `Name.Builtin.Pseudo`; every other reserved word, and the
-  contextual keywords (`details choice stdin timeout`, `requires approval`) in their
-  positions, `Keyword`;
+  contextual keywords (`details choice stdin timeout`, `requires approval`, `primary`
+  before a string) in their positions, `Keyword`; `fn` before `NAME(`
+  `Keyword.Declaration`;
 - the type names `string int number bool any duration external` `Keyword.Type`
   (they are not reserved words: `any(xs, f)`, `int(v)` and `bool(v)` followed by
   `(` are builtin calls, except `int(minimum: 0)`, a constrained type);
 - the name after `agent`, `team` and `type` `Name.Class`, after `workflow` and
-  `tool` `Name.Function`, after `let` and `var` `Name.Variable`;
+  `tool` (and `fn`) `Name.Function`, after `let` and `var` `Name.Variable`;
 - a builtin followed by `(` `Name.Builtin` (also the script entries `when`, `fail`,
   `slow`); a name after `.` or `?.` `Name.Attribute`; a reserved word used as an
   object key, type field or named argument (`{type: "x"}`) plain `Name`;
@@ -141,6 +142,10 @@ class FlowLexer(RegexLexer):  # type: ignore[misc]
             (r"(agent|team|type)(" + _WS + r"+)(" + _ID + ")" + _END, bygroups(Keyword.Declaration, Whitespace, Name.Class)),
             (r"(workflow|tool)(" + _WS + r"+)(" + _ID + ")" + _END, bygroups(Keyword.Declaration, Whitespace, Name.Function)),
             (r"(let|var)(" + _WS + r"+)(" + _ID + ")" + _END, bygroups(Keyword.Declaration, Whitespace, Name.Variable)),
+            # `fn NAME(` declares a function; `fn` elsewhere is a plain name.
+            (r"(fn)(" + _WS + r"+)(" + _ID + ")(?=" + _WS + r"*\()", bygroups(Keyword.Declaration, Whitespace, Name.Function)),
+            # `publish primary "NAME" e`: `primary` is a word only before a string.
+            (r"primary(?=" + _WS + r'+")', Keyword),
             (r"(requires)(" + _WS + r"+)(approval)" + _END, bygroups(Keyword, Whitespace, Keyword)),
             (_words(NAMESPACE_KEYWORDS), Keyword.Namespace),
             (_words(DECLARATION_KEYWORDS), Keyword.Declaration),

@@ -164,6 +164,11 @@ def test_declaration_names() -> None:
     assert type_of(tool, "refund") is Name.Function
     assert type_of(tool, "requires") is Keyword
     assert type_of(tool, "approval") is Keyword
+    # `fn` declares only before `NAME(`; elsewhere it is a name.
+    assert type_of("fn double(x: int) -> int { return x * 2 }", "fn") is Keyword.Declaration
+    assert type_of("fn double(x: int) -> int { return x * 2 }", "double") is Name.Function
+    assert type_of("let fn = 3", "fn") is Name.Variable
+    assert type_of("print fn + 1", "fn") is Name
 
 
 def test_builtins() -> None:
@@ -213,6 +218,9 @@ def test_contextual_keywords() -> None:
     # Elsewhere they are names: agent fields, named arguments.
     assert type_of("agent a { timeout: 30s }", "timeout") is Name
     assert type_of('r("x", choice: ["a"])', "choice") is Name
+    # `publish primary "NAME" e`: `primary` is a word only before a string.
+    assert type_of('publish primary "answer" x', "primary") is Keyword
+    assert type_of("publish primary x", "primary") is Name
 
 
 def test_strings_escapes_and_interpolation() -> None:
@@ -428,6 +436,14 @@ def test_lab_mode_matches_pygments_on_files() -> None:
 
 
 @_needs_node
+def test_lab_mode_matches_pygments_on_functions_and_primary() -> None:
+    assert_same_styles([
+        "fn double(x: int) -> int {\n  return x * 2\n}\nlet fn = double(2)\nprint fn",
+        'workflow w() -> int {\n  publish primary "answer" 42\n  publish primary 1\n  return 1\n}',
+    ])
+
+
+@_needs_node
 @settings(max_examples=20, deadline=None, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(texts=st.lists(flow_programs() | token_soup.map(lambda s: s.replace("\r", "")) | _LINE_TEXT,
@@ -451,3 +467,6 @@ def test_the_built_lab_extension_is_present_and_current() -> None:
     for word in sorted(BUILTIN_NAMES | RESERVED | TYPE_NAMES):
         assert f'"{word}"' in bundle, f"{word} is not in the built mode: run `npm run build` in labextension/"
     assert "text/x-flow" in bundle
+    # The mode's contextual words (`fn NAME(`, `primary "…"`) are in the built bundle too.
+    assert "'fn'" in bundle or '"fn"' in bundle
+    assert "'primary'" in bundle or '"primary"' in bundle

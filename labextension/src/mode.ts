@@ -96,6 +96,9 @@ const CONSTRAINT_AHEAD = re(WS + '*\\(' + WS + '*' + ID + WS + '*:');
 const CALL_AHEAD = re(WS + '*\\(');
 // The declared name follows on the same line.
 const DECLARED_AHEAD = re(WS + '+' + ID + END);
+// `fn NAME(` declares a function; `primary` is a word only before a string.
+const FN_DECLARED_AHEAD = re(WS + '+' + ID + WS + '*\\(');
+const STRING_AHEAD = re(WS + '+"');
 const OPERATOR = re('\\[\\*\\]|\\.\\.\\.|\\?\\?|=>|->|==|!=|<=|>=|[-+*/%<>=|?]');
 const PUNCTUATION = re('[()\\[\\],;:.]');
 const ESCAPE = re('\\\\(?:[nt"\\\\$]|u[0-9a-fA-F]{4})');
@@ -181,6 +184,13 @@ function wordToken(stream: StringStream, state: FlowState, word: string): Token 
   if (DECLARES.has(word) && stream.match(DECLARED_AHEAD, false)) {
     state.declares = DECLARES.get(word) ?? null;
     return 'KeywordDeclaration';
+  }
+  if (word === 'fn' && stream.match(FN_DECLARED_AHEAD, false)) {
+    state.declares = 'NameFunction';
+    return 'KeywordDeclaration';
+  }
+  if (word === 'primary' && stream.match(STRING_AHEAD, false)) {
+    return 'Keyword';
   }
   if (word === 'requires' && stream.match(REQUIRES_APPROVAL_AHEAD, false)) {
     state.afterRequires = true;
