@@ -470,3 +470,28 @@ def test_the_built_lab_extension_is_present_and_current() -> None:
     # The mode's contextual words (`fn NAME(`, `primary "…"`) are in the built bundle too.
     assert "'fn'" in bundle or '"fn"' in bundle
     assert "'primary'" in bundle or '"primary"' in bundle
+
+
+@_needs_node
+def test_the_built_lab_extension_is_what_its_sources_build(tmp_path: Path) -> None:
+    """Building labextension/ afresh gives the committed chunks byte for byte (the remote
+    entry names module ids after the build's path, so it is left out): a bundle edited
+    by hand, or sources changed without `npm run build`, fail here."""
+    copy = tmp_path / "labextension"
+    copy.mkdir()
+    for name in ("src", "package.json", "tsconfig.json"):
+        source = LAB / name
+        (shutil.copytree if source.is_dir() else shutil.copy)(source, copy / name)
+    (copy / "node_modules").symlink_to(LAB / "node_modules")
+    node = shutil.which("node") or "node"
+    subprocess.run([node, "node_modules/typescript/bin/tsc"], cwd=copy, check=True)
+    subprocess.run([node, "node_modules/@jupyter/builder/lib/build-labextension.js", "--core-package-file",
+                    "node_modules/@jupyterlab/core-meta/core.package.json", "."],
+                   cwd=copy, check=True, capture_output=True)
+
+    def chunks(root: Path) -> dict[str, bytes]:
+        return {p.name: p.read_bytes() for p in sorted((root / "static").iterdir())
+                if not p.name.startswith("remoteEntry.")}
+
+    built = chunks(tmp_path / "flow_kernel" / "labextension")
+    assert built == chunks(BUNDLE), "the committed lab bundle is stale: run `npm run build` in labextension/"
