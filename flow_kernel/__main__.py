@@ -19,14 +19,12 @@ def main(argv: list[str]) -> int:
     from flow_kernel.sandbox.process import start_early
 
     start_early()
-    from ipykernel.kernelapp import IPKernelApp
-
+    from flow_kernel.kernel.app import FlowKernelApp
     from flow_kernel.kernel.kernel import FlowKernel
 
-    # stdout/stderr whose flushes wait for the IOPub thread only when there is something
-    # to wait for (kernel/iopub.py): ipykernel flushes both twice a cell.
-    IPKernelApp.launch_instance(argv=argv, kernel_class=FlowKernel,
-                                outstream_class="flow_kernel.kernel.iopub.FlowOutStream")
+    # ipykernel's application without the shell-channel thread and its unprinted debug
+    # records, with stdout/stderr that flush cheaply (kernel/app.py, kernel/iopub.py).
+    FlowKernelApp.launch_instance(argv=argv, kernel_class=FlowKernel)
     return 0
 
 

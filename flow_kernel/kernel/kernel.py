@@ -254,6 +254,14 @@ class FlowKernel(Kernel):
         assert self.session is not None
         self.session.send(stream, "interrupt_reply", {"status": "ok"}, parent, ident=ident)
 
+    async def create_subshell_request(self, socket: Any, ident: Any, parent: Any) -> None:
+        """Subshells are not offered (kernel/app.py: a cell's runs belong to the main loop):
+        the request is answered with an error rather than left without a reply."""
+        assert self.session is not None
+        self.session.send(socket, "create_subshell_reply", {
+            "status": "error", "ename": "SubshellsUnsupported", "traceback": [],
+            "evalue": "the Flow kernel runs cells on its main thread only; it offers no subshells"}, parent, ident)
+
     # -- operator --------------------------------------------------------------------------------
     async def _ask_frontend(self, request: dict[str, Any]) -> Any:
         """The interactive operator: the run view's prompt when a person can answer (the

@@ -31,7 +31,7 @@ Publish = Callable[[str, dict[str, Any]], None]
 
 
 class StatusGate:
-    """Decides, in order and thread-safe (control and subshell threads publish too),
+    """Decides, in order and thread-safe (the control thread publishes too),
     which status messages reach IOPub and when."""
 
     def __init__(self) -> None:

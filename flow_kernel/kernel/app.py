@@ -1,0 +1,54 @@
+"""`FlowKernelApp`: ipykernel's kernel application as the Flow kernel starts it.
+
+Two of ipykernel's defaults cost every message and buy a Flow kernel nothing:
+
+- **No shell-channel thread.** ipykernel 7 receives shell messages on a thread of its
+  own and hands each to the main thread over an inproc socket (and each reply back) so
+  that *kernel subshells* can run requests concurrently on threads of their own. A Flow
+  cell cannot run there: its runs, its sandbox processes and the session they share
+  belong to the main thread's event loop. Without the thread the shell socket is read on
+  the main loop (as ipykernel 6 did); comm messages are still handled while a cell runs,
+  and interrupts still come on the control thread. The kernel then does not offer
+  subshells (`kernel_info` has no "kernel subshells"; `create_subshell_request` is
+  answered with an error), rather than offering ones that run cells on a foreign loop.
+- **No debug records nobody prints.** The application's logger passes everything and its
+  handlers drop what is below their level, so ipykernel's four `log.debug` calls a
+  message each built a `LogRecord` for nothing. The logger's own level is raised to the
+  lowest level a handler prints (`--debug` and `--log-level` still apply: they lower it).
+
+stdout and stderr are `FlowOutStream`s (kernel/iopub.py): their flushes wait for the
+IOPub thread only when there is something to wait for.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from ipykernel.kernelapp import IPKernelApp
+
+
+class FlowKernelApp(IPKernelApp):
+    outstream_class = "flow_kernel.kernel.iopub.FlowOutStream"
+
+    def init_control(self, context: Any) -> None:
+        super().init_control(context)  # type: ignore[no-untyped-call]
+        self.shell_channel_thread = None  # shell messages on the main loop (module docstring)
+
+    def init_kernel(self) -> None:
+        super().init_kernel()  # type: ignore[no-untyped-call]
+        quiet_logger(self.log)
+
+
+def quiet_logger(log: logging.Logger | logging.LoggerAdapter[logging.Logger]) -> None:
+    """Raise `log`'s level to the lowest level one of its handlers prints, so that messages
+    no handler would print are not made into records. A logger without handlers of its own
+    is left as it is (what it passes on is its parents' business)."""
+    logger = log.logger if isinstance(log, logging.LoggerAdapter) else log
+    if logger.handlers:
+        lowest = min(handler.level for handler in logger.handlers)
+        if lowest > logger.level:
+            logger.setLevel(lowest)
+
+
+__all__ = ["FlowKernelApp", "quiet_logger"]
