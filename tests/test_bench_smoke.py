@@ -138,3 +138,27 @@ def test_compare_reads_each_detail_by_its_direction() -> None:
     # a higher share of the bridge is better; a time closer to the ideal is better; a smaller speed-up is worse
     assert verdict == {"agents.ratio_pipeline_to_bridge": "better", "agents.ratio_fanout_to_ideal": "better",
                        "evals_ray.ratio_ray_to_local": "worse"}
+
+
+def test_peers_not_set_up_says_how_and_skips(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from flow_kernel.bench import peers
+
+    assert "peers" not in suite.SECTIONS  # never in the default bench (nor in CI's quick run)
+    monkeypatch.setattr(peers, "PEERS", tmp_path / "peers")
+    out, printed = tmp_path / "peers.json", io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert flow_main(["bench", "--peers", "--json", str(out)]) == 0
+    assert list(json.loads(out.read_text())["sections"]) == ["peers"]
+    assert "skipped: bench/peers is not set up" in printed.getvalue()
+    assert "run `bench/peers/setup.sh`" in printed.getvalue()
+
+
+def test_peers_journal_steps_write_sealed_effects(tmp_path: Path) -> None:
+    from flow_kernel.bench.peers import event_times, journal_steps
+    from flow_kernel.runtime.durable.journal import read_checkpoint
+
+    times, cpu = journal_steps(3, tmp_path)
+    assert len(times) == 3 and cpu >= 0
+    journal = next((tmp_path / ".flow" / "runs").glob("r*.jsonl"))
+    assert len(read_checkpoint(journal).effects) == 3  # sealed: every record's MAC verified
+    assert len(event_times(journal, "agent.completed")) == 3

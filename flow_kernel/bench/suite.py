@@ -1,7 +1,8 @@
 """`flow bench [--quick] [--json FILE] [--only SECTION]` (also `python -m flow_kernel.bench`):
 every benchmark section in one process, one report. `--compare BEFORE.json` then prints
 the change per figure from an earlier `--json` file; `--from AFTER.json` reports a saved
-run instead of measuring.
+run instead of measuring. `--peers` measures Flow beside Inspect AI and DBOS (peers.py; an
+optional extra that needs bench/peers set up, never in the default run).
 
 Each section times its measurements several times after a warm-up and keeps the
 median, min and max; the report prints the targets (met or not, with the figure each
@@ -177,6 +178,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", metavar="FILE", help="also write the figures to FILE as JSON")
     parser.add_argument("--only", action="append", choices=SECTIONS, metavar="SECTION", default=[],
                         help=f"measure only this section (repeatable): {', '.join(SECTIONS)}")
+    parser.add_argument("--peers", action="store_true",
+                        help="measure Flow beside Inspect AI and DBOS (needs bench/peers/setup.sh; never in the "
+                             "default run): alone, only that; with --only, after those sections")
     parser.add_argument("--compare", metavar="BEFORE.json",
                         help="after the report, print the change per figure from an earlier --json file")
     parser.add_argument("--from", dest="from_json", metavar="AFTER.json",
@@ -188,7 +192,8 @@ def command(args: argparse.Namespace) -> int:
         with open(args.from_json, encoding="utf-8") as saved:
             result = json.load(saved)
     else:
-        result = run(args.quick, args.only, progress=lambda text: print(text, file=sys.stderr, flush=True))
+        only = [*args.only, "peers"] if args.peers else args.only
+        result = run(args.quick, only, progress=lambda text: print(text, file=sys.stderr, flush=True))
     print(render(result))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as out:
