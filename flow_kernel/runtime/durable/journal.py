@@ -98,14 +98,30 @@ def now_text() -> str:
     return datetime.datetime.now(datetime.UTC).isoformat(timespec="milliseconds")
 
 
+# The key last read, with the path and the identity (device, inode, size, modification
+# time) of the file it was read from: a run reads it again only when that file changed.
+_key_read: tuple[str, tuple[int, int, int, int], bytes] | None = None
+
+
+def _identity(status: os.stat_result) -> tuple[int, int, int, int]:
+    return status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns
+
+
 def _seal_key() -> bytes:
     """This user's journal key, made on first use (0600, never through a link). It lives in
-    the person's config folder, never beside the journals it seals."""
+    the person's config folder, never beside the journals it seals. While its file is the
+    one read last (one `lstat` says so), the key read then is used: a key removed, replaced
+    or edited is read again."""
+    global _key_read
     from flow_kernel.runtime.policy.trust import config_home
 
     home = config_home()
-    home.mkdir(parents=True, exist_ok=True)
     path = home / KEY_FILE
+    if _key_read is not None and _key_read[0] == str(path):
+        with contextlib.suppress(OSError):
+            if _identity(os.lstat(path)) == _key_read[1]:
+                return _key_read[2]
+    home.mkdir(parents=True, exist_ok=True)
     if not path.exists():
         # Written aside, then linked into place: two processes making it at once never see a
         # half-written key, and the first link wins (the other's is dropped).
@@ -123,11 +139,13 @@ def _seal_key() -> bytes:
             spare.unlink()
     read = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     with os.fdopen(read, encoding="ascii") as key_file:
+        identity = _identity(os.fstat(key_file.fileno()))
         text = key_file.read().strip()
     if len(text) < 32:
         raise JournalForged(f"{path}: the journal key is unreadable (remove it to make a new one; "
                             "journals sealed with the old key can then no longer be resumed)")
-    return text.encode()
+    _key_read = (str(path), identity, text.encode())
+    return _key_read[2]
 
 
 def _mac(key: bytes, previous: str, record: dict[str, Any]) -> str:

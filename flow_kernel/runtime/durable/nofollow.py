@@ -29,16 +29,17 @@ def open_folder(path: Path, *, own: int) -> int:
     parts = path.parts
     own = min(own, len(parts) - (1 if path.is_absolute() else 0))
     above = Path(*parts[: len(parts) - own]) if len(parts) > own else Path(".")
-    above.mkdir(parents=True, exist_ok=True)
-    fd = os.open(above, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:  # there already (every run but a folder's first): entered, nothing made
+        fd = os.open(above, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        above.mkdir(parents=True, exist_ok=True)
+        fd = os.open(above, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     walked = above
     try:
         for name in parts[len(parts) - own:]:
             walked = walked / name
-            with contextlib.suppress(FileExistsError):  # there already: entered below, never followed
-                os.mkdir(name, 0o777, dir_fd=fd)
             try:
-                inner = os.open(name, os.O_RDONLY | os.O_DIRECTORY | _NOFOLLOW, dir_fd=fd)
+                inner = _enter(fd, name)
             except OSError as exc:
                 raise _refusal(exc, walked, fd, name) from None
             os.close(fd)
@@ -47,6 +48,18 @@ def open_folder(path: Path, *, own: int) -> int:
         os.close(fd)
         raise
     return fd
+
+
+def _enter(fd: int, name: str) -> int:
+    """Folder `name` in the folder `fd`, made first when it is missing; a link there is
+    never followed (the open fails)."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | _NOFOLLOW
+    try:
+        return os.open(name, flags, dir_fd=fd)
+    except FileNotFoundError:
+        with contextlib.suppress(FileExistsError):  # made meanwhile by another run: entered below
+            os.mkdir(name, 0o777, dir_fd=fd)
+        return os.open(name, flags, dir_fd=fd)
 
 
 def create_new_file(folder: int, name: str, where: Path, mode: int = 0o600) -> int:
