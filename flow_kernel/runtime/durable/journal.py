@@ -40,6 +40,7 @@ import asyncio
 import contextlib
 import datetime
 import fcntl
+import functools
 import hashlib
 import hmac
 import json
@@ -107,15 +108,22 @@ def _identity(status: os.stat_result) -> tuple[int, int, int, int]:
     return status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns
 
 
+@functools.lru_cache(maxsize=4)
+def _config_home(flow_home: str | None, xdg_home: str | None, home: str | None) -> Path:
+    """`config_home()` while these three variables (what it reads) are as given."""
+    from flow_kernel.runtime.policy.trust import config_home
+
+    return config_home()
+
+
 def _seal_key() -> bytes:
     """This user's journal key, made on first use (0600, never through a link). It lives in
     the person's config folder, never beside the journals it seals. While its file is the
     one read last (one `lstat` says so), the key read then is used: a key removed, replaced
     or edited is read again."""
     global _key_read
-    from flow_kernel.runtime.policy.trust import config_home
-
-    home = config_home()
+    environ = os.environ
+    home = _config_home(environ.get("FLOW_CONFIG_HOME"), environ.get("XDG_CONFIG_HOME"), environ.get("HOME"))
     path = home / KEY_FILE
     if _key_read is not None and _key_read[0] == str(path):
         with contextlib.suppress(OSError):
