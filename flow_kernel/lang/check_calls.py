@@ -191,13 +191,19 @@ class CallChecker:
 
     def lambda_body(self: Checker, lam: ast.Lambda, params: list[T.Type], *, pure: bool, parallel: bool) -> T.Type:
         frame = Frame("lambda", pure=pure, parallel=parallel)
-        with self.frame(frame), self.new_scope():
-            for name, t in zip(lam.params, params, strict=False):
-                self.bind(name, t, mutable=False, kind="lambda")
-            if isinstance(lam.body, ast.Block):
-                self.block(lam.body.body)
-                return T.union(frame.returns) if frame.returns else T.NULL
-            return self.expr(lam.body, expect_ok=True)
+        if self.ctx is not None:
+            self.ctx.bound.update(p.name for p in lam.params)
+        exits = self.exits  # a `return` here leaves the lambda, not the statement around it
+        try:
+            with self.frame(frame), self.new_scope():
+                for name, t in zip(lam.params, params, strict=False):
+                    self.bind(name, t, mutable=False, kind="lambda")
+                if isinstance(lam.body, ast.Block):
+                    self.block(lam.body.body)
+                    return T.union(frame.returns) if frame.returns else T.NULL
+                return self.expr(lam.body, expect_ok=True)
+        finally:
+            self.exits = exits
 
     # -- agents and teams ------------------------------------------------------------------
     def team_call(self: Checker, e: ast.Call, entry: DeclEntry, member: ast.Ident) -> T.Type:
@@ -448,7 +454,12 @@ class CallChecker:
         """Errors for a workflow (or cell) whose text alone spends more agent runs or steps
         than its `limits` allow, each naming the figure to set (static_budget.py); a
         warning when only some paths spend more agent runs than allowed."""
-        names = Names({n: e.kind for n, e in self.decls.items()}, local_names(ctx.decl or body))
+        # The checker leaves a value unchecked (a lambda's parameters unbound) only where it
+        # or the parser reports something, so a check that has reported nothing so far has
+        # bound every name; otherwise the body is searched.
+        clean = self.reports == 0 and not self.reporter.diagnostics
+        local = ctx.bound if clean else local_names(ctx.decl or body)
+        names = Names({n: e.kind for n, e in self.decls.items()}, local, self.leaves)
         used = usage(body, names)
         runs, steps = ctx.limits["agent_runs"], ctx.limits["steps"]
         what = "this workflow" if ctx.decl is not None else "this cell"

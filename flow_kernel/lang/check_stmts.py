@@ -23,13 +23,16 @@ class StmtChecker:
         warned = False
         frame = self.frames[-1]
         branch = frame.branch  # an `if` whose arm ends puts the rest of this block in its other arm
+        leaves = self.leaves
         try:
             for stmt in stmts:
                 if ends and not warned:
                     self.report("F5007", stmt.span, "unreachable code")
                     warned = True
+                exits = self.exits
                 if self.stmt(stmt):
                     ends = True
+                leaves[id(stmt)] = self.exits != exits
         finally:
             frame.branch = branch
         return ends
@@ -136,6 +139,7 @@ class StmtChecker:
         return False
 
     def _loop_jump(self: Checker, s: ast.Stmt, word: str) -> bool:
+        self.exits += 1
         if self.frames[-1].loop_depth == 0:
             self.report("F5008", s.span, f"`{word}` outside a loop")
         return True
@@ -147,6 +151,7 @@ class StmtChecker:
         return self._loop_jump(s, "continue")
 
     def s_Return(self: Checker, s: ast.Return) -> bool:
+        self.exits += 1
         frame = self.frames[-1]
         if frame.kind == "async":
             self.report("F5018", s.span, "`return` is not allowed inside an `async` body",
@@ -301,6 +306,8 @@ class StmtChecker:
             self.report("F5001", s.span, "`async` must be at the top level of a workflow or cell (stages and pipelines included)")
         name = s.name.name
         task = TaskInfo(name, s.name.span)
+        if ctx is not None:
+            ctx.bound.add(name)
         if ctx is not None and name in ctx.tasks:
             self.report("F5003", s.name.span, f"duplicate task name `{name}`", related=[Related(ctx.tasks[name].span, "first task with this name")])
         elif self.scope.lookup(name) is not None:

@@ -103,10 +103,17 @@ class Checker(DeclChecker, ExprChecker, CallChecker, StmtChecker, PromptChecker,
         self.prompt_fills: dict[int, list[str | int]] = {}  # `file(…)` expressions (check_prompts.py)
         # Each user function's first effect, through the functions it calls (fn_effects.py).
         self.fn_effects: dict[str, FnEffect] = {}
+        # For the budget pass: `exits` counts the `return`/`break`/`continue` statements
+        # checked so far outside lambdas, and `leaves` maps the id of every statement a
+        # block checked to whether one was among it (it may leave its block).
+        self.exits: int = 0
+        self.reports: int = 0  # calls of `report`, those about other sources' text included
+        self.leaves: dict[int, bool] = {}
 
     # -- reporting ---------------------------------------------------------------------------
     def report(self, code: str, span: Span, message: str, related: list[Related] | tuple[Related, ...] = (),
                hints: tuple[str, ...] | list[str] = ()) -> None:
+        self.reports += 1
         # Declarations carried over from earlier cells were reported when their cell ran.
         if id(span.source) not in self.reportable:
             return
@@ -140,6 +147,8 @@ class Checker(DeclChecker, ExprChecker, CallChecker, StmtChecker, PromptChecker,
         elif self.ctx is not None and name.name in self.ctx.tasks:
             self.report("F2016", name.span, f"`{name.name}` collides with the task of the same name",
                         related=[Related(self.ctx.tasks[name.name].span, "the task starts here")])
+        if self.ctx is not None:
+            self.ctx.bound.add(name.name)
         binding = Binding(name.name, t, mutable, name.span, kind, self.frames[-1], used=kind not in ("let", "var"))
         self.scope.bindings[name.name] = binding
         return binding

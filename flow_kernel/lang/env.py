@@ -170,3 +170,6 @@ class WorkflowContext:
     calls: list[tuple[str, Span]] = field(default_factory=list)  # workflow and function calls, for F2009
     limits_seen: Span | None = None
     reported: set[tuple[int, str]] = field(default_factory=set)
+    # The names the body binds, as the checker binds them: what the budget pass
+    # (static_budget.py) resolves calls against when the check has reported nothing.
+    bound: set[str] = field(default_factory=set)

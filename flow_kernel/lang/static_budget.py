@@ -16,7 +16,7 @@ lambda invocation, and per `while` condition; `parallel` branches add nothing.""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any
@@ -68,7 +68,10 @@ class Names:
     workflow binds itself (a local name shadows a declaration or builtin of that name)."""
 
     kinds: dict[str, str]
-    local: frozenset[str]
+    local: frozenset[str] | set[str]
+    # The id of a statement -> whether it may leave its block, where the caller knows it
+    # (the checker records it as it checks each statement); other statements are searched.
+    leaves: Mapping[int, bool] = dataclasses.field(default_factory=dict)
 
 
 def static_length(e: ast.Expr, names: Names) -> int | None:
@@ -95,7 +98,7 @@ def _block(body: list[ast.Stmt], names: Names) -> Usage:
     for s in body:
         u = _stmt(s, names)
         total = total + (u if certain else u.maybe())
-        if certain and _may_leave(s):
+        if certain and _leaves(s, names):
             certain = False
     return total
 
@@ -128,7 +131,7 @@ def _stmt(s: ast.Stmt, names: Names) -> Usage:
             each = _block(s.body.body, names)
             if n is None:
                 return step + _expr(s.iterable, names) + _repeated(each)
-            if any(_may_leave(b) for b in s.body.body):
+            if any(_leaves(b, names) for b in s.body.body):
                 each = each.maybe()
             return step + _expr(s.iterable, names) + each.times(n)
         case ast.While():
@@ -161,6 +164,11 @@ def _may_leave(s: ast.Stmt) -> bool:
 
 
 _EXITS = (ast.Return, ast.Break, ast.Continue)
+
+
+def _leaves(s: ast.Stmt, names: Names) -> bool:
+    leaving = names.leaves.get(id(s))
+    return leaving if leaving is not None else _may_leave(s)
 
 
 def _builtin(e: ast.Call, names: Names) -> str | None:

@@ -2,20 +2,29 @@
 that can hold a node (one getter per node class, chosen from ast.py's annotations), and a
 statement's "may it leave its block" search looks at statements only. Both are held to a
 plain walk of every attribute of every node, over programs with every kind of binder and
-exit, wherever it may sit."""
+exit, wherever it may sit.
+
+The checker hands the pass what it learnt as it walked (the names a body binds, whether
+each statement may leave its block) so that a clean check needs neither search: the pass
+is held to its own searches' answers over every golden input."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from flow_kernel.bench.frontend import flow_program
-from flow_kernel.lang import ast
+from flow_kernel.lang import ast, static_budget
 from flow_kernel.lang.check import check
-from flow_kernel.lang.static_budget import local_names
+from flow_kernel.lang.check_calls import CallChecker
+from flow_kernel.lang.static_budget import Names, local_names, usage
 from flow_kernel.source import SourceFile
+from tests.golden.record import check_input
 
 AGENT = 'agent reviewer {\n  model: "scripted"\n  script: ["Fine"]\n}\n'
 
@@ -126,3 +135,51 @@ def test_an_exit_nested_in_statements_makes_what_follows_uncertain(exit_stmt: st
                     '  for x in [1, 2] {\n    try {\n      if x > 1 { ' + exit_stmt + ' }\n    } catch {\n'
                     '      log "no"\n    }\n    let r1 = reviewer("a")\n  }\n  return xs\n}\n')
     assert [code for code, _ in found] == ["F6006"]
+
+
+GOLDEN_INPUTS = Path(__file__).parent.parent / "golden" / "data" / "inputs.json"
+
+
+def test_what_the_checker_hands_the_pass_gives_the_searches_answers_on_every_golden_input(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """For every workflow and cell body of the golden inputs: where the check is clean, the
+    names the checker bound are `local_names`' answer, and the usage computed with the
+    checker's names and exits is the usage computed with the searches alone."""
+    compared = {"bodies": 0, "clean": 0, "leaves": 0}
+    original = CallChecker.budget_report
+
+    def compare(self: Any, ctx: Any, body: list[ast.Stmt], where: Any) -> None:
+        kinds = {n: e.kind for n, e in self.decls.items()}
+        searched = local_names(ctx.decl or body)
+        clean = self.reports == 0 and not self.reporter.diagnostics
+        if clean:
+            assert ctx.bound == searched, ctx.name
+            compared["clean"] += 1
+        walked = usage(body, Names(kinds, searched))
+        handed = usage(body, Names(kinds, ctx.bound if clean else searched, self.leaves))
+        assert handed == walked, ctx.name
+        for s in body:
+            if id(s) in self.leaves:
+                assert self.leaves[id(s)] == static_budget._may_leave(s)
+                compared["leaves"] += 1
+        compared["bodies"] += 1
+        original(self, ctx, body, where)
+
+    monkeypatch.setattr(CallChecker, "budget_report", compare)
+    for item in json.loads(GOLDEN_INPUTS.read_text(encoding="utf-8")).values():
+        check_input(item)
+    assert compared["bodies"] > 1000 and compared["clean"] > 500 and compared["leaves"] > 5000, compared
+
+
+def test_a_lambda_the_checker_leaves_unchecked_still_binds_its_parameters_for_the_pass() -> None:
+    """A lambda given to an unknown function is never checked, so its parameter `reviewer`
+    is never bound; the pass still counts it as a local name (the check reported the
+    unknown function, so the pass searched the body): `reviewer("a")` is then no known
+    agent call, and nothing says the limit is passed."""
+    found = _budget('workflow w(xs: int[]) -> any {\n  limits { agent_runs: 1 }\n'
+                    '  let ys = mystery(xs, reviewer => 1)\n'
+                    '  let r1 = reviewer("a")\n  let r2 = reviewer("b")\n  return [ys, r1, r2]\n}\n')
+    assert found == []
+    plain = _budget('workflow w(xs: int[]) -> any {\n  limits { agent_runs: 1 }\n'
+                    '  let r1 = reviewer("a")\n  let r2 = reviewer("b")\n  return [xs, r1, r2]\n}\n')
+    assert [code for code, _ in plain] == ["F6008"]
