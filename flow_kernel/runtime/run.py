@@ -295,7 +295,7 @@ def _record_end(journal: Journal, outcome: RunOutcome, cancel: CancelRequested |
     if outcome.error is not None:
         end["error"] = outcome.error.code
     with contextlib.suppress(OSError, ValueError):  # a full disk: the outcome stands; the journal says `interrupted`
-        journal.record("end", end, sync=False)  # `journal.close()`, right after, fsyncs the file
+        journal.record("end", end, sync=False)  # `journal.close()`, right after, fsyncs a run that synced a record
 
 
 def _bindings_and_steps(reply: dict[str, Any]) -> tuple[dict[str, Any], int]:

@@ -1,7 +1,8 @@
 """How often a run's journal goes to the disk (docs/durability.md, "When it is flushed"):
-a run without effects syncs once, when it closes (in a background thread, after the lock is
-released); a run with effects syncs each effect before it goes on, and its header is in the
-file by the first of those syncs."""
+a run without effects never syncs (its journal is left with the OS, whole); a run with
+effects syncs each effect before it goes on, its header is in the file by the first of
+those syncs, and its end is synced when it closes (in a background thread, after the
+lock is released)."""
 
 from __future__ import annotations
 
@@ -29,20 +30,20 @@ def _count_syncs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, bytes]]:
     return calls
 
 
-def test_a_run_without_effects_syncs_its_journal_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_run_without_effects_leaves_its_journal_with_the_os(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     session = Session(directory=tmp_path, sandbox=False, operator="none")
     session.run("1 + 1")  # warm: the journal key is made (and synced) on the first run
-    journal.wait_for_syncs()  # and that run's closing sync is done before counting
+    journal.wait_for_syncs()
     calls = _count_syncs(monkeypatch)
-    outcome = session.run("1 + 1")
+    outcome = session.run('print "hi"\n1 + 1')
     assert outcome.result == 2
-    journal.wait_for_syncs()  # the closing fsync is a background thread's
-    assert [name for name, _ in calls] == ["fsync"]  # was fdatasync (header), fdatasync (end), fsync
+    journal.wait_for_syncs()
+    assert calls == []  # no effect, nothing a resume would skip: no disk sync (was one fsync, before that three)
     assert outcome.journal is not None
-    with outcome.journal.open() as handle:  # the lock was released when the run ended, not after the sync
+    with outcome.journal.open() as handle:  # closed, unlocked, and whole: what a killed process leaves too
         journal.fcntl.flock(handle.fileno(), journal.fcntl.LOCK_EX | journal.fcntl.LOCK_NB)
-    text = calls[0][1].decode()
-    assert '"journal":"header"' in text and '"journal":"end"' in text  # both in the file by then
+        text = handle.read()
+    assert '"journal":"header"' in text and '"type":"print"' in text and '"journal":"end"' in text
 
 
 def test_a_run_with_an_effect_has_its_header_on_the_disk_before_it_goes_on(
@@ -55,6 +56,21 @@ def test_a_run_with_an_effect_has_its_header_on_the_disk_before_it_goes_on(
     assert outcome.error is None and outcome.result == "ok"
     journal.wait_for_syncs()
     names = [name for name, _ in calls]
-    assert names[0] == "fdatasync" and names[-1] == "fsync", names
+    assert names[0] == "fdatasync" and names[-1] == "fsync", names  # its end goes to the disk too
+    assert '"journal":"end"' in calls[-1][1].decode()
     first = calls[0][1].decode()
     assert '"journal":"header"' in first and '"journal":"effect"' in first  # one sync put both on the disk
+
+
+def test_a_run_that_waits_has_its_question_and_its_end_on_the_disk(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    session = Session(directory=tmp_path, sandbox=False, operator="defer")
+    session.run("1 + 1")
+    journal.wait_for_syncs()
+    calls = _count_syncs(monkeypatch)
+    outcome = session.run('let ok = approve "Ship it?"\nok')
+    assert outcome.status == "waiting"
+    journal.wait_for_syncs()
+    names = [name for name, _ in calls]
+    assert names == ["fdatasync", "fsync"], names  # the pending question before the run stops, then its end
+    assert '"journal":"pending"' in calls[0][1].decode() and '"journal":"end"' in calls[1][1].decode()

@@ -191,6 +191,7 @@ class Journal:
         self._file: TextIO | None = open(fd, "a", encoding="utf-8")  # noqa: SIM115 - open for the run's lifetime
         self._key: bytes | None = None
         self.last_mac = last_mac
+        self.synced = False  # a record went to the disk: the run had an effect, waited, or resumed
 
     def __call__(self, event: dict[str, Any]) -> None:
         if self._file is None:
@@ -201,8 +202,8 @@ class Journal:
     def record(self, kind: str, fields: dict[str, Any], *, sync: bool = True) -> dict[str, Any]:
         """Write one sealed checkpoint record and put it on the disk before returning.
         `sync=False` (the header, the end) leaves it with the OS: the next synced record's
-        `fdatasync` (the run's first effect) or `close`'s `fsync` puts it on the disk — a
-        trivial cell pays one disk sync instead of three (docs/durability.md)."""
+        `fdatasync` (the run's first effect) or `close`'s `fsync` puts it on the disk; a
+        run with no synced record (no effect) pays no disk sync at all (docs/durability.md)."""
         if self._key is None:
             self._key = _seal_key()
         record = {RECORD: kind, "run": self.run_id, **fields}
@@ -212,16 +213,24 @@ class Journal:
             self._file.flush()
             if sync:
                 os.fdatasync(self._file.fileno())
+                self.synced = True
         return record
 
     def close(self) -> None:
-        """Everything written goes to the OS and the run's lock is released now; the closing
-        `fsync` is done by a background thread (`_sync_and_close`), so the run's answer does
-        not wait for the disk. Every effect was on the disk before the run went past it."""
+        """Everything written goes to the OS and the run's lock is released now. A journal
+        that put a record on the disk (an effect, a wait, a resume) is `fsync`ed, with its
+        end, by a background thread (`_sync_and_close`), so the run's answer does not wait
+        for the disk; every effect was on the disk before the run went past it. A run that
+        synced nothing (no effect: a cell that only computes and prints) is left with the
+        OS: a killed process keeps it whole, and what a power cut could take is a run
+        that did nothing a resume would skip (docs/durability.md)."""
         if self._file is not None:
             file, self._file = self._file, None
             file.flush()
             fcntl.flock(file.fileno(), fcntl.LOCK_UN)  # `flow runs`/`flow answer` see an ended run at once
+            if not self.synced:
+                file.close()
+                return
             _syncs.append(_syncer().submit(_sync_and_close, file))
             del _syncs[:-64]
 
