@@ -2,9 +2,9 @@
 "Deadlines inside the sandbox"). There is no watchdog worker any more: Node runs without
 `--allow-worker`, so no Worker can start in the sandbox at all, and the deadline of a run
 that never yields is enforced through the interrupt buffer Pyodide polls while Python runs
-(an object whose element 0 reads SIGINT once the deadline has passed). Each door is also
-reopened: a runner whose buffer never reads SIGINT leaves the same busy run going past its
-deadline, and the same flags with `--allow-worker` start a Worker."""
+(a getter on Pyodide's Module that puts SIGINT in the buffer once the deadline has passed).
+Each door is also reopened: a runner whose buffer never reads SIGINT leaves the same busy
+run going past its deadline, and the same flags with `--allow-worker` start a Worker."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ BUSY = {"run": "busy", "module": "async def main(rt, args):\n    while True:\n  
         "args": {}, "unrestricted": True, "deadline_ms": 300}
 ONE_PLUS_ONE = {"run": "after", "module": "async def main(rt, args):\n    return 1 + 1\n", "args": {},
                 "unrestricted": True}
-NEVER_FIRES = ("if (performance.now() < fireAt) return 0;", "return 0;")
+NEVER_FIRES = ("performance.now() >= fireAt", "false")
 
 
 def _command(tmp_path: Path, *, reopen: bool) -> list[str]:

@@ -143,10 +143,15 @@ function sparseHeapRestore(snapshotBuffer) {
 
 // --- the watchdog: deadlines that hold even while Python is busy ---------------------------
 // Kept on the main thread, with no worker: while Python runs, CPython's eval loop asks
-// Pyodide's interrupt buffer for a signal every 50 checks of its eval breaker (through
-// `_Py_CheckEmscriptenSignals_Helper`, which reads element 0 and writes 0 back). The
-// buffer here is an object whose element 0 is a getter: it reads SIGINT (2) once Python
-// has kept the main thread ANSWER_MS past an armed deadline, and 0 otherwise. A main
+// Pyodide for a signal every 50 checks of its eval breaker, through
+// `_Py_CheckEmscriptenSignals_Helper`, which reads `Module.Py_EmscriptenSignalBuffer` three
+// times: whether it is set, its element 0, and to write 0 back. That property is a getter
+// here (`watch`, installed by `main`), returning one Int32Array: on the first of each
+// three reads it looks at the clock, and once Python has kept the main thread ANSWER_MS
+// past an armed deadline it puts SIGINT (2) in element 0, which the same check reads and
+// clears. (A getter on element 0 itself costs V8 a runtime call per read and per write,
+// ~0.5 µs a check, several per cent of a CPU-bound run; a named getter returning a typed
+// array is inline-cached.) A main
 // thread that is idle at the deadline (the run awaits the host) runs the timer below
 // instead, which cancels the run the ordinary way, with no interrupt: a KeyboardInterrupt
 // left pending would go off in whatever Python runs next (the next stdin line), outside
@@ -160,15 +165,18 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 function startWatchdog() {
   let fireAt = Infinity;  // performance.now() past which busy Python is interrupted; Infinity: disarmed
   let timer = null;
+  const signal = new Int32Array(1);  // what Pyodide reads: 0, or SIGINT until it clears it
+  let reads = 0;  // reads of the buffer since the clock was last looked at (0, 1, 2)
   const dog = {
-    interrupt: Object.freeze({
-      get 0() {
-        if (performance.now() < fireAt) return 0;
+    signal,
+    watch() {
+      if (reads === 0 && signal[0] === 0 && performance.now() >= fireAt) {
         dog.disarm();  // once: the interrupt is Python's now
-        return SIGINT;
-      },
-      set 0(_value) { /* Pyodide clears the signal it read: nothing is kept here */ },
-    }),
+        signal[0] = SIGINT;
+      }
+      reads = reads === 2 ? 0 : reads + 1;
+      return signal;
+    },
     onTimeout: () => {},
     arm(ms) {
       dog.disarm();
@@ -178,6 +186,7 @@ function startWatchdog() {
     },
     disarm() {
       fireAt = Infinity;
+      signal[0] = 0;  // a signal Pyodide has not read yet goes with the deadline that set it
       if (timer !== null) clearTimeout(timer);
       timer = null;
     },
@@ -300,7 +309,11 @@ async function main() {
 
   const watchdog = startWatchdog();
   closeDoors();
-  pyodide.setInterruptBuffer(watchdog.interrupt);
+  // setInterruptBuffer turns CPython's polling on and stores the buffer in a property
+  // of Pyodide's Module, which then becomes the watchdog's getter (see `startWatchdog`).
+  pyodide.setInterruptBuffer(watchdog.signal);
+  Object.defineProperty(pyodide._module, "Py_EmscriptenSignalBuffer",
+                        { get: watchdog.watch, set() { /* the buffer is the watchdog's */ }, configurable: false });
 
   // Python's event loop queues its ready callbacks itself and asks for one turn at a
   // time (flowbox/loop.py): `wake` runs them all in one setImmediate.
