@@ -1,7 +1,7 @@
 """The import graph of `flow_kernel/`: no cycles, and every import runs down the layers of
 docs/architecture.md
 
-    base (errors, source, markup, terminal_text, files) → diagnostics → lang → sandbox
+    base (errors, source, markup, terminal_text, files, json_text) → diagnostics → lang → sandbox
         → runtime → views → frontend → front ends (kernel, cli, serve, bench, __main__)
         → the package's face
 
@@ -42,7 +42,7 @@ IN_SANDBOX = ("sandbox", "bootstrap", "flowbox")
 # Lowest first. A module belongs to the entry with the longest matching prefix.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("base", ("flow_kernel.errors", "flow_kernel.source", "flow_kernel.markup", "flow_kernel.terminal_text",
-              "flow_kernel.short_text", "flow_kernel.files", "flow_kernel.version")),
+              "flow_kernel.short_text", "flow_kernel.files", "flow_kernel.version", "flow_kernel.json_text")),
     ("diagnostics", ("flow_kernel.diagnostics",)),
     ("lang", ("flow_kernel.lang",)),
     ("sandbox", ("flow_kernel.sandbox", "flowbox")),
@@ -58,7 +58,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
 ]
 # What a layer may import beyond itself, when that is narrower than "anything below".
 ONLY: dict[str, tuple[str, ...]] = {
-    "flow_kernel.sandbox": ("flow_kernel.errors", "flow_kernel.sandbox", "flowbox"),
+    "flow_kernel.sandbox": ("flow_kernel.errors", "flow_kernel.json_text", "flow_kernel.sandbox", "flowbox"),
     "flowbox": ("flowbox",),
 }
 # What a module may not import although its layer allows it: front ends beside each other.

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime
-import json
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -24,6 +23,7 @@ from flow_kernel.errors import (
     ProcessError,
     WorkflowInputValidationError,
 )
+from flow_kernel.json_text import encoder
 from flow_kernel.lang.check_result import CheckResult
 from flow_kernel.lang.env import DEFAULT_LIMITS
 from flow_kernel.runtime.agents import AgentPipeline, HostCalls, SandboxCall
@@ -45,7 +45,7 @@ from flow_kernel.runtime.validation import require_valid, schema_validator
 
 # What `json.dumps(data, ensure_ascii=False, default=str)` gives, without building an
 # encoder for every event (the output ceiling counts the length of this text).
-_data_text = json.JSONEncoder(ensure_ascii=False, default=str).encode
+_data_text = encoder(ensure_ascii=False, default=str)
 _UTC = datetime.UTC
 _last_ts: tuple[int, str] = (-1, "")  # the millisecond of the last event's timestamp, and its text
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from flow_kernel.errors import FlowError, FlowIsolateError, FlowWorkerCrashedError
+from flow_kernel.json_text import encoder
 from flow_kernel.sandbox import early, lifetime
 from flow_kernel.sandbox.install import (
     BOOTSTRAP_DIR,
@@ -44,7 +45,7 @@ SANDBOX_ENV = {"MALLOC_TRIM_THRESHOLD_": "131072"}
 Handler = Callable[[str, dict[str, Any]], Awaitable[Any]]
 # `json.dumps(message, ensure_ascii=False, allow_nan=False, separators=(",", ":"))` with one
 # encoder for every line instead of a new one each time (a line per agent call and reply).
-_encode = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
+_encode = encoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 Notify = Callable[[str, dict[str, Any]], None]
 # Whether a request (op, payload) may run at once in the reader, up to its first wait, rather
 # than in a task of its own: the handler's owner says so only for code that nothing ties to

@@ -23,6 +23,11 @@ Each attempt is one `invoke(attempt) -> reply` through a chain of layers, outerm
 - `GuardLayer`, `TimeoutLayer` (guard.py): a remote provider's rate limits, Retry-After,
   breaker and bulkhead; the agent's own `timeout`.
 
+An attempt of one of the pipeline's own (local) providers skips `StreamingLayer` and
+`GuardLayer`, which would pass it through untouched (they never stream, they have no
+guard): `AgentPipeline.invoke_own`. An embedder's provider under a local name keeps the
+whole chain.
+
 A new layer is a class with `async def __call__(self, attempt, invoke)` in a module of its
 own, placed in `AgentPipeline._layers`. The order matters for behaviour the tests pin down:
 the journal answers before a cassette; only live answers are journaled or recorded;

@@ -4,12 +4,12 @@ sandbox sends with a call (its options, an `expect` answer)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from flow_kernel.errors import CapabilityViolationError
+from flow_kernel.json_text import encoder
 from flow_kernel.lang import ast
 from flow_kernel.lang.check_result import CheckResult
 from flow_kernel.lang.env import AgentInfo
@@ -21,7 +21,7 @@ from flow_kernel.runtime.providers.base import MAX_TOOL_CALLS, ToolSpec
 from flow_kernel.runtime.providers.streaming import DeltaMerger
 
 # `json.dumps(value, sort_keys=True)` (a schema's lookup key), without a new encoder per call.
-sorted_json = json.JSONEncoder(sort_keys=True).encode
+sorted_json = encoder(sort_keys=True)
 
 
 @dataclass

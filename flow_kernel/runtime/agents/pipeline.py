@@ -125,6 +125,9 @@ class AgentPipeline:
         self.resilience = context.resilience or Resilience(lambda name: self.config.provider(name).options)
         self.layers = self._layers(checkpoint, decls)  # the attempt chain, outermost first
         self.invoke = chain(self.layers)
+        # The chain of an attempt of the pipeline's own (local) providers: without the layers
+        # that pass such an attempt through untouched (they never stream; they have no guard).
+        self.invoke_own = chain([layer for layer in self.layers if not isinstance(layer, StreamingLayer | GuardLayer)])
 
     def _layers(self, checkpoint: RunCheckpoint | None, decls: dict[str, ast.AgentDecl]) -> list[AttemptLayer]:
         """The attempt chain of this run, outermost first: only the layers that apply."""
@@ -368,6 +371,7 @@ class AgentPipeline:
         backoff = float(retry.get("backoff", 0)) / 1000
         timeout_ms = options.get("timeout", spec.fields.get("timeout"))
         plain = is_plain_text(call.schema)
+        invoke = self.invoke_own if call.provider in self._own else self.invoke
         log = call.log
         last_error: FlowError | None = None
         for attempt in range(1, attempts_total + 1):
@@ -382,7 +386,7 @@ class AgentPipeline:
                 kind = "repair" if is_repair else "attempt"
                 repair_of = {"previousOutput": log[-1]["output"], "errors": log[-1]["errors"]} if is_repair else None
                 try:
-                    output = (await self.invoke(Attempt(call, number, repair_of, timeout_ms))).output
+                    output = (await invoke(Attempt(call, number, repair_of, timeout_ms))).output
                 except CallRefused as refused:
                     raise refused.error from None
                 except FlowError as exc:

@@ -1,0 +1,47 @@
+"""JSON text with fixed options, from one C encoder made once per purpose.
+
+`json.JSONEncoder(...).encode` makes a new C encoder (and a Python closure) on every call,
+which for a small value costs more than the encoding itself. The bridge encodes a line
+per request and reply, the host counts the text of every event's data, and the agent
+pipeline looks a schema up by its sorted text: a few calls per agent call, each paying
+that set-up. `encoder(**options)` gives the same text as `json.JSONEncoder(**options).encode`
+with the C encoder made once.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from json import encoder as _json_encoder
+from typing import Any
+
+Encode = Callable[[Any], str]
+
+
+def encoder(**options: Any) -> Encode:
+    """`json.JSONEncoder(**options).encode`, the same text and the same errors, without a new
+    C encoder per call. The circular-reference check (`check_circular`, on by default) keeps
+    the containers being encoded in one table: an encode that fails clears it, and an encode
+    that starts while another is under way (a `default` that encodes, another thread) uses a
+    fresh encoder of its own."""
+    model = json.JSONEncoder(**options)
+    make = _json_encoder.c_make_encoder
+    if make is None or model.indent is not None:  # no C accelerator: the plain way
+        return model.encode
+    markers: dict[int, Any] | None = {} if model.check_circular else None
+    strings = _json_encoder.encode_basestring_ascii if model.ensure_ascii else _json_encoder.encode_basestring
+    fast = make(markers, model.default, strings, None, model.key_separator, model.item_separator, model.sort_keys,
+                model.skipkeys, model.allow_nan)
+    slow = model.encode
+
+    def encode(value: Any) -> str:
+        if markers:  # another encode of this encoder is under way
+            return slow(value)
+        try:
+            return "".join(fast(value, 0))
+        except BaseException:
+            if markers is not None:
+                markers.clear()
+            raise
+
+    return encode
