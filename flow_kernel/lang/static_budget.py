@@ -28,9 +28,13 @@ from flow_kernel.lang.builtins import BUILTINS
 _EVERY_ITEM = frozenset({"map", "filter", "count", "parallelMap", "reduce", "flatMap"})
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Usage:
-    """Agent calls at least / at most (None: not bounded by the text), steps at least."""
+    """Agent calls at least / at most (None: not bounded by the text), steps at least.
+
+    A value: nothing changes one once made (every operation returns a new one, and the
+    constants below are shared). Not `frozen`: a frozen dataclass sets each field through
+    `object.__setattr__`, and the pass makes one of these per node it adds up."""
 
     calls: int = 0
     calls_max: int | None = 0
@@ -60,6 +64,7 @@ class Usage:
 NOTHING = Usage()
 UNBOUNDED = Usage(0, None, 0)  # may call agents, how many the text does not say
 ONE_STEP = Usage(steps=1)
+_UNKNOWN_STATEMENT = ONE_STEP + UNBOUNDED
 
 
 @dataclass(frozen=True)
@@ -104,54 +109,72 @@ def _block(body: list[ast.Stmt], names: Names) -> Usage:
 
 
 def _stmt(s: ast.Stmt, names: Names) -> Usage:
-    step = ONE_STEP
-    match s:
-        case ast.Limits():
-            return NOTHING
-        case ast.Break() | ast.Continue() | ast.Await():
-            return step
-        case ast.Let() | ast.Assign() | ast.Print() | ast.Log():
-            return step + _expr(s.value, names)
-        case ast.ExprStmt():
-            return step + _expr(s.expr, names)
-        case ast.Return():
-            return step + (_expr(s.value, names) if s.value is not None else NOTHING)
-        case ast.Emit():
-            return step + _expr(s.value, names)
-        case ast.Publish():
-            return step + _expr(s.name, names) + _expr(s.value, names)
-        case ast.Verify():
-            return step + _expr(s.cond, names) + (_expr(s.message, names).maybe() if s.message else NOTHING)
-        case ast.If():
-            other = _stmt(s.other, names) if isinstance(s.other, ast.If) else (
-                _block(s.other.body, names) if s.other is not None else NOTHING)
-            return step + _expr(s.cond, names) + _block(s.then.body, names).either(other)
-        case ast.For():
-            n = static_length(s.iterable, names)
-            each = _block(s.body.body, names)
-            if n is None:
-                return step + _expr(s.iterable, names) + _repeated(each)
-            if any(_leaves(b, names) for b in s.body.body):
-                each = each.maybe()
-            return step + _expr(s.iterable, names) + each.times(n)
-        case ast.While():
-            each = _block(s.body.body, names)
-            return Usage(steps=2) + _repeated(each + _expr(s.cond, names))
-        case ast.Stage():
-            return step + _block(s.body.body, names)
-        case ast.Pipeline():
-            inner = NOTHING
-            for stage in s.stages:
-                inner = inner + _stmt(stage, names)
-            return step + inner
-        case ast.Async():
-            return step + _block(s.body.body, names)
-        case ast.Try():
-            caught = NOTHING
-            for c in s.catches:
-                caught = caught.either(_block(c.body.body, names).maybe())
-            return step + (_block(s.body.body, names) + caught).maybe()
-    return step + UNBOUNDED
+    count = _STATEMENTS.get(type(s))
+    return count(s, names) if count is not None else _UNKNOWN_STATEMENT
+
+
+def _value_stmt(s: ast.Let | ast.Assign | ast.Print | ast.Log | ast.Emit | ast.Return, names: Names) -> Usage:
+    return ONE_STEP + _expr(s.value, names)
+
+
+def _publish(s: ast.Publish, names: Names) -> Usage:
+    return ONE_STEP + _expr(s.name, names) + _expr(s.value, names)
+
+
+def _verify(s: ast.Verify, names: Names) -> Usage:
+    return ONE_STEP + _expr(s.cond, names) + (_expr(s.message, names).maybe() if s.message else NOTHING)
+
+
+def _if(s: ast.If, names: Names) -> Usage:
+    other = _if(s.other, names) if type(s.other) is ast.If else (
+        _block(s.other.body, names) if s.other is not None else NOTHING)  # type: ignore[union-attr]
+    return ONE_STEP + _expr(s.cond, names) + _block(s.then.body, names).either(other)
+
+
+def _for(s: ast.For, names: Names) -> Usage:
+    n = static_length(s.iterable, names)
+    each = _block(s.body.body, names)
+    if n is None:
+        return ONE_STEP + _expr(s.iterable, names) + _repeated(each)
+    if any(_leaves(b, names) for b in s.body.body):
+        each = each.maybe()
+    return ONE_STEP + _expr(s.iterable, names) + each.times(n)
+
+
+def _while(s: ast.While, names: Names) -> Usage:
+    each = _block(s.body.body, names)
+    return Usage(steps=2) + _repeated(each + _expr(s.cond, names))
+
+
+def _body_stmt(s: ast.Stage | ast.Async, names: Names) -> Usage:
+    return ONE_STEP + _block(s.body.body, names)
+
+
+def _pipeline(s: ast.Pipeline, names: Names) -> Usage:
+    inner = NOTHING
+    for stage in s.stages:
+        inner = inner + _stmt(stage, names)
+    return ONE_STEP + inner
+
+
+def _try(s: ast.Try, names: Names) -> Usage:
+    caught = NOTHING
+    for c in s.catches:
+        caught = caught.either(_block(c.body.body, names).maybe())
+    return ONE_STEP + (_block(s.body.body, names) + caught).maybe()
+
+
+# A statement class -> what one of its kind spends; the classes are final (ast.py
+# subclasses only `Node`, `Stmt`, `Expr`, `Decl`, `TypeExpr` and `WorkflowDecl`).
+_STATEMENTS: dict[type, Callable[[Any, Names], Usage]] = {
+    ast.Limits: lambda s, names: NOTHING,
+    ast.Break: lambda s, names: ONE_STEP, ast.Continue: lambda s, names: ONE_STEP, ast.Await: lambda s, names: ONE_STEP,
+    ast.Let: _value_stmt, ast.Assign: _value_stmt, ast.Print: _value_stmt, ast.Log: _value_stmt,
+    ast.Emit: _value_stmt, ast.Return: _value_stmt,
+    ast.ExprStmt: lambda s, names: ONE_STEP + _expr(s.expr, names),
+    ast.Publish: _publish, ast.Verify: _verify, ast.If: _if, ast.For: _for, ast.While: _while,
+    ast.Stage: _body_stmt, ast.Async: _body_stmt, ast.Pipeline: _pipeline, ast.Try: _try,
+}
 
 
 def _may_leave(s: ast.Stmt) -> bool:
@@ -185,39 +208,8 @@ def _expr(e: ast.Expr | None, names: Names) -> Usage:
         return NOTHING
     if kind is ast.Call:
         return _call(e, names)  # type: ignore[arg-type]
-    match e:
-        case None | ast.IntLit() | ast.NumLit() | ast.DurationLit() | ast.BoolLit() | ast.NullLit() | ast.Name() | ast.It():
-            return NOTHING
-        case ast.StrLit():
-            return _all((p for p in e.parts if isinstance(p, ast.Expr)), names)
-        case ast.ArrayLit():
-            return _all(e.items, names)
-        case ast.ObjectLit():
-            return _all((entry.value for entry in e.entries), names)
-        case ast.Unary():
-            return _expr(e.operand, names)
-        case ast.Binary():
-            right = _expr(e.right, names)
-            return _expr(e.left, names) + (right.maybe() if e.op in ("and", "or", "??") else right)
-        case ast.Ternary():
-            return _expr(e.cond, names) + _expr(e.then, names).either(_expr(e.other, names))
-        case ast.Member():
-            return _expr(e.obj, names)
-        case ast.Index():
-            return _expr(e.obj, names) + _expr(e.index, names)
-        case ast.Slice():
-            return _expr(e.obj, names) + _expr(e.lower, names) + _expr(e.upper, names)
-        case ast.Project() | ast.Pick():
-            return _expr(e.obj, names)
-        case ast.Expect():
-            return _expr(e.call, names)
-        case ast.Parallel():
-            return _all((b.value for b in e.branches), names)
-        case ast.Approve() | ast.Ask() | ast.Run():
-            return ONE_STEP
-        case ast.Call():
-            return _call(e, names)
-    return UNBOUNDED
+    count = _EXPRESSIONS.get(kind)
+    return count(e, names) if count is not None else UNBOUNDED
 
 
 # Expressions that spend nothing, by exact type (the tree's most numerous).
@@ -229,6 +221,53 @@ def _all(items: Iterable[ast.Expr], names: Names) -> Usage:
     for item in items:
         total = total + _expr(item, names)
     return total
+
+
+def _string(e: ast.StrLit, names: Names) -> Usage:
+    total = NOTHING
+    for p in e.parts:
+        if type(p) is not str:
+            total = total + _expr(p, names)  # type: ignore[arg-type]
+    return total
+
+
+def _object(e: ast.ObjectLit, names: Names) -> Usage:
+    total = NOTHING
+    for entry in e.entries:
+        total = total + _expr(entry.value, names)
+    return total
+
+
+def _binary(e: ast.Binary, names: Names) -> Usage:
+    right = _expr(e.right, names)
+    return _expr(e.left, names) + (right.maybe() if e.op in ("and", "or", "??") else right)
+
+
+def _parallel(e: ast.Parallel, names: Names) -> Usage:
+    total = NOTHING
+    for b in e.branches:
+        total = total + _expr(b.value, names)
+    return total
+
+
+# An expression class -> what one of its kind spends (besides `_INERT` and `Call`);
+# a class missing here may spend anything (`UNBOUNDED`).
+_EXPRESSIONS: dict[type, Callable[[Any, Names], Usage]] = {
+    ast.StrLit: _string,
+    ast.ArrayLit: lambda e, names: _all(e.items, names),
+    ast.ObjectLit: _object,
+    ast.Unary: lambda e, names: _expr(e.operand, names),
+    ast.Binary: _binary,
+    ast.Ternary: lambda e, names: _expr(e.cond, names) + _expr(e.then, names).either(_expr(e.other, names)),
+    ast.Member: lambda e, names: _expr(e.obj, names),
+    ast.Index: lambda e, names: _expr(e.obj, names) + _expr(e.index, names),
+    ast.Slice: lambda e, names: _expr(e.obj, names) + _expr(e.lower, names) + _expr(e.upper, names),
+    ast.Project: lambda e, names: _expr(e.obj, names),
+    ast.Pick: lambda e, names: _expr(e.obj, names),
+    ast.Expect: lambda e, names: _expr(e.call, names),
+    ast.Parallel: _parallel,
+    ast.Approve: lambda e, names: ONE_STEP, ast.Ask: lambda e, names: ONE_STEP, ast.Run: lambda e, names: ONE_STEP,
+}
 
 
 def _repeated(each: Usage) -> Usage:
