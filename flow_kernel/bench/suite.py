@@ -24,9 +24,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from flow_kernel.bench.measure import Figures, Row, Target
+if TYPE_CHECKING:  # `flow`'s parser imports this module for its arguments: measure.py's imports wait for a run
+    from flow_kernel.bench.measure import Figures, Row, Target
 
 SECTIONS = ("kernel", "frontend", "sandbox", "agents", "memory", "view", "evals", "evals_ray", "models")  # the order of the targets table
 

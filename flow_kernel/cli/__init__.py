@@ -10,7 +10,10 @@ What they share (exit codes, `UsageError`, the error printer, the file loader) i
 `flow run` and `flow resume` run one sandbox with the pool's default command: `main` starts
 it before the commands' imports (sandbox/process.py `start_early`), and the run's pool takes
 it over; a command that ends without taking it kills it (`early.cancel`). The command
-modules are imported in `build_parser`, after that start.
+modules are imported in `build_parser`, after that start; each imports what its handler
+needs inside the handler, so that building the parser (every command, `--version` too)
+does not import the language, the runtime or the bench. `flow run` and `flow resume` start
+importing the provider clients their program names while the sandbox starts (prefetch.py).
 """
 
 from __future__ import annotations

@@ -81,6 +81,7 @@ def print_refusal(command: str, exc: Any, json_mode: bool) -> int:
 
 def cmd_resume(args: argparse.Namespace) -> int:
     from flow_kernel.cli.outcome import report, run_in_terminal
+    from flow_kernel.cli.prefetch import prefetch_clients, program_models
     from flow_kernel.runtime.config import ConfigError, config_folder
     from flow_kernel.runtime.durable.resume import ResumeRefused, load_checkpoint
     from flow_kernel.runtime.policy.operator import Operator
@@ -110,6 +111,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     warn_unpinned(session.allow_run, command="resume")
     try:
         ready = session.prepare_resume(args.run)
+        prefetch_clients(program_models(ready.compiled.check.decls, config))
         outcome = asyncio.run(run_in_terminal(session, ready.compiled, json_mode, resuming=ready))
     except ResumeRefused as exc:
         return print_refusal("resume", exc, json_mode)

@@ -36,7 +36,6 @@ from flow_kernel.cli.common import (
     print_error,
     warn_unpinned,
 )
-from flow_kernel.runtime.context import RunContext
 from flow_kernel.terminal_text import json_for_terminal, terminal_safe
 
 
@@ -80,6 +79,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from flow_kernel.files import FileSystemLoader
     from flow_kernel.lang.compiler import compile_checked
     from flow_kernel.runtime.config import ConfigError, config_folder
+    from flow_kernel.runtime.context import RunContext
     from flow_kernel.runtime.eval.runner import EvalUsageError
     from flow_kernel.runtime.eval.scorers import ScorerError
     from flow_kernel.runtime.policy.ceilings import Ceilings

@@ -35,8 +35,6 @@ from flow_kernel.cli.common import (
     wants_color,
     warn_unpinned,
 )
-from flow_kernel.cli.outcome import report, run_in_terminal
-from flow_kernel.runtime.context import RunContext
 
 EXIT_COMPILE = 2
 
@@ -85,10 +83,13 @@ def _parse_input(text: str | None) -> dict[str, Any]:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from flow_kernel.cli.outcome import report, run_in_terminal
+    from flow_kernel.cli.prefetch import prefetch_clients, program_models
     from flow_kernel.diagnostics.render import render_text
     from flow_kernel.files import FileSystemLoader
     from flow_kernel.lang.compiler import compile_checked
     from flow_kernel.runtime.config import ConfigError, config_folder
+    from flow_kernel.runtime.context import RunContext
     from flow_kernel.runtime.policy.operator import Operator
     from flow_kernel.runtime.policy.trust import CapabilityDenied
     from flow_kernel.runtime.session import Session
@@ -146,6 +147,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         from flow_kernel.runtime.events.terminal import NOTICES, TerminalProgress
 
         sinks.append(TerminalProgress(sys.stderr, only=NOTICES))
+    if not args.replay:  # a cassette answers every call: no client is needed
+        prefetch_clients(program_models(result.decls, config))
     try:
         session = Session(directory=Path.cwd(), config=config, operator=operator, allow_run=args.allow_run,
                           record=args.record, replay=args.replay, allow=trust, sandbox="one",
