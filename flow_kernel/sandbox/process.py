@@ -34,6 +34,7 @@ from flow_kernel.sandbox.install import (
 from flow_kernel.sandbox.node import NodeInfo, NodeNotFound, find_node, network_namespace
 
 MAX_LINE = 16 * 1024 * 1024
+READ_SIZE = 256 * 1024  # bytes asked of the sandbox's stdout at a time (what is there comes at once)
 START_TIMEOUT = 60.0
 EXIT_WAIT = 2.0  # seconds a dead sandbox's exit and pipes are awaited before they are closed anyway
 # The sandbox's whole environment. MALLOC_TRIM_THRESHOLD_ fixed at glibc's initial 128 KiB:
@@ -221,34 +222,61 @@ class SandboxProcess:
 
     # -- input -------------------------------------------------------------------------------
     async def _read(self) -> None:
+        """The sandbox's lines, taken from each read of the pipe as it comes (one read holds
+        the lines of many calls), each checked on its own: at most MAX_LINE bytes (+1, as a
+        stream reader with that limit allows), a JSON object, a message the bridge knows.
+        The first line that fails ends the process; a partial last line at its exit is dropped."""
         assert self.proc is not None and self.proc.stdout is not None
+        stdout = self.proc.stdout
         reason = "the sandbox process exited"
+        held = bytearray()  # the start of a line whose end has not come yet
         try:
             while True:
-                try:
-                    raw = await self.proc.stdout.readuntil(b"\n")
-                except asyncio.IncompleteReadError:
+                chunk = await stdout.read(READ_SIZE)
+                if not chunk:
                     break
-                except asyncio.LimitOverrunError:
-                    reason = f"the sandbox sent a line longer than {MAX_LINE} bytes"
-                    break
-                try:
-                    message = json.loads(raw)
-                except RecursionError:  # `[[[[…` deeper than the parser's stack: not the protocol
-                    reason = f"the sandbox sent JSON nested too deeply: {raw[:80]!r}"
-                    break
-                except ValueError:
-                    message = None
-                if not isinstance(message, dict):
-                    reason = f"the sandbox sent a line that is not a JSON object: {raw[:80]!r}"
-                    break
-                try:
-                    self._dispatch(message)
-                except (TypeError, ValueError, AttributeError):  # e.g. an unhashable id: not the protocol
-                    reason = f"the sandbox sent a malformed message: {raw[:80]!r}"
+                end = chunk.rfind(b"\n")
+                if end < 0:
+                    held += chunk
+                    if len(held) > MAX_LINE + 1:
+                        reason = f"the sandbox sent a line longer than {MAX_LINE} bytes"
+                        break
+                    continue
+                if held:
+                    held += chunk[:end]
+                    lines = bytes(held).split(b"\n")
+                    held.clear()
+                else:
+                    lines = chunk[:end].split(b"\n")
+                held += chunk[end + 1:]
+                failed = self._take_lines(lines)
+                if failed is None and len(held) > MAX_LINE + 1:
+                    failed = f"the sandbox sent a line longer than {MAX_LINE} bytes"
+                if failed is not None:
+                    reason = failed
                     break
         finally:
             await self._die(reason)
+
+    def _take_lines(self, lines: list[bytes]) -> str | None:
+        """Each complete line, in order, to `_dispatch`; why the bridge must end, at the first
+        line that breaks the protocol (None: all were messages)."""
+        for raw in lines:
+            if len(raw) > MAX_LINE + 1:
+                return f"the sandbox sent a line longer than {MAX_LINE} bytes"
+            try:
+                message = json.loads(raw)
+            except RecursionError:  # `[[[[…` deeper than the parser's stack: not the protocol
+                return f"the sandbox sent JSON nested too deeply: {raw[:80]!r}"
+            except ValueError:
+                message = None
+            if not isinstance(message, dict):
+                return f"the sandbox sent a line that is not a JSON object: {raw[:80]!r}"
+            try:
+                self._dispatch(message)
+            except (TypeError, ValueError, AttributeError):  # e.g. an unhashable id: not the protocol
+                return f"the sandbox sent a malformed message: {raw[:80]!r}"
+        return None
 
     async def _read_stderr(self) -> None:
         assert self.proc is not None and self.proc.stderr is not None
