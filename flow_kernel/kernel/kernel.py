@@ -200,8 +200,9 @@ class FlowKernel(Kernel):
         elif end.value is not None and not silent:
             data = result_bundle(end.value)
             self.iopub("execute_result", {"execution_count": self.execution_count, "data": data, "metadata": {}})
-            if self._history_line is not None:
-                self.history.store_output(self._history_line, str(data.get("text/plain", "")))
+            if self._history_line is not None:  # written once the reply is sent, before the next request is read
+                asyncio.get_running_loop().call_soon(self.history.store_output, self._history_line,
+                                                     str(data.get("text/plain", "")))
         return self._ok()
 
     @property

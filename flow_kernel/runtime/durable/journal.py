@@ -109,11 +109,11 @@ def _identity(status: os.stat_result) -> tuple[int, int, int, int]:
 
 
 @functools.lru_cache(maxsize=4)
-def _config_home(flow_home: str | None, xdg_home: str | None, home: str | None) -> Path:
-    """`config_home()` while these three variables (what it reads) are as given."""
+def _key_file(flow_home: str | None, xdg_home: str | None, home: str | None) -> Path:
+    """The key's path in `config_home()` while these three variables (what it reads) are as given."""
     from flow_kernel.runtime.policy.trust import config_home
 
-    return config_home()
+    return config_home() / KEY_FILE
 
 
 def _seal_key() -> bytes:
@@ -123,12 +123,12 @@ def _seal_key() -> bytes:
     or edited is read again."""
     global _key_read
     environ = os.environ
-    home = _config_home(environ.get("FLOW_CONFIG_HOME"), environ.get("XDG_CONFIG_HOME"), environ.get("HOME"))
-    path = home / KEY_FILE
+    path = _key_file(environ.get("FLOW_CONFIG_HOME"), environ.get("XDG_CONFIG_HOME"), environ.get("HOME"))
     if _key_read is not None and _key_read[0] == str(path):
         with contextlib.suppress(OSError):
             if _identity(os.lstat(path)) == _key_read[1]:
                 return _key_read[2]
+    home = path.parent
     home.mkdir(parents=True, exist_ok=True)
     if not path.exists():
         # Written aside, then linked into place: two processes making it at once never see a
@@ -176,8 +176,9 @@ class Journal:
 
     def __init__(self, directory: Path | str, run_id: str, *, append: bool = False, last_mac: str = "") -> None:
         self.run_id = run_id
-        self.path = Path(directory) / f"{run_id}.jsonl"
-        folder = open_folder(Path(directory), own=OWN_FOLDERS)
+        directory = directory if isinstance(directory, Path) else Path(directory)
+        self.path = directory / f"{run_id}.jsonl"
+        folder = open_folder(directory, own=OWN_FOLDERS)
         try:
             if append:
                 fd = open_existing_file(folder, self.path)

@@ -28,19 +28,18 @@ def open_folder(path: Path, *, own: int) -> int:
     working directory) and are taken as they resolve."""
     parts = path.parts
     own = min(own, len(parts) - (1 if path.is_absolute() else 0))
-    above = Path(*parts[: len(parts) - own]) if len(parts) > own else Path(".")
+    above = os.path.join(*parts[: len(parts) - own]) if len(parts) > own else "."
     try:  # there already (every run but a folder's first): entered, nothing made
         fd = os.open(above, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except FileNotFoundError:
-        above.mkdir(parents=True, exist_ok=True)
+        Path(above).mkdir(parents=True, exist_ok=True)
         fd = os.open(above, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    walked = above
     try:
-        for name in parts[len(parts) - own:]:
-            walked = walked / name
+        for index, name in enumerate(parts[len(parts) - own:]):
             try:
                 inner = _enter(fd, name)
             except OSError as exc:
+                walked = Path(above, *parts[len(parts) - own:][:index + 1])
                 raise _refusal(exc, walked, fd, name) from None
             os.close(fd)
             fd = inner
