@@ -459,7 +459,10 @@ class CallChecker:
         # bound every name; otherwise the body is searched.
         clean = self.reports == 0 and not self.reporter.diagnostics
         local = ctx.bound if clean else local_names(ctx.decl or body)
-        names = Names({n: e.kind for n, e in self.decls.items()}, local, self.leaves)
+        kinds = self.decl_kinds
+        if len(kinds) != len(self.decls):  # made once: every declaration is in before a body is checked
+            kinds = self.decl_kinds = {n: e.kind for n, e in self.decls.items()}
+        names = Names(kinds, local, self.leaves)
         used = usage(body, names)
         runs, steps = ctx.limits["agent_runs"], ctx.limits["steps"]
         what = "this workflow" if ctx.decl is not None else "this cell"

@@ -109,6 +109,7 @@ class Checker(DeclChecker, ExprChecker, CallChecker, StmtChecker, PromptChecker,
         self.exits: int = 0
         self.reports: int = 0  # calls of `report`, those about other sources' text included
         self.leaves: dict[int, bool] = {}
+        self.decl_kinds: dict[str, str] = {}  # name -> kind of every declaration, for the budget pass
 
     # -- reporting ---------------------------------------------------------------------------
     def report(self, code: str, span: Span, message: str, related: list[Related] | tuple[Related, ...] = (),

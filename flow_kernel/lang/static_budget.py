@@ -276,33 +276,43 @@ def _repeated(each: Usage) -> Usage:
 
 
 def _call(e: ast.Call, names: Names) -> Usage:
-    args = NOTHING
+    args, lam = NOTHING, None
     for a in e.args:
-        if not isinstance(a.value, ast.Lambda | ast.TypeArg):
-            args = args + _expr(a.value, names)
+        value = a.value
+        kind = type(value)
+        if kind is ast.Lambda:
+            lam = lam or value
+        elif kind is not ast.TypeArg:
+            args = args + _expr(value, names)
     callee = e.callee
-    builtin = _builtin(e, names)
-    if builtin is not None:
-        lam = next((a.value for a in e.args if isinstance(a.value, ast.Lambda)), None)
-        if lam is None:
-            return args + ONE_STEP
-        n = static_length(e.args[0].value, names) if e.args and builtin in _EVERY_ITEM else None
-        each = _lambda(lam, names)
-        if n is None:
-            return args + ONE_STEP + _repeated(each)
-        return args + ONE_STEP + each.times(n)
-    if isinstance(callee, ast.Name) and callee.name not in names.local:
-        kind = names.kinds.get(callee.name)
-        if kind == "agent":
-            return args + Usage(1, 1, 1)
-        if kind in ("workflow", "panel", "fn"):
-            return args + Usage(0, None, 1)
-        if kind == "tool":
+    if type(callee) is ast.Name:
+        name = callee.name
+        if name in names.local:
+            return args + UNBOUNDED
+        declared = names.kinds.get(name)
+        if declared is None and name in BUILTINS:
+            if lam is None:
+                return args + ONE_STEP
+            n = static_length(e.args[0].value, names) if name in _EVERY_ITEM else None
+            each = _lambda(lam, names)  # type: ignore[arg-type]
+            if n is None:
+                return args + ONE_STEP + _repeated(each)
+            return args + ONE_STEP + each.times(n)
+        if declared == "agent":
+            return args + _AGENT_CALL
+        if declared in ("workflow", "panel", "fn"):
+            return args + _BODY_CALL
+        if declared == "tool":
             return args
-    if isinstance(callee, ast.Member) and isinstance(callee.obj, ast.Name) \
+    elif type(callee) is ast.Member and type(callee.obj) is ast.Name \
             and names.kinds.get(callee.obj.name) == "team" and callee.obj.name not in names.local:
-        return args + Usage(1, None, 1)
+        return args + _TEAM_CALL
     return args + UNBOUNDED
+
+
+_AGENT_CALL = Usage(1, 1, 1)
+_BODY_CALL = Usage(0, None, 1)  # a workflow, panel or function: its own body's count is not added
+_TEAM_CALL = Usage(1, None, 1)
 
 
 def _lambda(lam: ast.Lambda, names: Names) -> Usage:
