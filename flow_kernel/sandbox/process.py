@@ -92,8 +92,9 @@ def sandbox_command(node: NodeInfo, *, snapshot: Path | None, memory_mb: int, is
     # after start-up, to give the snapshot's bytes back (runner.mjs).
     # No --allow-worker: the watchdog runs on the main thread (runner.mjs), so the permission
     # model refuses any Worker (each one a whole V8 isolate, ~12 MB resident).
+    # node.wasm_flags: TurboFan's inlining for the WebAssembly CPython (sandbox/node.py).
     command = [node.path, "--disallow-code-generation-from-strings", "--max-semi-space-size=1", "--expose-gc",
-               node.permission_flag,
+               *node.wasm_flags, node.permission_flag,
                *(f"--allow-fs-read={r}" for r in reads), "--no-warnings",
                str(RUNNER), "--pyodide", str(pyodide), "--bootstrap", str(BOOTSTRAP_DIR), "--memory-mb", str(memory_mb)]
     if snapshot is not None:

@@ -124,3 +124,33 @@ def test_a_snapshot_is_never_given_to_another_node_version(monkeypatch: pytest.M
     check = install.snapshot_problem
     monkeypatch.setattr(install, "snapshot_problem", lambda path, node=None: check(path))
     assert "--snapshot" in sandbox_command(other, snapshot=snapshot, memory_mb=512)
+
+
+# -- V8 flags for the WebAssembly CPython, on the Node they were measured on ---------------------------
+
+def test_the_wasm_flags_are_ones_their_node_accepts() -> None:
+    # Node stops at a flag it does not know ("bad option", exit 9), so a misspelt or dropped
+    # flag would keep every sandbox from starting.
+    import subprocess
+
+    node = node_module.find_node()
+    for major, flags in node_module.WASM_FLAGS.items():
+        if node.version[0] != major:
+            continue
+        done = subprocess.run([node.path, *flags, "-e", "0"], capture_output=True, text=True, timeout=30)
+        assert (done.returncode, done.stderr) == (0, ""), (flags, done.stderr)
+
+
+def test_the_sandbox_command_has_the_wasm_flags_only_on_their_node() -> None:
+    from flow_kernel.sandbox.install import RUNNER
+    from flow_kernel.sandbox.process import sandbox_command
+
+    node = node_module.find_node()
+    for major, flags in node_module.WASM_FLAGS.items():
+        assert flags and all(f.startswith("--wasm-") for f in flags)
+        measured = node_module.NodeInfo(node.path, (major, 0, 0), "test")
+        command = sandbox_command(measured, snapshot=None, memory_mb=512)
+        runner = command.index(str(RUNNER))
+        assert all(command.index(f) < runner for f in flags)  # V8 flags go before the script
+        other = node_module.NodeInfo(node.path, (major + 1, 0, 0), "test")
+        assert not set(flags) & set(sandbox_command(other, snapshot=None, memory_mb=512))
