@@ -3,16 +3,23 @@
   against the ideal 200 / 20 × 50 ms = 500 ms (the ratio is the pipeline's overhead);
 - throughput: 10,000 zero-latency scripted agent calls through the whole pipeline
   (sandbox → bridge → budgets, gate, contract, events → back), in calls/s, against raw
-  sandbox → host bridge round trips/s measured alongside (`echo_bench`, concurrent).
+  sandbox → host bridge round trips/s measured alongside (`echo_bench`, concurrent);
+- beside each throughput, the CPU per call of the host process (`process_time`) and of the
+  sandbox processes (utime + stime, 10 ms ticks): figures the load of other processes
+  moves far less than calls/s, and which side bounds the rate.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import statistics
+import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from flow_kernel.bench.measure import Figures, Row, Target, compile_flow, stats, timed_async
+from flow_kernel.bench.notebooks import cpu_ticks
 from flow_kernel.runtime.executors import SandboxExecutor
 from flow_kernel.runtime.run import RunOutcome, run_compiled
 from flow_kernel.sandbox.inprocess import InProcessExecutor
@@ -46,6 +53,29 @@ def _checked(outcome: RunOutcome, expected: int) -> None:
 
 
 NAME = "agents"
+TICKS_PER_S = os.sysconf("SC_CLK_TCK")
+
+
+class CpuPerCall:
+    """The host's and the sandbox processes' CPU over each measured run, per call."""
+
+    def __init__(self, calls: int) -> None:
+        self.calls = calls
+        self.host: list[float] = []
+        self.sandbox: list[float] = []
+
+    async def measure(self, pids: Callable[[], list[int]], run: Callable[[], Awaitable[None]]) -> None:
+        """`run()` awaited; `pids()` the sandbox processes to count (read before and after)."""
+        ticks, cpu = cpu_ticks(pids()), time.process_time()
+        await run()
+        self.host.append(time.process_time() - cpu)
+        self.sandbox.append((cpu_ticks(pids()) - ticks) / TICKS_PER_S)
+
+    def figures(self, prefix: str, repeat: int) -> Figures:
+        """µs per call over the last `repeat` runs (the warm-up's left out)."""
+        scale = 1e6 / self.calls
+        return {f"{prefix}_host_cpu_us": stats(self.host[-repeat:], scale),
+                f"{prefix}_sandbox_cpu_us": stats(self.sandbox[-repeat:], scale)}
 
 
 def measure(quick: bool) -> Figures:
@@ -74,8 +104,13 @@ async def _measure(quick: bool) -> Figures:
 
         throughput = compile_flow(THROUGHPUT.format(n=calls, conc=50))
 
+        pipeline_cpu = CpuPerCall(calls)
+
         async def many_sandbox() -> None:
-            _checked(await run_compiled(throughput, executor), calls)
+            async def run() -> None:
+                _checked(await run_compiled(throughput, executor), calls)
+
+            await pipeline_cpu.measure(pool.pids, run)
 
         async def many_in_process() -> None:
             _checked(await run_compiled(throughput, InProcessExecutor()), calls)
@@ -83,6 +118,7 @@ async def _measure(quick: bool) -> Figures:
         sandboxed = await timed_async(many_sandbox, repeat)
         in_process = await timed_async(many_in_process, repeat)
         figures["pipeline_calls_per_s"] = stats([calls / t for t in sandboxed])
+        figures.update(pipeline_cpu.figures("pipeline", repeat))
         figures["pipeline_calls_per_s_in_process"] = stats([calls / t for t in in_process])
     finally:
         await pool.close()
@@ -96,12 +132,18 @@ async def _measure(quick: bool) -> Figures:
     try:
         await process.request("echo_bench", {"n": 200, "concurrent": True})  # warm-up
         rates = []
-        for _ in range(repeat):
+        bridge_cpu = CpuPerCall(calls)
+
+        async def echo_run() -> None:
             result = await process.request("echo_bench", {"n": calls, "concurrent": True})
             rates.append(calls / result["seconds"])
+
+        for _ in range(repeat):
+            await bridge_cpu.measure(lambda: [process.pid] if process.pid is not None else [], echo_run)
     finally:
         await process.close()
     figures["bridge_calls_per_s"] = stats(rates)
+    figures.update(bridge_cpu.figures("bridge", repeat))
     figures["ratio_pipeline_to_bridge"] = figures["pipeline_calls_per_s"]["median"] / figures["bridge_calls_per_s"]["median"]
     return figures
 
@@ -114,7 +156,19 @@ def rows(f: Figures) -> list[Row]:
         Row(f"agent calls/s, whole pipeline ({f['throughput_calls']:,} calls)", f["pipeline_calls_per_s"], "calls/s", "{:,.0f}"),
         Row("agent calls/s, pipeline with in-process executor", f["pipeline_calls_per_s_in_process"], "calls/s", "{:,.0f}"),
         Row("raw bridge calls/s (sandbox → host, concurrent)", f["bridge_calls_per_s"], "calls/s", "{:,.0f}"),
+        *_cpu_rows(f),
     ]
+
+
+def _cpu_rows(f: Figures) -> list[Row]:
+    """The CPU per call rows (absent from figures saved before they were measured)."""
+    rows = []
+    for prefix, what in (("pipeline", "whole pipeline"), ("bridge", "raw bridge")):
+        for side in ("host", "sandbox"):
+            key = f"{prefix}_{side}_cpu_us"
+            if key in f:
+                rows.append(Row(f"  {side} CPU per call, {what}", f[key], "µs", "{:.1f}"))
+    return rows
 
 
 TARGETS = [
