@@ -11,6 +11,7 @@ with the C encoder made once.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable
 from json import encoder as _json_encoder
 from typing import Any
@@ -20,12 +21,12 @@ Encode = Callable[[Any], str]
 
 def encoder(**options: Any) -> Encode:
     """`json.JSONEncoder(**options).encode`, the same text and the same errors, without a new
-    C encoder per call. The circular-reference check (`check_circular`, on by default) keeps
-    the containers being encoded in one table: an encode that fails clears it, and an encode
-    that starts while another is under way (a `default` that encodes, another thread) uses a
-    fresh encoder of its own."""
+    C encoder per call. The C encoder keeps the containers it has open in one table (the
+    circular-reference check): one encode at a time uses it (a lock taken without waiting),
+    a failed one leaves it empty, and an encode that starts while another is under way (a
+    `default` that encodes, another thread) makes an encoder of its own, as before."""
     model = json.JSONEncoder(**options)
-    make = _json_encoder.c_make_encoder
+    make = getattr(_json_encoder, "c_make_encoder", None)
     if make is None or model.indent is not None:  # no C accelerator: the plain way
         return model.encode
     markers: dict[int, Any] | None = {} if model.check_circular else None
@@ -33,9 +34,11 @@ def encoder(**options: Any) -> Encode:
     fast = make(markers, model.default, strings, None, model.key_separator, model.item_separator, model.sort_keys,
                 model.skipkeys, model.allow_nan)
     slow = model.encode
+    busy = threading.Lock()
+    take, give_back = busy.acquire, busy.release
 
     def encode(value: Any) -> str:
-        if markers:  # another encode of this encoder is under way
+        if not take(False):  # another encode of this encoder is under way
             return slow(value)
         try:
             return "".join(fast(value, 0))
@@ -43,5 +46,7 @@ def encoder(**options: Any) -> Encode:
             if markers is not None:
                 markers.clear()
             raise
+        finally:
+            give_back()
 
     return encode
