@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from flow_kernel.runtime.durable import journal
+from flow_kernel.runtime.run import RunOutcome
 from flow_kernel.runtime.session import Session
 
 
@@ -30,14 +31,22 @@ def _count_syncs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, bytes]]:
     return calls
 
 
-def test_a_run_without_effects_leaves_its_journal_with_the_os(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    session = Session(directory=tmp_path, sandbox=False, operator="none")
-    session.run("1 + 1")  # warm: the journal key is made (and synced) on the first run
+def _syncs_of(source: str, folder: Path, operator: str, monkeypatch: pytest.MonkeyPatch
+              ) -> tuple[RunOutcome, list[tuple[str, bytes]]]:
+    """Run `source` in a session whose first run is done (the journal key is made and synced
+    then), and the disk syncs of its journal, once the background sync is done."""
+    session = Session(directory=folder, sandbox=False, operator=operator)
+    session.run("1 + 1")
     journal.wait_for_syncs()
     calls = _count_syncs(monkeypatch)
-    outcome = session.run('print "hi"\n1 + 1')
+    outcome = session.run(source)
+    journal.wait_for_syncs()  # the closing fsync is a background thread's
+    return outcome, calls
+
+
+def test_a_run_without_effects_leaves_its_journal_with_the_os(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    outcome, calls = _syncs_of('print "hi"\n1 + 1', tmp_path, "none", monkeypatch)
     assert outcome.result == 2
-    journal.wait_for_syncs()
     assert calls == []  # no effect, nothing a resume would skip: no disk sync (was one fsync, before that three)
     assert outcome.journal is not None
     with outcome.journal.open() as handle:  # closed, unlocked, and whole: what a killed process leaves too
@@ -48,13 +57,9 @@ def test_a_run_without_effects_leaves_its_journal_with_the_os(tmp_path: Path, mo
 
 def test_a_run_with_an_effect_has_its_header_on_the_disk_before_it_goes_on(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    session = Session(directory=tmp_path, sandbox=False, operator="none")
-    session.run("1 + 1")
-    journal.wait_for_syncs()
-    calls = _count_syncs(monkeypatch)
-    outcome = session.run('agent helper { model: "scripted", script: ["ok"] }\nhelper("hi")')
+    outcome, calls = _syncs_of('agent helper { model: "scripted", script: ["ok"] }\nhelper("hi")', tmp_path, "none",
+                               monkeypatch)
     assert outcome.error is None and outcome.result == "ok"
-    journal.wait_for_syncs()
     names = [name for name, _ in calls]
     assert names[0] == "fdatasync" and names[-1] == "fsync", names  # its end goes to the disk too
     assert '"journal":"end"' in calls[-1][1].decode()
@@ -64,13 +69,8 @@ def test_a_run_with_an_effect_has_its_header_on_the_disk_before_it_goes_on(
 
 def test_a_run_that_waits_has_its_question_and_its_end_on_the_disk(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    session = Session(directory=tmp_path, sandbox=False, operator="defer")
-    session.run("1 + 1")
-    journal.wait_for_syncs()
-    calls = _count_syncs(monkeypatch)
-    outcome = session.run('let ok = approve "Ship it?"\nok')
+    outcome, calls = _syncs_of('let ok = approve "Ship it?"\nok', tmp_path, "defer", monkeypatch)
     assert outcome.status == "waiting"
-    journal.wait_for_syncs()
     names = [name for name, _ in calls]
     assert names == ["fdatasync", "fsync"], names  # the pending question before the run stops, then its end
     assert '"journal":"pending"' in calls[0][1].decode() and '"journal":"end"' in calls[1][1].decode()
