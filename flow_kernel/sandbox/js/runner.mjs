@@ -151,11 +151,11 @@ function sparseHeapRestore(snapshotBuffer) {
 // past an armed deadline it puts SIGINT (2) in element 0, which the same check reads and
 // clears. (A getter on element 0 itself costs V8 a runtime call per read and per write,
 // ~0.5 µs a check, several per cent of a CPU-bound run; a named getter returning a typed
-// array is inline-cached.) A main
-// thread that is idle at the deadline (the run awaits the host) runs the timer below
-// instead, which cancels the run the ordinary way, with no interrupt: a KeyboardInterrupt
-// left pending would go off in whatever Python runs next (the next stdin line), outside
-// the run. Everything is on one thread, so `disarm` is final the moment it returns.
+// array is inline-cached.) A main thread that is idle at the deadline (the run awaits the
+// host) runs the timer below instead, which cancels the run the ordinary way, with no
+// interrupt: a KeyboardInterrupt left pending would go off in whatever Python runs next
+// (the next stdin line), outside the run. Everything is on one thread, so `disarm` is final
+// the moment it returns.
 const ANSWER_MS = 50;
 const SIGINT = 2;
 // Node's setTimeout takes at most 2^31-1 ms (~24.8 days); a longer delay becomes 1 ms. A
