@@ -7,15 +7,19 @@
   CPython (the in-process executor), and their ratio; the target's figure is the prime
   counter (CPU_BOUND), two more programs are detail rows: string building and
   interpolation (TEXT_BOUND) and records in nested loops (RECORDS_BOUND).
-Ratios are what hold on a noisy machine.
+Ratios are what hold on a noisy machine. The prime counter is also measured in CPU time
+(detail rows, Linux): the sandbox's Node main thread against this process's, which the
+machine's load moves far less than the wall clock.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import gc
 import statistics
 import time
+from pathlib import Path
 from typing import Any
 
 from flow_kernel.bench.measure import Figures, Row, Target, compile_flow, stats, timed_async
@@ -149,6 +153,11 @@ async def _measure(quick: bool) -> Figures:
     figures["cpu_sandbox_s"] = stats(sandboxed)
     figures["cpu_host_cpython_s"] = stats(in_process)
     figures["ratio_cpu_sandbox_to_cpython"] = statistics.median(sandboxed) / statistics.median(in_process)
+    cpu_times = await _cpu_times(cpu, executor, host, repeat)
+    if cpu_times is not None:
+        figures["cpu_sandbox_thread_cpu_s"] = stats(cpu_times[0])
+        figures["cpu_host_cpython_cpu_s"] = stats(cpu_times[1])
+        figures["ratio_cpu_time_sandbox_to_cpython"] = statistics.median(cpu_times[0]) / statistics.median(cpu_times[1])
     for key, source, quick_n, full_n, _label in MORE_PROGRAMS:
         program = compile_flow(source.replace("N", quick_n if quick else full_n))
         sandboxed = await timed_async(functools.partial(run_compiled, program, executor), repeat)
@@ -158,6 +167,40 @@ async def _measure(quick: bool) -> Figures:
         figures[f"ratio_cpu_{key}_sandbox_to_cpython"] = statistics.median(sandboxed) / statistics.median(in_process)
     await pool.close()
     return figures
+
+
+def _thread_cpu_s(pid: int) -> float | None:
+    """CPU seconds the main thread of process `pid` has run (Linux `schedstat`, in ns), or None."""
+    try:
+        return int(Path(f"/proc/{pid}/task/{pid}/schedstat").read_text().split()[0]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+async def _cpu_times(program: Any, executor: SandboxExecutor, host: InProcessExecutor,
+                     repeat: int) -> tuple[list[float], list[float]] | None:
+    """CPU seconds of `repeat` runs of `program` each way, alternated, after the runs before
+    (the warm-up): the sandbox's Node main thread (where Python runs; the bridge's and the
+    host's side of a run are not in it) and this process's for the in-process run. None
+    where the thread's CPU cannot be read, or the pool holds more than one sandbox."""
+    sandbox: list[float] = []
+    in_process: list[float] = []
+    for _ in range(repeat):
+        pids = executor.pool.pids()
+        before = _thread_cpu_s(pids[0]) if len(pids) == 1 else None
+        if before is None:
+            return None
+        gc.collect()
+        await run_compiled(program, executor)
+        after = _thread_cpu_s(pids[0])
+        if after is None or executor.pool.pids() != pids:  # the process ended or was replaced
+            return None
+        sandbox.append(after - before)
+        gc.collect()
+        started = time.process_time()
+        await run_compiled(program, host)
+        in_process.append(time.process_time() - started)
+    return sandbox, in_process
 
 
 def rows(f: Figures) -> list[Row]:
@@ -173,6 +216,12 @@ def rows(f: Figures) -> list[Row]:
         Row("CPU-bound program, sandbox", f["cpu_sandbox_s"], "s", "{:.3f}"),
         Row("CPU-bound program, host CPython (in-process)", f["cpu_host_cpython_s"], "s", "{:.3f}"),
     ]
+    if "cpu_sandbox_thread_cpu_s" in f:  # Linux only, and absent from figures taken before
+        out += [
+            Row("  CPU time: sandbox's Node main thread", f["cpu_sandbox_thread_cpu_s"], "s", "{:.3f}"),
+            Row("  CPU time: host CPython (this process)", f["cpu_host_cpython_cpu_s"], "s", "{:.3f}"),
+            Row("    ratio sandbox / host CPython, CPU time", f["ratio_cpu_time_sandbox_to_cpython"], "×", "{:.2f}"),
+        ]
     for key, _source, _quick_n, _full_n, label in MORE_PROGRAMS:
         if f"cpu_{key}_sandbox_s" in f:  # absent from figures taken before these programs were added
             out += [
