@@ -1,7 +1,9 @@
 """The kernel's status as JupyterLab's status bar shows it while a Flow cell waits for its
 Approve button: "Flow | Busy" throughout, "Flow | Idle" once the cell has finished. The
-reopened twin runs the same kernel with ipykernel's own status publishing (a kernel spec
-of its own, `flow-ungated`): the status bar says "Flow | Idle" under the waiting cell."""
+reopened twin runs the same kernel as ipykernel 7 runs one by default — its own status
+publishing, and its shell-channel thread, which handles the widgets' comm messages beside
+the waiting cell (a kernel spec of its own, `flow-ungated`): the status bar says "Flow |
+Idle" under the waiting cell."""
 
 from __future__ import annotations
 
@@ -16,6 +18,11 @@ import pytest
 
 from tests.browser.lab import Lab, jupyter_lab, missing, write_notebook
 from tests.kernel.test_kernel_status import UNGATED
+
+# ipykernel's status publishing and its application's shell-channel thread (kernel/app.py
+# drops the thread; kernel/status.py gates the statuses).
+IPYKERNEL_DEFAULTS = ("from ipykernel.kernelapp import IPKernelApp; from flow_kernel.kernel.app import FlowKernelApp; "
+                      "FlowKernelApp.init_control = IPKernelApp.init_control; " + UNGATED)
 
 pytestmark = pytest.mark.browser
 
@@ -35,7 +42,7 @@ def lab(chromium: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tup
     spec = home / "data" / "kernels" / "flow-ungated"
     spec.mkdir(parents=True)
     spec.joinpath("kernel.json").write_text(json.dumps({
-        "argv": [sys.executable, "-c", UNGATED, "-f", "{connection_file}"],
+        "argv": [sys.executable, "-c", IPYKERNEL_DEFAULTS, "-f", "{connection_file}"],
         "display_name": "Flow", "language": "flow", "interrupt_mode": "message"}))
     with jupyter_lab(root, home) as url:
         yield chromium, url, root
