@@ -196,6 +196,6 @@ TARGETS = [
         lambda f: f"ideal {f['fanout_ideal_s'] * 1000:,.0f} ms",
         lambda f: float(f["ratio_fanout_to_ideal"]),
         1.15,
-        goal=1.04,
+        goal=1.03,  # issue 34 (issue 23's was 1.04)
     ),
 ]
