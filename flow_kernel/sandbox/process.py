@@ -118,6 +118,10 @@ def start_early(memory_mb: int = 512) -> bool:
     return False
 
 
+def _too_long() -> str:
+    return f"the sandbox sent a line longer than {MAX_LINE} bytes"
+
+
 class SandboxProcess:
     def __init__(self, command: list[str]) -> None:
         self.command = command
@@ -237,22 +241,16 @@ class SandboxProcess:
                 if not chunk:
                     break
                 end = chunk.rfind(b"\n")
-                if end < 0:
-                    held += chunk
-                    if len(held) > MAX_LINE + 1:
-                        reason = f"the sandbox sent a line longer than {MAX_LINE} bytes"
-                        break
-                    continue
-                if held:
-                    held += chunk[:end]
-                    lines = bytes(held).split(b"\n")
-                    held.clear()
-                else:
-                    lines = chunk[:end].split(b"\n")
-                held += chunk[end + 1:]
-                failed = self._take_lines(lines)
-                if failed is None and len(held) > MAX_LINE + 1:
-                    failed = f"the sandbox sent a line longer than {MAX_LINE} bytes"
+                lines: list[bytes] = []
+                if end >= 0:
+                    if held:
+                        held += chunk[:end]
+                        lines = bytes(held).split(b"\n")
+                        held.clear()
+                    else:
+                        lines = chunk[:end].split(b"\n")
+                held += chunk[end + 1:]  # the whole chunk when it has no line end
+                failed = self._take_lines(lines) or (_too_long() if len(held) > MAX_LINE + 1 else None)
                 if failed is not None:
                     reason = failed
                     break
@@ -264,7 +262,7 @@ class SandboxProcess:
         line that breaks the protocol (None: all were messages)."""
         for raw in lines:
             if len(raw) > MAX_LINE + 1:
-                return f"the sandbox sent a line longer than {MAX_LINE} bytes"
+                return _too_long()
             try:
                 message = json.loads(raw)
             except RecursionError:  # `[[[[…` deeper than the parser's stack: not the protocol
