@@ -148,10 +148,22 @@ class _McpChannel:
                 if kind == "progress":
                     await self.ctx.session.report_progress(*args)
                 else:
-                    await self.ctx.session.send_log_message(args[0], args[1], logger=self.logger,
-                                                            related_request_id=self.ctx.request_id)
+                    await self._log_message(*args)
             except Exception:  # a client gone mid-call: the run's result still matters to the journal
                 return
+
+    def _log_message(self, level: str, text: str) -> Awaitable[None]:
+        """The SDK's send of one `notifications/message`. The SDK marks the logging capability
+        deprecated (as of protocol 2026-07-28, which still carries it per request) and warns
+        when the send is called; this server keeps serving clients that ask for it, so the
+        warning is silenced at this one call, which warns as it is made, not as it is awaited."""
+        from mcp.shared.exceptions import MCPDeprecationWarning
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            sent: Awaitable[None] = self.ctx.session.send_log_message(
+                level, text, logger=self.logger, related_request_id=self.ctx.request_id)
+        return sent
 
     async def finish(self) -> None:
         self.queue.put_nowait(None)
