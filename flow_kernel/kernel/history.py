@@ -41,6 +41,25 @@ _SCHEMA = (
     " PRIMARY KEY (session, line))",
 )
 
+def _keep_private(location: str) -> None:
+    """An existing history file of this person's, and its WAL files, readable by the person
+    alone: group and other bits are taken off. A file someone else owns, a symbolic link or a
+    file that cannot be changed is left as it is (it is read as before)."""
+    for path in (location, location + "-wal", location + "-shm"):
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError:
+            continue
+        try:
+            info = os.fstat(fd)
+            if info.st_uid == os.getuid() and info.st_mode & 0o077:
+                os.fchmod(fd, info.st_mode & 0o700)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+
+
 # One history entry as the Jupyter protocol carries it: (session, line, input) or, with
 # output, (session, line, (input, output or None)).
 Entry = tuple[int, int, Any]
@@ -90,8 +109,10 @@ class KernelHistory:
         if location != MEMORY:
             Path(location).parent.mkdir(parents=True, exist_ok=True)
             # A new file is the person's alone (cells may hold secrets); SQLite's WAL files follow it.
-            with contextlib.suppress(FileExistsError):
+            try:
                 os.close(os.open(location, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+            except FileExistsError:
+                _keep_private(location)
         db = sqlite3.connect(location, timeout=LOCK_WAIT, isolation_level=None, check_same_thread=False)
         try:
             if location != MEMORY:

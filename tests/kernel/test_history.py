@@ -45,6 +45,17 @@ def test_a_new_file_is_the_persons_alone(tmp_path: Path) -> None:
         assert made.stat().st_mode & 0o077 == 0, made
 
 
+def test_an_existing_file_others_could_read_becomes_the_persons_alone(tmp_path: Path) -> None:
+    path = tmp_path / "h.sqlite"
+    first, _ = _two_sessions(path)
+    path.chmod(0o644)  # as an older release made it
+    third = _history(path)
+    third.store_input(1, "a")
+    assert not third.in_memory
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert third.tail(1, output=False) == [(3, 1, "a")]
+
+
 def test_range_counts_sessions_back_from_this_one(tmp_path: Path) -> None:
     _, second = _two_sessions(tmp_path / "h.sqlite")
     assert second.range(0, 1, None, output=False) == [(2, 1, 'print "hi"'), (2, 2, "a * 6")]
