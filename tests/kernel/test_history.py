@@ -47,7 +47,7 @@ def test_a_new_file_is_the_persons_alone(tmp_path: Path) -> None:
 
 def test_an_existing_file_others_could_read_becomes_the_persons_alone(tmp_path: Path) -> None:
     path = tmp_path / "h.sqlite"
-    first, _ = _two_sessions(path)
+    _two_sessions(path)
     path.chmod(0o644)  # as an older release made it
     third = _history(path)
     third.store_input(1, "a")
