@@ -20,6 +20,7 @@ from flow_kernel.lang.builtins import (
 from flow_kernel.lang.check_common import closest
 from flow_kernel.lang.env import DeclEntry, Frame, WorkflowContext
 from flow_kernel.lang.literals import literal_value
+from flow_kernel.lang.native_marks import mypyc_attr
 from flow_kernel.lang.prices import DEFAULT_MAX_OUTPUT_TOKENS, price_of
 from flow_kernel.lang.static_budget import Names, local_names, usage
 
@@ -33,6 +34,7 @@ AGENT_OPTIONS = ("context", "facts", "documents", "label", "output", "tools", "t
                  "max_tool_calls")
 
 
+@mypyc_attr(native_class=False)  # mixins: a plain class when compiled (native_marks.py)
 class CallChecker:
     # -- effects and operator prompts -----------------------------------------------------
     def effect(self: Checker, span: object, what: str) -> None:
@@ -536,7 +538,7 @@ class CallChecker:
             elif self.ctx is not None and d.timeout.ms > self.ctx.limits["duration"]:
                 self.report("F5023", d.timeout.span,
                             f"`{word}` waits up to {_ms(d.timeout.ms)}, longer than the workflow's `duration` of "
-                            f"{_ms(self.ctx.limits['duration'])}: a run that waits for the answer ends with "
+                            f"{_ms(int(self.ctx.limits['duration']))}: a run that waits for the answer ends with "
                             "`workflow-timeout` first (only a deferred run, which stops while it waits, reaches the default)")
         effect = _first_effect(d.default, self)
         if effect is not None:

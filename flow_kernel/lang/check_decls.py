@@ -20,6 +20,7 @@ from flow_kernel.lang.env import (
 )
 from flow_kernel.lang.graphs import find_cycles
 from flow_kernel.lang.literals import NOT_LITERAL, literal_value
+from flow_kernel.lang.native_marks import mypyc_attr
 from flow_kernel.lang.patterns import pattern_problem
 from flow_kernel.lang.prompt_files import file_call
 from flow_kernel.lang.purposes import purpose_of
@@ -43,6 +44,7 @@ MODEL_RE = re.compile(r"^[A-Za-z0-9_.-]+/\S+$")
 _MCP_SOURCE = re.compile(r"[A-Za-z0-9_.-]+(/\S+)?")
 
 
+@mypyc_attr(native_class=False)  # mixins: a plain class when compiled (native_marks.py)
 class DeclChecker:
     _resolving: DeclEntry | None  # the alias being resolved (its self-reference is no "use")
     mcp_servers: frozenset[str] = frozenset()  # the configuration's [mcp.NAME] names, for files (F4021)
@@ -294,7 +296,11 @@ class DeclChecker:
                 texts.append(text)
         info.texts[f.name.name] = texts
 
-    _agent_constraints = _agent_hints = lambda self, info, f, fields: self._agent_string_list(info, f)
+    def _agent_constraints(self: Checker, info: AgentInfo, f: ast.AgentField, _: dict[str, ast.AgentField]) -> None:
+        self._agent_string_list(info, f)
+
+    def _agent_hints(self: Checker, info: AgentInfo, f: ast.AgentField, _: dict[str, ast.AgentField]) -> None:
+        self._agent_string_list(info, f)
 
     def _agent_tools(self: Checker, info: AgentInfo, f: ast.AgentField, _: dict[str, ast.AgentField]) -> None:
         if not isinstance(f.value, ast.ArrayLit):
@@ -475,7 +481,7 @@ class DeclChecker:
                 if not isinstance(value, ast.IntLit | ast.NumLit) or value.value <= 0:
                     self.report("F6002", value.span, "`cost` must be a positive number, such as `2.5`")
                     continue
-                ctx.limits[key] = value.value  # type: ignore[assignment]
+                ctx.limits[key] = value.value
             else:
                 if not isinstance(value, ast.IntLit) or value.value <= 0:
                     self.report("F6002", value.span, f"`{key}` must be a positive integer")

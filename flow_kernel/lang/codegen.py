@@ -52,7 +52,7 @@ class _Frame:
 class GeneratedModule:
     tree: py.Module
     origins: dict[int, Span]  # id(python node) -> the Flow span it came from
-    entry_limits: dict[str, int]
+    entry_limits: dict[str, int | float]
 
 
 class CodeGenerator(CallCodegen):
@@ -243,7 +243,7 @@ class CodeGenerator(CallCodegen):
                                          self.literal(limits)], LOAD))
         body.append(self.cell())
         toplevel = self.result.toplevel
-        entry_limits = dict(toplevel.limits) if toplevel is not None else dict(DEFAULT_LIMITS)
+        entry_limits: dict[str, int | float] = dict(toplevel.limits) if toplevel is not None else dict(DEFAULT_LIMITS)
         start = self.rt("start", self.load("args"), self.load("c_main"), self.literal(entry_limits),
                         py.Dict(table_keys, table_values))
         body.append(self.async_def("main", ["rt", "args"], [py.Return(py.Await(start))]))

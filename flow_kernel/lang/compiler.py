@@ -20,7 +20,7 @@ class Compiled:
     check: CheckResult
     python: str | None  # None when the source has errors: nothing runs
     source_map: SourceMap | None
-    entry_limits: dict[str, int] | None
+    entry_limits: dict[str, int | float] | None
 
     @property
     def ok(self) -> bool:
@@ -44,7 +44,7 @@ def compile_checked(result: CheckResult, session: SessionScope | None = None) ->
     return Compiled(result, python, source_map, entry_limits)
 
 
-def _generate(result: CheckResult, names: set[str] | None) -> tuple[str, SourceMap, dict[str, int]]:
+def _generate(result: CheckResult, names: set[str] | None) -> tuple[str, SourceMap, dict[str, int | float]]:
     """Generate, write, verify; only what is kept leaves, so the tree is freed here, while
     the collector is still paused: resumed with the tree alive, its first collection would
     scan all of it (~40 ms for the bench's 5,022 lines), just before it is freed anyway.

@@ -163,7 +163,9 @@ class WorkflowContext:
     name: str
     decl: ast.WorkflowDecl | None
     returns: T.Type | None
-    limits: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_LIMITS))
+    # Whole numbers, and `cost` a number of the price table's currency (a float or an int):
+    # the compiled front end holds a value to its annotation.
+    limits: dict[str, int | float] = field(default_factory=lambda: dict(DEFAULT_LIMITS))
     explicit_limits: set[str] = field(default_factory=set)
     labels: dict[str, Span] = field(default_factory=dict)
     tasks: dict[str, TaskInfo] = field(default_factory=dict)

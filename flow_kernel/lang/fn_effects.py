@@ -11,6 +11,7 @@ itself (a parameter, `let`, a loop or lambda variable) is not a declaration ther
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -132,4 +133,14 @@ def _walk(node: object) -> Iterable[ast.Node]:
             stack.extend(reversed(value))
         elif isinstance(value, ast.Node):
             yield value
-            stack.extend(reversed([v for v in vars(value).values() if isinstance(v, ast.Node | list)]))
+            names = _FIELDS.get(type(value)) or _field_names(type(value))
+            stack.extend(reversed([v for n in names if isinstance(v := getattr(value, n), ast.Node | list)]))
+
+
+# A node class -> its fields' names, in declaration order (a compiled node has no `__dict__`).
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _field_names(kind: type) -> tuple[str, ...]:
+    names = _FIELDS[kind] = tuple(f.name for f in dataclasses.fields(kind))
+    return names

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 
 from flow_kernel.diagnostics.registry import Reporter
-from flow_kernel.lang.tokens import DURATION_UNITS, NO_PARTS, RESERVED, Interpolation, Kind, Token
+from flow_kernel.lang.tokens import DURATION_UNITS, RESERVED, Interpolation, Kind, Token
 from flow_kernel.source import SourceFile
 
 THREE_CHAR_OPS = ("...",)
@@ -119,23 +119,14 @@ class Lexer:
         tokens = self.tokens
         append = tokens.append
         brackets = self._brackets
-        # Identifiers, operators and newlines (~41,000 of the bench's ~49,000 tokens) are
-        # built in place: `new(Token)` and seven slot stores cost ~0.07 µs less than
-        # `Token(…)`, which goes through `type.__call__` and a Python `__init__`.
-        new = Token.__new__
+        # Tokens are built by their constructor: the compiled front end (docs/performance.md,
+        # "A compiled front end") runs `__init__` in any `__new__`, so no in-place builds.
         for m in MASTER.finditer(text, pos, end):
             group = m.lastindex or 0  # every match is one of the named alternatives
             start, pos = m.span(group)
             if group == _IDENT_G:
                 word = text[start:pos]
-                tok = new(Token)
-                tok.kind = _KEYWORD if word in RESERVED else _IDENT
-                tok.text = tok.value = word
-                tok.source = src
-                tok.start = start
-                tok.end = pos
-                tok.parts = NO_PARTS
-                append(tok)
+                append(Token(_KEYWORD if word in RESERVED else _IDENT, word, src, start, pos, word))
             elif group == _OP_G:
                 op = text[start:pos]
                 if op in OPENERS:
@@ -151,26 +142,10 @@ class Lexer:
                         while brackets and brackets[-1] != opener:
                             brackets.pop()
                         brackets.pop()
-                tok = new(Token)
-                tok.kind = _OP
-                tok.text = op
-                tok.value = None
-                tok.source = src
-                tok.start = start
-                tok.end = pos
-                tok.parts = NO_PARTS
-                append(tok)
+                append(Token(_OP, op, src, start, pos))
             elif group == _NEWLINE_G:
                 if tokens and tokens[-1].kind is not _NEWLINE:
-                    tok = new(Token)
-                    tok.kind = _NEWLINE
-                    tok.text = "\n"
-                    tok.value = None
-                    tok.source = src
-                    tok.start = start
-                    tok.end = pos
-                    tok.parts = NO_PARTS
-                    append(tok)
+                    append(Token(_NEWLINE, "\n", src, start, pos))
             elif group == _PLAIN:
                 # A string without escapes or interpolations: its text is its value.
                 body = text[start + 1 : pos - 1]

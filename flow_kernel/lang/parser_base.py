@@ -10,7 +10,6 @@ from flow_kernel.source import SourceFile, Span
 MAX_NESTING = 120  # deeper nesting is reported, so recursion stays bounded
 _NEWLINE = Kind.NEWLINE  # enum attribute lookups are slow on the hot path
 _EOF = Kind.EOF
-_new_span = Span.__new__
 
 
 class ParseError(Exception):
@@ -148,11 +147,7 @@ class ParserBase:
         while j > 0 and toks[j].kind is _NEWLINE:
             j -= 1
         end = toks[j].end
-        span = _new_span(Span)  # built in place: cheaper than `Span(…)`'s `__init__` call
-        span.source = self.src
-        span.start = begin
-        span.end = end if end > begin else begin
-        return span
+        return Span(self.src, begin, end if end > begin else begin)
 
     def skip_newlines(self) -> None:
         while self.toks[self.i].kind is Kind.NEWLINE:

@@ -320,7 +320,7 @@ def _record_failure(host: HostServices, error: FlowError, workflow: str | None) 
                "stage": error.stage, "data": data}, last=True)
 
 
-def _asked_limits(compiled: Compiled) -> dict[str, dict[str, int]]:
+def _asked_limits(compiled: Compiled) -> dict[str, dict[str, int | float]]:
     """The limits each workflow's source asks for (before the ceilings), by name."""
     asked = {name: dict(ctx.limits) for name, ctx in compiled.check.workflows.items()}
     asked["<cell>"] = dict(compiled.entry_limits or {})
