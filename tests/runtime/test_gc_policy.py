@@ -52,3 +52,33 @@ def test_nested_runs_collect_once_the_last_ends() -> None:
             inner = weakref.ref(Node())
         assert inner() is not None  # another run still going: no collection yet
     assert inner() is None
+
+
+def test_full_collections_are_rarer_while_runs_go_and_the_thresholds_come_back() -> None:
+    """The oldest generation's threshold is raised for the runs (a full collection in the
+    middle of a run scans its kept events to find nothing), then given back as it was."""
+    before = gc.get_threshold()
+    try:
+        gc.set_threshold(700, 10, 10)
+        with gc_policy.older_objects_frozen():
+            with gc_policy.older_objects_frozen():
+                assert gc.get_threshold() == (700, 10, gc_policy.RUN_FULL_THRESHOLD)
+            assert gc.get_threshold() == (700, 10, gc_policy.RUN_FULL_THRESHOLD)  # a run still going
+        assert gc.get_threshold() == (700, 10, 10)
+        gc.set_threshold(500, 20, 1000)  # an application's own, higher: kept during runs
+        with gc_policy.older_objects_frozen():
+            assert gc.get_threshold() == (500, 20, 1000)
+        assert gc.get_threshold() == (500, 20, 1000)
+    finally:
+        gc.set_threshold(*before)
+
+
+def test_a_heap_the_application_froze_keeps_its_thresholds() -> None:
+    before = gc.get_threshold()
+    gc.freeze()
+    try:
+        with gc_policy.older_objects_frozen():
+            assert gc.get_threshold() == before
+        assert gc.get_freeze_count() > 0  # not the policy's to give back
+    finally:
+        gc.unfreeze()

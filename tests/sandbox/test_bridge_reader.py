@@ -9,6 +9,8 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from flow_kernel.sandbox import process as bridge
 from flow_kernel.sandbox.process import MAX_LINE, SandboxProcess
@@ -84,3 +86,37 @@ def test_a_line_over_the_limit_ends_the_bridge_before_its_end_arrives(monkeypatc
 def test_a_partial_last_line_at_the_exit_is_dropped() -> None:
     seen, ended = read([lines(1) + b'{"op": "note", "pay'])
     assert seen == [1] and ended is None
+
+
+def _loads_outcome(decode: Any, raw: bytes) -> tuple[str, Any]:
+    try:
+        return "value", decode(raw)
+    except RecursionError:
+        return "error", "RecursionError"
+    except ValueError as exc:
+        return "error", (type(exc).__name__, str(exc))
+
+
+EDGE_LINES = [
+    b'{"op":"note","payload":{"n":1}}', b'{"a":1} ', b'{"a":1}\r', b'{"a":1}{"b":2}', b'{"a":1},{"b":2}',
+    b'{"a":', b'{"', b'{"\xed\xa0\x80":1}', b'{"\xff":1}', b'{"x":"\xc3\xa9"}', b'{"\x00\x00', b'{\x00"\x00',
+    b'\xef\xbb\xbf{"a":1}', b'\xff\xfe{\x00}\x00', b" {}", b"[1]", b"1", b"", b"nul", b'{"a":NaN}',
+    b'{"a":1e999}', b'{"a":[' * 100_000,
+]
+
+
+@pytest.mark.parametrize("raw", EDGE_LINES, ids=range(len(EDGE_LINES)))
+def test_a_line_decodes_as_json_loads_would(raw: bytes) -> None:
+    """`decode_line` is `json.loads` made cheaper for the runner's lines: the same value or
+    the same error for anything, a forged line included (encodings, surrogates, extra data)."""
+    assert _loads_outcome(bridge.decode_line, raw) == _loads_outcome(json.loads, raw)
+
+
+@given(st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+                    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+                    max_leaves=12),
+       st.sampled_from([b"", b" ", b"\t", b"x", b"}", b"\n"]))
+@settings(max_examples=300, deadline=None)
+def test_generated_messages_decode_as_json_loads_would(payload: Any, tail: bytes) -> None:
+    raw = json.dumps({"op": "note", "payload": payload}, ensure_ascii=False).encode("utf-8", "surrogatepass") + tail
+    assert _loads_outcome(bridge.decode_line, raw) == _loads_outcome(json.loads, raw)
