@@ -21,6 +21,8 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 
+from flow_kernel.compiled_front import install as _choose_front_end
+
 if TYPE_CHECKING:
     from flow_kernel.diagnostics import REGISTRY, Diagnostic, Severity
     from flow_kernel.lang import CheckResult, SessionScope, check
@@ -33,6 +35,10 @@ if TYPE_CHECKING:
 # FormatChecker), so it is not loaded (nothing above imports jsonschema); a process that
 # imported it already keeps it.
 sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
+
+# The lexer, parser and checker compiled with mypyc when a build of exactly these sources is
+# beside the package (flow_kernel/compiled_front.py), else pure: chosen before any of them loads.
+_choose_front_end()
 
 # Imported on first use: the runtime and the kernel are not needed to check a program, and
 # the version's metadata lookup pulls in email and socket, which `flow_kernel.lang` must not.

@@ -42,7 +42,8 @@ IN_SANDBOX = ("sandbox", "bootstrap", "flowbox")
 # Lowest first. A module belongs to the entry with the longest matching prefix.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("base", ("flow_kernel.errors", "flow_kernel.source", "flow_kernel.markup", "flow_kernel.terminal_text",
-              "flow_kernel.short_text", "flow_kernel.files", "flow_kernel.version", "flow_kernel.json_text")),
+              "flow_kernel.short_text", "flow_kernel.files", "flow_kernel.version", "flow_kernel.json_text",
+              "flow_kernel.compiled_front")),
     ("diagnostics", ("flow_kernel.diagnostics",)),
     ("lang", ("flow_kernel.lang",)),
     ("sandbox", ("flow_kernel.sandbox", "flowbox")),

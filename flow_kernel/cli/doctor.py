@@ -18,9 +18,12 @@ def add_command(commands: Any) -> None:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
+    from flow_kernel.compiled_front import install as front_end
     from flow_kernel.runtime.doctor import doctor_report
 
-    report = doctor_report()
+    # The front end: compiled (ok) or pure Python (--, never a failure), and why.
+    chosen = front_end()
+    report = [*doctor_report(), ("front end", True if chosen.folder is not None else None, chosen.why)]
     width = max(len(k) for k, _, _ in report)
     bad = False
     for name, ok, detail in report:

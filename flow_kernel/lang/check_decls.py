@@ -38,6 +38,9 @@ AGENT_FIELDS = (
 STRING_CONSTRAINTS = ("minLength", "maxLength", "pattern", "format")
 NUMBER_CONSTRAINTS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
 ARRAY_CONSTRAINTS = ("minItems", "maxItems", "uniqueItems")
+# Agent fields checked alike: the field -> the `_agent_…` method that checks it (else its own).
+_AGENT_FIELD_CHECKS = {"role": "text", "persona": "text", "instructions": "text", "uncertainty": "text",
+                       "constraints": "string_list", "hints": "string_list"}
 LIMIT_KEYS = ("agent_runs", "duration", "concurrency", "steps", "cost")
 MODEL_RE = re.compile(r"^[A-Za-z0-9_.-]+/\S+$")
 # `from mcp "SERVER"` or `from mcp "SERVER/TOOL"` (F2017): SERVER as a [mcp.SERVER] table names it
@@ -250,7 +253,7 @@ class DeclChecker:
                 continue
             fields[key] = f
         for key, f in fields.items():
-            getattr(self, "_agent_" + key)(info, f, fields)
+            getattr(self, "_agent_" + _AGENT_FIELD_CHECKS.get(key, key))(info, f, fields)
         if info.model == "scripted" and "script" not in fields:
             self.report("F4018", node.name.span, f"agent `{node.name.name}` uses model \"scripted\" but has no `script`",
                         hints=("add `script: [ … ]` with the replies, or use model \"mock\"",))
@@ -268,7 +271,7 @@ class DeclChecker:
             return
         info.model = value
 
-    def _agent_text(self: Checker, info: AgentInfo, f: ast.AgentField) -> None:
+    def _agent_text(self: Checker, info: AgentInfo, f: ast.AgentField, _: dict[str, ast.AgentField]) -> None:
         # a constant string, or `file("…")` read now (check_prompts.py)
         text = self.prompt_text(f.value, f.name.name, info.prompt_files) if isinstance(f.value, ast.Expr) else NOT_LITERAL
         if text is NOT_LITERAL:
@@ -276,11 +279,7 @@ class DeclChecker:
         elif isinstance(text, str) and file_call(f.value) is not None:
             info.texts[f.name.name] = text
 
-    _agent_role = _agent_persona = _agent_instructions = _agent_uncertainty = (
-        lambda self, info, f, fields: self._agent_text(info, f)
-    )
-
-    def _agent_string_list(self: Checker, info: AgentInfo, f: ast.AgentField) -> None:
+    def _agent_string_list(self: Checker, info: AgentInfo, f: ast.AgentField, _: dict[str, ast.AgentField]) -> None:
         items = f.value.items if isinstance(f.value, ast.ArrayLit) else None
         if items is None or not any(file_call(item) is not None for item in items):
             value = literal_value(f.value)
@@ -295,12 +294,6 @@ class DeclChecker:
             elif isinstance(text, str):
                 texts.append(text)
         info.texts[f.name.name] = texts
-
-    def _agent_constraints(self: Checker, info: AgentInfo, f: ast.AgentField, _: dict[str, ast.AgentField]) -> None:
-        self._agent_string_list(info, f)
-
-    def _agent_hints(self: Checker, info: AgentInfo, f: ast.AgentField, _: dict[str, ast.AgentField]) -> None:
-        self._agent_string_list(info, f)
 
     def _agent_tools(self: Checker, info: AgentInfo, f: ast.AgentField, _: dict[str, ast.AgentField]) -> None:
         if not isinstance(f.value, ast.ArrayLit):

@@ -10,7 +10,8 @@ main gave at commit 46349d1, byte for byte.
   also checked twice as notebook cells) and the bench's 5,022-line program — is checked
   again; each cell's diagnostics (code, severity, message, span offsets and line/columns,
   related notes, hints), the CLI's rendered text and its clean/not clean must equal
-  `data/diagnostics.json`.
+  `data/diagnostics.json` — from the pure front end, and from the compiled one where
+  scripts/build-front built it (all families in one process: the suite itself runs pure).
 - Runs: every program of tests/runtime/programs.py, examples/*.flow and the Flow cells of
   the gallery notebooks that run with scripted agents alone (`corpus.RUNNABLE_NOTEBOOKS`,
   cell after cell in one Session) run in ONE real sandbox (Pyodide in Node); each cell's
@@ -34,6 +35,9 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -107,6 +111,32 @@ def test_diagnostics_are_unchanged(family: str) -> None:
     now = record.check_all(inputs)
     if now != golden:
         pytest.fail(report(golden, now), pytrace=False)
+
+
+COMPILED_DIAGNOSTICS = """
+from flow_kernel.compiled_front import front_end
+from tests.golden import record
+from tests.golden.test_golden import INPUTS, _load, report
+assert front_end().startswith("compiled"), front_end()
+golden, now = _load("diagnostics.json"), record.check_all(INPUTS)
+print("same" if now == golden else report(golden, now))
+"""
+
+
+def test_diagnostics_are_unchanged_compiled() -> None:
+    """The same diagnostics from the compiled front end (flow_kernel/compiled_front.py), every
+    family in one process, where scripts/build-front built one (the suite runs pure)."""
+    from flow_kernel.compiled_front import choose
+
+    built = choose(REPO, environ={})
+    if built.folder is None:
+        pytest.skip(f"no current compiled build: {built.why}")
+    environ = {k: v for k, v in os.environ.items() if k != "FLOW_PURE_PYTHON"}
+    proc = subprocess.run([sys.executable, "-c", COMPILED_DIAGNOSTICS], cwd=REPO, capture_output=True, text=True,
+                          timeout=600, env=environ)
+    assert proc.returncode == 0, proc.stderr
+    if proc.stdout.strip() != "same":
+        pytest.fail(proc.stdout, pytrace=False)
 
 
 def test_runs_are_unchanged() -> None:
