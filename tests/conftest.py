@@ -16,6 +16,9 @@ from pathlib import Path
 
 import pytest
 
+# How the suite splits over two workers (`-n 2 --dist loadgroup`): tests/workers.py.
+pytest_plugins = ["tests.workers"]
+
 _CONFIG_HOME = Path(tempfile.mkdtemp(prefix="flow-test-config-"))
 
 
@@ -23,6 +26,10 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ["FLOW_CONFIG_HOME"] = str(_CONFIG_HOME)
     os.environ["FLOW_HISTORY"] = ":memory:"  # kernels keep no history file unless a test names one
     os.environ.pop("FLOW_ALLOW", None)
+    # The suite runs the pure-Python front end, which it can patch and trace; the compiled
+    # one (flow_kernel/compiled_front.py) is held to it by tests/golden's two-way run and
+    # tests/test_compiled_front.py. `FLOW_PURE_PYTHON=0 pytest tests/lang` runs it compiled.
+    os.environ.setdefault("FLOW_PURE_PYTHON", "1")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -87,6 +87,7 @@ def _docs_image(shot: Path, name: str) -> None:
         shutil.copy(shot, DOCS_IMAGES / name)
 
 
+@pytest.mark.alone  # its long tasks are the machine's: the other test worker waits (tests/workers.py)
 def test_five_thousand_items_keep_the_page_responsive(lab: tuple[Any, str, Path]) -> None:
     browser, url, root = lab
     write_notebook(root / "big.ipynb", [BIG])

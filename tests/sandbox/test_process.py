@@ -257,6 +257,7 @@ def test_no_python_route_to_fd_1_reaches_the_protocol(sandbox: Sandbox) -> None:
 
 # -- the watchdog: busy Python gets KeyboardInterrupt, idle Python a cancellation ------------
 
+@pytest.mark.alone  # measures the deadline's lateness: the other test worker waits (tests/workers.py)
 def test_a_deadline_passing_while_the_run_awaits_the_host_is_a_timeout(sandbox: Sandbox) -> None:
     # The watchdog fires while Python is idle: the run is cancelled like a host `cancel`.
     # A KeyboardInterrupt left pending instead went off in the next Python that ran (the
