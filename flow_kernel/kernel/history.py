@@ -8,9 +8,14 @@ line, numbered by the kernel's execution count; a result's `text/plain` is its o
 Where: `FLOW_HISTORY` names the SQLite file (`:memory:` keeps it in memory only); unset,
 it is `history.sqlite` in the `flow` folder of the Jupyter data directory.
 
-Cheap to write: the file is in WAL mode with `synchronous=NORMAL` (a commit appends to
-the log and does not wait for the disk), one statement per stored input or output, and the
-file is opened while the person types the first cell (`open`).
+Off the cell's way: every statement runs on one thread of the history's own (as IPython's
+history is saved on a thread of its own). Storing an input or an output hands it over and
+returns; the thread writes it while the cell runs (the input is stored before the cell's
+reply, whether or not the cell ever ends) or after its reply (the output). A read waits
+for the writes handed over before it, so it sees them; `drain` waits for them too. The
+file is in WAL mode with `synchronous=NORMAL` (a commit appends to the log and does not
+wait for the disk), one statement per stored input or output, and it is opened while the
+person types the first cell (`open`).
 
 Never in the way: a file that cannot be opened, is corrupt or stays locked longer than
 `LOCK_WAIT` turns the history into an in-memory one for the rest of the kernel (this
@@ -24,6 +29,7 @@ import datetime
 import os
 import sqlite3
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -80,7 +86,8 @@ def default_location(environ: dict[str, str] | None = None) -> str:
 class KernelHistory:
     """One kernel session's history in a shared SQLite file, answering the three kinds of
     `history_request` (tail, range, search) as IPython's kernel does. No method raises a
-    database error: the history moves to memory instead."""
+    database error: the history moves to memory instead. The database is used on the
+    history's thread only; `session` and `in_memory` say what it did once `drain` returned."""
 
     def __init__(self, location: str, warn: Callable[[str], None]) -> None:
         self.location = location
@@ -90,10 +97,26 @@ class KernelHistory:
         self._db: sqlite3.Connection | None = None
         self._mine: dict[int, list[str | None]] = {}  # line -> [input, output]: this session's
         self._lost = False  # a statement failed in memory too (said once)
+        # One worker, so statements run in the order they were handed over.
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="flow-history")
+
+    def _later(self, work: Callable[..., Any], *args: Any) -> None:
+        self._thread.submit(work, *args)
+
+    def _wait_for(self, work: Callable[..., Any], *args: Any) -> Any:
+        return self._thread.submit(work, *args).result()
+
+    def drain(self) -> None:
+        """Return once every statement handed to the history's thread so far has run."""
+        self._wait_for(lambda: None)
 
     # -- opening ----------------------------------------------------------------------------
     def open(self) -> None:
-        """Open the file and start this kernel's session (once; later calls do nothing)."""
+        """Open the file and start this kernel's session, on the history's thread (once;
+        later calls do nothing)."""
+        self._later(self._open)
+
+    def _open(self) -> None:
         if self._db is not None:
             return
         if not self.in_memory:
@@ -146,8 +169,8 @@ class KernelHistory:
                 self._db.execute("INSERT OR REPLACE INTO output_history VALUES (?, ?, ?)", (session, line, output))
 
     def _run(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
-        """One statement on the file, or on memory once the file has failed."""
-        self.open()
+        """One statement on the file, or on memory once the file has failed (on the thread)."""
+        self._open()
         assert self._db is not None
         try:
             return self._db.execute(sql, params).fetchall()
@@ -163,18 +186,28 @@ class KernelHistory:
     # -- writing ----------------------------------------------------------------------------
     def store_input(self, line: int, source: str) -> None:
         """Line `line` of this session is `source` (Flow has no transformed source: raw and
-        source are the same text)."""
+        source are the same text). Handed to the history's thread."""
+        self._later(self._store_input, line, source)
+
+    def _store_input(self, line: int, source: str) -> None:
         self._mine[line] = [source, None]
         self._run("INSERT OR REPLACE INTO history VALUES (?, ?, ?, ?)", (self._session(), line, source, source))
 
     def store_output(self, line: int, output: str) -> None:
-        """The result of line `line`, as text."""
+        """The result of line `line`, as text. Handed to the history's thread."""
+        self._later(self._store_output, line, output)
+
+    def _store_output(self, line: int, output: str) -> None:
         if line in self._mine:
             self._mine[line][1] = output
         self._run("INSERT OR REPLACE INTO output_history VALUES (?, ?, ?)", (self._session(), line, output))
 
     def close(self) -> None:
-        """End this session: its end time and number of commands recorded, the file closed."""
+        """End this session once what was handed over is written: its end time and number
+        of commands recorded, the file closed."""
+        self._wait_for(self._close)
+
+    def _close(self) -> None:
         if self._db is None:
             return
         try:
@@ -186,18 +219,22 @@ class KernelHistory:
         self._db = None
 
     def _session(self) -> int:
-        self.open()
+        self._open()
         return self.session
 
     # -- reading ----------------------------------------------------------------------------
     def tail(self, n: int, output: bool) -> list[Entry]:
         """The last `n` lines of all sessions, oldest first (this one's latest included)."""
-        rows = self._select(_LATEST_FIRST + " LIMIT ?", (max(n, 0),), output)
+        rows = self._wait_for(self._select, _LATEST_FIRST + " LIMIT ?", (max(n, 0),), output)
         return list(reversed(rows))
 
     def range(self, session: int, start: int, stop: int | None, output: bool) -> list[Entry]:
         """Lines `start` ≤ line < `stop` (to the end without `stop`) of `session`; a session of
         0 or below counts back from this one (0: this session, -1: the one before)."""
+        entries: list[Entry] = self._wait_for(self._range, session, start, stop, output)
+        return entries
+
+    def _range(self, session: int, start: int, stop: int | None, output: bool) -> list[Entry]:
         if session <= 0:
             session += self._session()
         if stop:
@@ -215,9 +252,11 @@ class KernelHistory:
                      " WHERE later.source_raw = history.source_raw AND (later.session > history.session"
                      " OR (later.session = history.session AND later.line > history.line)))")
         if n is not None:
-            rows = self._select(f"{where} {_LATEST_FIRST} LIMIT ?", (pattern, n), output)
+            rows = self._wait_for(self._select, f"{where} {_LATEST_FIRST} LIMIT ?", (pattern, n), output)
             return list(reversed(rows))
-        return self._select(f"{where} ORDER BY history.session, history.line", (pattern,), output)
+        entries: list[Entry] = self._wait_for(self._select, f"{where} ORDER BY history.session, history.line",
+                                         (pattern,), output)
+        return entries
 
     def _select(self, clause: str, params: tuple[Any, ...], output: bool) -> list[Entry]:
         if output:

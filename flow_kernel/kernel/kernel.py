@@ -32,6 +32,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import zmq
 from ipykernel.kernelbase import Kernel
 
 from flow_kernel.frontend.cell import CellRunner
@@ -150,6 +151,15 @@ class FlowKernel(Kernel):
             parent = self._dispatch_parents.parent_of(status, channel, self.get_parent(channel))
         self._status_gate.publish(status, parent, send)
 
+    def post_handler_hook(self) -> None:
+        """After a shell request's handler, before the `idle` status and the stream flushes
+        that ipykernel does next: the reply the handler queued on the shell stream is sent
+        now (ipykernel sends it with its flush after `idle` is published; the two go on
+        different channels, whose relative order the protocol leaves open)."""
+        super().post_handler_hook()
+        if self.shell_stream is not None:
+            self.shell_stream.flush(zmq.POLLOUT)
+
     @property
     def kernel_info(self) -> dict[str, Any]:
         info: dict[str, Any] = super().kernel_info
@@ -167,15 +177,20 @@ class FlowKernel(Kernel):
         self._history_line = self.execution_count if store_history and not silent else None
         if self._history_line is not None:
             self.history.store_input(self._history_line, code)
+        # The whole cell in the runs' frozen-heap window (runtime/gc_policy.py): what it
+        # leaves in reference cycles (its run view's widgets, the run's host objects) is
+        # collected as the window closes, scanning only what it made. It closes on the loop's
+        # next turn, once the reply is sent (before the next request is read): the reply
+        # does not wait for the collection.
+        window = contextlib.ExitStack()
+        window.enter_context(older_objects_frozen())
         try:
-            # The whole cell in the runs' frozen-heap window (runtime/gc_policy.py): what it
-            # leaves in reference cycles (its run view's widgets, the run's host objects) is
-            # collected as it ends, scanning only what it made.
-            with older_objects_frozen():
-                return await self._execute(code, silent)
+            return await self._execute(code, silent)
         except Exception as exc:  # the kernel's own bug: still an answer, never a hung frontend
             return self._error("InternalError", f"{type(exc).__name__}: {exc}",
                                traceback.format_exc().splitlines(), silent)
+        finally:
+            asyncio.get_running_loop().call_soon(window.close)
 
     async def _execute(self, code: str, silent: bool) -> dict[str, Any]:
         if self.setup_error is not None:

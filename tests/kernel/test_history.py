@@ -4,7 +4,9 @@ file that cannot be used moving the history to memory without an error."""
 from __future__ import annotations
 
 import sqlite3
+import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -26,6 +28,7 @@ def _two_sessions(path: Path) -> tuple[KernelHistory, KernelHistory]:
     second.store_input(1, 'print "hi"')
     second.store_input(2, "a * 6")
     second.store_output(2, "6")
+    second.drain()
     return first, second
 
 
@@ -40,6 +43,7 @@ def test_sessions_are_numbered_by_the_file_and_tail_spans_them(tmp_path: Path) -
 def test_a_new_file_is_the_persons_alone(tmp_path: Path) -> None:
     history = _history(tmp_path / "new" / "h.sqlite")
     history.store_input(1, "let key = \"secret\"")
+    history.drain()
     assert not history.in_memory
     for made in (tmp_path / "new").iterdir():  # the file and its WAL files
         assert made.stat().st_mode & 0o077 == 0, made
@@ -51,6 +55,7 @@ def test_an_existing_file_others_could_read_becomes_the_persons_alone(tmp_path: 
     path.chmod(0o644)  # as an older release made it
     third = _history(path)
     third.store_input(1, "a")
+    third.drain()
     assert not third.in_memory
     assert path.stat().st_mode & 0o777 == 0o600
     assert third.tail(1, output=False) == [(3, 1, "a")]
@@ -96,6 +101,7 @@ def test_a_corrupt_file_moves_the_history_to_memory_once(tmp_path: Path) -> None
     history.store_input(1, "let x = 1")
     history.store_input(2, "x")
     history.store_output(2, "1")
+    history.drain()
     assert history.in_memory and len(warnings) == 1 and str(path) in warnings[0]
     assert history.tail(5, output=True) == [(1, 1, ("let x = 1", None)), (1, 2, ("x", "1"))]
     assert path.read_bytes() == b"this is not a database" * 100  # the person's file is left as it was
@@ -112,6 +118,7 @@ def test_a_file_locked_by_another_kernel_moves_this_sessions_lines_to_memory(tmp
         history.store_input(2, "x + 1")
         history.store_output(2, "2")
         history.store_input(3, "x + 2")
+        history.drain()  # written (or not) while the lock is held
     finally:
         other.execute("ROLLBACK")
         other.close()
@@ -127,6 +134,7 @@ def test_a_folder_that_cannot_be_made_is_memory_too(tmp_path: Path) -> None:
     history = _history(blocker / "sub" / "h.sqlite", warnings)
     history.open()
     history.store_input(1, "1")
+    history.drain()
     assert history.in_memory and len(warnings) == 1
     assert history.tail(1, output=False) == [(1, 1, "1")]
 
@@ -153,7 +161,29 @@ def test_memory_that_fails_loses_a_line_not_the_cell() -> None:
     warnings: list[str] = []
     history = _history(MEMORY, warnings)
     history.store_input(1, "1")
+    history.drain()
     history._db = sqlite3.connect(":memory:")  # reached into: a database without the tables, as a broken one
     history.store_input(2, "2")
     history.store_output(2, "2")
     assert history.tail(5, output=False) == [] and len(warnings) == 1 and "not kept" in warnings[0]
+
+
+def test_storing_hands_the_statement_to_the_historys_thread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`store_input` returns while the history's thread is still opening the file: the cell
+    never waits for SQLite; a read waits for what was handed over before it."""
+    connect = sqlite3.connect
+    gate = threading.Event()
+    opened_on: list[tuple[str, bool]] = []
+
+    def held_connect(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        opened_on.append((threading.current_thread().name, gate.wait(10)))  # False: nobody let it go
+        return connect(*args, **kwargs)
+
+    monkeypatch.setattr(sqlite3, "connect", held_connect)
+    history = _history(tmp_path / "h.sqlite")
+    history.store_input(1, "let a = 1")
+    history.store_output(1, "1")
+    gate.set()  # only now can the thread's `connect` return
+    assert history.tail(1, output=True) == [(1, 1, ("let a = 1", "1"))]
+    assert len(opened_on) == 1 and opened_on[0][1] and opened_on[0][0].startswith("flow-history")
+    history.close()
