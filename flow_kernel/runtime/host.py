@@ -84,9 +84,29 @@ class HostServices:
         self.children = processes.Children(min(processes.CHILDREN_AT_ONCE, self.context.ceilings.concurrency))  # killed when the run ends
         self._validators: dict[tuple[str, str], Any] = {}  # (workflow, error code) -> its schema's validator
         self.frames: dict[str, FrameBudget] = {}
-        self.agents = AgentPipeline(self.check, self.context, self.frames,
-                                    HostCalls(self.emit, self.approve_tool, emit_kept=self.emit_kept, ask_operator=self.ask,
-                                              sandbox_call=self._call_sandbox), self.checkpoint)
+        self.traces: list[dict[str, Any]] = []  # the agent pipeline's traces (it appends to this list)
+        self._agents: AgentPipeline | None = None
+        self._released = False
+
+    @property
+    def agents(self) -> AgentPipeline:
+        """The run's agent pipeline, built on first use: a run that calls no agent builds none.
+        AttributeError after `release`."""
+        if self._agents is None:
+            if self._released:
+                raise AttributeError("the run's agent pipeline was released")
+            self._agents = AgentPipeline(self.check, self.context, self.frames,
+                                         HostCalls(self.emit, self.approve_tool, emit_kept=self.emit_kept,
+                                                   ask_operator=self.ask, sandbox_call=self._call_sandbox),
+                                         self.checkpoint)
+            self._agents.deadline = self._deadline
+            self._agents.traces = self.traces
+        return self._agents
+
+    async def close_agents(self) -> None:
+        """After the run: close what its agent pipeline opened (its MCP servers), if it was built."""
+        if self._agents is not None:
+            await self._agents.aclose()
 
     async def _call_sandbox(self, op: str, payload: dict[str, Any]) -> Any:
         """Ask the sandbox (set by the executor once the run has one): `expect` clauses."""
@@ -102,11 +122,8 @@ class HostServices:
     @deadline.setter
     def deadline(self, value: float | None) -> None:
         self._deadline = value
-        self.agents.deadline = value
-
-    @property
-    def traces(self) -> list[dict[str, Any]]:
-        return self.agents.traces
+        if self._agents is not None:
+            self._agents.deadline = value
 
     def release(self) -> None:
         """After the run: drop the pipeline, which holds bound methods of this object. Without
@@ -115,7 +132,7 @@ class HostServices:
         collection (which then scans the whole heap, in the middle of some later run).
         Any `run` child still going (its request outlived the run) is killed with its group."""
         self.children.kill_all()
-        del self.agents
+        self._agents, self._released = None, True
 
     # -- the host stopping a run -----------------------------------------------------------------
     def fail(self, error: FlowError) -> None:
@@ -209,8 +226,10 @@ class HostServices:
     def runs_at_once(self, op: str, payload: Any) -> bool:
         """Whether the bridge may run this request up to its first wait at once, without a
         task of its own (sandbox/process.py `_start`): agent calls the pipeline says are safe."""
+        if op != "agent" or not isinstance(payload, dict):
+            return False
         agents = getattr(self, "agents", None)  # gone after `release`
-        return op == "agent" and agents is not None and isinstance(payload, dict) and agents.runs_at_once(payload)
+        return agents is not None and agents.runs_at_once(payload)
 
     async def handle(self, op: str, payload: dict[str, Any]) -> Any:
         if not isinstance(payload, dict):  # the bootstrap sends objects only: a bypassed sandbox

@@ -227,7 +227,7 @@ async def run_compiled(compiled: Compiled, executor: Executor, context: RunConte
         if watcher is not None:
             watcher.cancel()
         outcome.output_bytes = host.output_bytes
-        await host.agents.aclose()  # the run's MCP servers
+        await host.close_agents()  # the run's MCP servers
         host.release()
         if journal is not None:
             request = watch.request if watch is not None else None
