@@ -16,6 +16,12 @@ Two of ipykernel's defaults cost every message and buy a Flow kernel nothing:
   message each built a `LogRecord` for nothing. The logger's own level is raised to the
   lowest level a handler prints (`--debug` and `--log-level` still apply: they lower it).
 
+- **Messages packed by one JSON encoder made once.** jupyter_client's `json_packer` calls
+  `json.dumps` with options, which builds a new encoder each time, four times a message
+  (header, parent header, metadata, content); `pack` gives the same bytes from an encoder
+  made once (flow_kernel/json_text.py), and hands anything it cannot encode to
+  `json_packer`, whose fallback and warning stay as they are.
+
 stdout and stderr are `FlowOutStream`s (kernel/iopub.py): their flushes wait for the
 IOPub thread only when there is something to wait for.
 """
@@ -26,6 +32,12 @@ import logging
 from typing import Any
 
 from ipykernel.kernelapp import IPKernelApp
+from jupyter_client.jsonutil import json_default
+from jupyter_client.session import json_packer
+
+from flow_kernel.json_text import encoder
+
+_encode = encoder(default=json_default, ensure_ascii=False, allow_nan=False)
 
 
 class FlowKernelApp(IPKernelApp):
@@ -38,6 +50,16 @@ class FlowKernelApp(IPKernelApp):
     def init_kernel(self) -> None:
         super().init_kernel()  # type: ignore[no-untyped-call]
         quiet_logger(self.log)
+        self.session.pack = pack
+
+
+def pack(value: Any) -> bytes:
+    """What jupyter_client's `json_packer` gives for `value` (the same bytes, the same
+    warning for a value JSON cannot hold as it is), without a new encoder per call."""
+    try:
+        return _encode(value).encode("utf8", errors="surrogateescape")
+    except (TypeError, ValueError):
+        return json_packer(value)
 
 
 def quiet_logger(log: logging.Logger | logging.LoggerAdapter[logging.Logger]) -> None:
@@ -51,4 +73,4 @@ def quiet_logger(log: logging.Logger | logging.LoggerAdapter[logging.Logger]) ->
             logger.setLevel(lowest)
 
 
-__all__ = ["FlowKernelApp", "quiet_logger"]
+__all__ = ["FlowKernelApp", "pack", "quiet_logger"]

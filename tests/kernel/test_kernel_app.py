@@ -1,14 +1,21 @@
 """kernel/app.py: the kernel reads shell messages on its main loop and offers no
-subshells (a cell's runs belong to that loop), and builds no log records its handlers
-would drop."""
+subshells (a cell's runs belong to that loop), builds no log records its handlers
+would drop, and packs messages as jupyter_client does, with an encoder made once."""
 
 from __future__ import annotations
 
+import datetime
 import logging
+import math
 import tempfile
+import warnings
 from pathlib import Path
+from typing import Any
 
-from flow_kernel.kernel.app import quiet_logger
+import pytest
+from jupyter_client.session import json_packer
+
+from flow_kernel.kernel.app import pack, quiet_logger
 from tests.kernel.kernel_helpers import TIMEOUT, execute, start
 
 
@@ -57,3 +64,32 @@ def test_a_logger_without_handlers_is_left_as_it_is() -> None:
     logger.setLevel(logging.DEBUG)
     quiet_logger(logger)
     assert logger.level == logging.DEBUG
+
+
+_AWARE = datetime.datetime(2026, 12, 5, 9, 0, 1, 123456, tzinfo=datetime.UTC)
+_NAIVE = datetime.datetime(2026, 12, 5, 9, 0, 1)
+
+
+@pytest.mark.parametrize("value", [
+    {"msg_id": "a", "date": _AWARE, "version": "5.4"},  # a header: an aware time becomes …Z
+    {"date": _NAIVE, "day": _AWARE.date()},
+    {"text": "naïve ✓ \u2028 \"quoted\"", "lone": "\udc80", "bytes": b"\x00\xff", "set": {3}, "tuple": (1, 2)},
+    {"nested": [{"a": [1, 2.5, None, True]}], "big": 2**70, "empty": {}},
+    {},
+])
+def test_pack_gives_json_packers_bytes(value: Any) -> None:
+    assert pack(value) == json_packer(value)
+
+
+def test_pack_hands_what_json_cannot_hold_to_json_packer() -> None:
+    value = {"nan": math.nan, "inf": [math.inf]}
+    with warnings.catch_warnings(record=True) as theirs:
+        warnings.simplefilter("always")
+        expected = json_packer(value)
+    with warnings.catch_warnings(record=True) as ours:
+        warnings.simplefilter("always")
+        assert pack(value) == expected
+    assert len(ours) == len(theirs) == 1
+    for packer in (pack, json_packer):  # what neither can hold: the same error
+        with pytest.raises(ValueError, match="Can't clean for JSON"):
+            packer({"object": object()})
