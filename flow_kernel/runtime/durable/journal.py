@@ -54,6 +54,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from flow_kernel.json_text import encoder
 from flow_kernel.runtime.durable.nofollow import (
     LinkRefused,
     create_new_file,
@@ -85,8 +86,14 @@ def _lock_run(fd: int, run_id: str) -> None:
         raise RunLocked(f"run {run_id} is going on in another process") from None
 
 
+# A journal line, and the canonical text that seals and digests read: the same text as
+# `json.dumps` with these options, from one encoder each (flow_kernel/json_text.py).
+_line = encoder(ensure_ascii=False, separators=(",", ":"))
+_canonical = encoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
 def canonical(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return _canonical(value)
 
 
 def digest(value: Any) -> str:
@@ -197,7 +204,7 @@ class Journal:
     def __call__(self, event: dict[str, Any]) -> None:
         if self._file is None:
             return
-        self._file.write(json.dumps(event, ensure_ascii=False, separators=(",", ":")) + "\n")
+        self._file.write(_line(event) + "\n")
         self._file.flush()  # to the OS at once: a crash of this process keeps every line written
 
     def record(self, kind: str, fields: dict[str, Any], *, sync: bool = True) -> dict[str, Any]:
@@ -210,7 +217,7 @@ class Journal:
         record = {RECORD: kind, "run": self.run_id, **fields}
         record["mac"] = self.last_mac = _mac(self._key, self.last_mac, record)
         if self._file is not None:
-            self._file.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
+            self._file.write(_line(record) + "\n")
             self._file.flush()
             if sync:
                 os.fdatasync(self._file.fileno())
@@ -341,7 +348,7 @@ def append_record(fd: int, run_id: str, last_mac: str, kind: str, fields: dict[s
     _cut_torn_tail(fd)
     record = {RECORD: kind, "run": run_id, **fields}
     record["mac"] = _mac(_seal_key(), last_mac, record)
-    data = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+    data = (_line(record) + "\n").encode()
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view):]
