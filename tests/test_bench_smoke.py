@@ -20,7 +20,8 @@ TIMINGS = {
     "frontend": ("check_codegen_s", "check_only_s", "cpython_compile_s"),
     "sandbox": ("cold_start_s", "trivial_run_ms", "round_trip_us", "cpu_sandbox_s", "cpu_host_cpython_s",
                 "cpu_text_sandbox_s", "cpu_text_host_cpython_s", "cpu_records_sandbox_s", "cpu_records_host_cpython_s"),
-    "agents": ("fanout_s", "pipeline_calls_per_s", "pipeline_calls_per_s_in_process", "bridge_calls_per_s",
+    "agents": ("fanout_s", "fanout_start_ms", "fanout_per_wave_ms", "fanout_spread_ms", "fanout_end_ms",
+               "pipeline_calls_per_s", "pipeline_calls_per_s_in_process", "bridge_calls_per_s",
                "pipeline_host_cpu_us", "bridge_host_cpu_us"),  # the sandbox's: 10 ms ticks, may read 0 in a quick run
     "evals": ("items_per_s", "items_per_s_in_process"),
     "kernel": ("kernel_start_s", "first_cell_ms", "cold_load_pyodide_ms", "flow_cell_ms", "ipython_cell_ms"),

@@ -1,6 +1,10 @@
 """Agent section of `flow bench`, each figure the median (min–max) of repeats after a warm-up:
 - fan-out: `parallelMap` over 200 items with a 50 ms scripted agent at concurrency 20,
   against the ideal 200 / 20 × 50 ms = 500 ms (the ratio is the pipeline's overhead);
+  beside it, from extra runs whose sink notes when each call's `agent.started` and
+  `agent.completed` reach the host, where the time beyond the ideal goes: the run's start
+  to the first call, each wave's last start after the wave before beyond the agent's
+  latency (the critical path), a wave's spread of starts, the last call to the run's end;
 - throughput: 10,000 zero-latency scripted agent calls through the whole pipeline
   (sandbox → bridge → budgets, gate, contract, events → back), in calls/s, against raw
   sandbox → host bridge round trips/s measured alongside (`echo_bench`, concurrent);
@@ -12,6 +16,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import statistics
 import time
@@ -20,6 +25,7 @@ from typing import Any
 
 from flow_kernel.bench.measure import Figures, Row, Target, compile_flow, stats, timed_async
 from flow_kernel.bench.notebooks import cpu_ticks
+from flow_kernel.runtime.context import RunContext
 from flow_kernel.runtime.executors import SandboxExecutor
 from flow_kernel.runtime.run import RunOutcome, run_compiled
 from flow_kernel.sandbox.inprocess import InProcessExecutor
@@ -54,6 +60,35 @@ def _checked(outcome: RunOutcome, expected: int) -> None:
 
 NAME = "agents"
 TICKS_PER_S = os.sysconf("SC_CLK_TCK")
+FANOUT_PROFILE_RUNS = 3  # extra fan-out runs with a timing sink, besides the timed ones
+
+
+class CallTimes:
+    """A run sink: when each agent call's `agent.started` and `agent.completed` reach the
+    host (`perf_counter`), and the fan-out figures made of them."""
+
+    def __init__(self) -> None:
+        self.started: list[float] = []
+        self.ended: list[float] = []
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        if event["type"] == "agent.started":
+            self.started.append(time.perf_counter())
+        elif event["type"] == "agent.completed":
+            self.ended.append(time.perf_counter())
+
+    def figures(self, run_start: float, run_end: float, width: int, delay_s: float) -> dict[str, float]:
+        """ms: run start → first call; the median over waves (`width` calls each, by start) of
+        a wave's last start after the previous wave's, beyond `delay_s`, and of a wave's spread
+        of starts; last call's end → run end."""
+        starts = sorted(self.started)
+        waves = [starts[i:i + width] for i in range(0, len(starts), width)]
+        lasts = [wave[-1] for wave in waves]
+        beyond = [b - a - delay_s for a, b in itertools.pairwise(lasts)] or [0.0]
+        return {"start": (starts[0] - run_start) * 1000,
+                "per_wave": statistics.median(beyond) * 1000,
+                "spread": statistics.median(wave[-1] - wave[0] for wave in waves) * 1000,
+                "end": (run_end - max(self.ended)) * 1000}
 
 
 class CpuPerCall:
@@ -101,6 +136,7 @@ async def _measure(quick: bool) -> Figures:
         figures["fanout_s"] = stats(samples)
         figures["fanout_ideal_s"] = ideal
         figures["ratio_fanout_to_ideal"] = statistics.median(samples) / ideal
+        figures.update(await _fanout_profile(fanout, executor, items, conc, delay / 1000))
 
         throughput = compile_flow(THROUGHPUT.format(n=calls, conc=50))
 
@@ -148,16 +184,38 @@ async def _measure(quick: bool) -> Figures:
     return figures
 
 
+async def _fanout_profile(fanout: Any, executor: SandboxExecutor, items: int, conc: int, delay_s: float) -> Figures:
+    """The fan-out's time beyond the ideal, where it goes (`CallTimes`), over extra runs."""
+    profiles: list[dict[str, float]] = []
+    for _ in range(FANOUT_PROFILE_RUNS):
+        times = CallTimes()
+        started = time.perf_counter()
+        _checked(await run_compiled(fanout, executor, RunContext(sinks=[times])), items)
+        profiles.append(times.figures(started, time.perf_counter(), conc, delay_s))
+    return {f"fanout_{key}_ms": stats([p[key] for p in profiles]) for key in ("start", "per_wave", "spread", "end")}
+
+
 def rows(f: Figures) -> list[Row]:
     fan = f"parallelMap {f['fanout_items']} × {f['fanout_delay_ms']} ms agent, concurrency {f['fanout_concurrency']}"
     return [
         Row(fan, f["fanout_s"], "s", "{:.3f}"),
         Row("  ideal", f["fanout_ideal_s"], "s", "{:.3f}"),
+        *_fanout_rows(f),
         Row(f"agent calls/s, whole pipeline ({f['throughput_calls']:,} calls)", f["pipeline_calls_per_s"], "calls/s", "{:,.0f}"),
         Row("agent calls/s, pipeline with in-process executor", f["pipeline_calls_per_s_in_process"], "calls/s", "{:,.0f}"),
         Row("raw bridge calls/s (sandbox → host, concurrent)", f["bridge_calls_per_s"], "calls/s", "{:,.0f}"),
         *_cpu_rows(f),
     ]
+
+
+def _fanout_rows(f: Figures) -> list[Row]:
+    """Where the fan-out's time beyond the ideal goes (absent from figures saved before)."""
+    waves = -(-f["fanout_items"] // f["fanout_concurrency"])
+    labels = {"start": "  run start → first agent call",
+              "per_wave": f"  each wave's last call beyond {f['fanout_delay_ms']} ms ({waves} waves)",
+              "spread": f"  spread of a wave's {f['fanout_concurrency']} starts",
+              "end": "  last agent call → run end"}
+    return [Row(label, f[f"fanout_{key}_ms"], "ms", "{:.2f}") for key, label in labels.items() if f"fanout_{key}_ms" in f]
 
 
 def _cpu_rows(f: Figures) -> list[Row]:
