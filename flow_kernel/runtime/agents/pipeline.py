@@ -114,6 +114,8 @@ class AgentPipeline:
         self._occurrences: dict[tuple[str, str], int] = {}
         # An agent's calls repeat the same contract: build its validator and system prompt once.
         self._validators: dict[str, jsonschema.protocols.Validator] = {}
+        self._plain: dict[str, bool] = {}  # schema key -> whether it is a bare `string` contract (`is_plain_text`)
+        self._files_identity: dict[str, str] = {}  # agent -> its prompt files' part of a cassette identity
         self._systems: dict[tuple[str, str, tuple[str, ...]], str] = {}
         self._compiled_schemas: dict[str, dict[str, Any]] | None = None  # made on the first call
         self._models: dict[str, tuple[str, str, Price | None]] = {}  # agent -> provider, model, price (`_prepare`)
@@ -283,15 +285,18 @@ class AgentPipeline:
         if schema_key is None:
             schema_key = sorted_json(schema)
         # the trust levels the call's data comes in (`facts:`, `documents:`, `context:`: prompts.py)
-        levels = tuple(option for option in TRUST_OPTIONS if options.get(option) is not None)
+        levels = tuple([option for option in TRUST_OPTIONS if options.get(option) is not None])
         system_key = (name, schema_key, levels)
         system = self._systems.get(system_key)
         if system is None:
             system = self._systems[system_key] = system_prompt(spec.fields, schema, levels=levels)
         prompt = user_prompt(str(payload.get("prompt")), context, facts=options.get("facts"),
                              documents=options.get("documents"))
+        files = self._files_identity.get(name)
+        if files is None:  # the files were read at check time: the same for every call of the run
+            files = self._files_identity[name] = prompt_files_identity(spec.prompt_files)
         call = AgentCall(spec, payload, label, occurrence, schema, provider, model, system, prompt, tools,
-                     prompt + prompt_files_identity(spec.prompt_files))
+                         prompt + files)
         call.schema_key = schema_key
         call.price = price
         call.max_tool_calls = max_tool_calls(options, spec.fields)
@@ -367,10 +372,10 @@ class AgentPipeline:
         raw_retry = spec.fields.get("retry")
         retry: dict[str, Any] = raw_retry if isinstance(raw_retry, dict) else {}
         attempts_total = int(retry.get("attempts", 1))
-        retry_on = set(retry.get("on", []))
-        backoff = float(retry.get("backoff", 0)) / 1000
         timeout_ms = options.get("timeout", spec.fields.get("timeout"))
-        plain = is_plain_text(call.schema)
+        plain = self._plain.get(call.schema_key)
+        if plain is None:
+            plain = self._plain[call.schema_key] = is_plain_text(call.schema)
         invoke = self.invoke_own if call.provider in self._own else self.invoke
         log = call.log
         last_error: FlowError | None = None
@@ -414,19 +419,24 @@ class AgentPipeline:
                                                    details={"errors": errors, "output": output})
                 break
             assert last_error is not None
-            if last_error.code not in retry_on or attempt == attempts_total:
+            if last_error.code not in set(retry.get("on", [])) or attempt == attempts_total:
                 raise last_error
+            backoff = float(retry.get("backoff", 0)) / 1000
             if backoff:
                 await asyncio.sleep(backoff)
         raise last_error or AgentInvocationError(f"`{spec.name}` made no attempt")
 
     # -- traces ------------------------------------------------------------------------------
     def _trace(self, call: AgentCall | None, name: str, payload: dict[str, Any], outcome: str, latency_ms: int) -> None:
-        trace: Trace = {"call": payload.get("call"), "agent": name, "label": (payload.get("options") or {}).get("label"),
-                        "outcome": outcome, "latency_ms": latency_ms}
-        if call is not None:
-            trace.update(provider=call.provider, model=call.model, usage=dict(call.usage), attempts=len(call.log),
-                         tool_calls=len(call.tool_calls))
+        label = (payload.get("options") or {}).get("label")
+        trace: Trace
+        if call is None:
+            trace = {"call": payload.get("call"), "agent": name, "label": label, "outcome": outcome,
+                     "latency_ms": latency_ms}
+        else:
+            trace = {"call": payload.get("call"), "agent": name, "label": label, "outcome": outcome,
+                     "latency_ms": latency_ms, "provider": call.provider, "model": call.model,
+                     "usage": dict(call.usage), "attempts": len(call.log), "tool_calls": len(call.tool_calls)}
             if call.price is not None and not is_local(call.provider):
                 trace["cost"] = round(call.cost, 6)
             if call.partial is not None:
