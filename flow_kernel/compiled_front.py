@@ -42,7 +42,7 @@ MODULES: tuple[str, ...] = (
     "flow_kernel.lang.ast",
     "flow_kernel.lang.types",
     "flow_kernel.lang.env",
-    "flow_kernel.lang.native_marks",
+    "flow_kernel.native_marks",
     "flow_kernel.lang.check_common",
     "flow_kernel.lang.check_decls",
     "flow_kernel.lang.check_exprs",

@@ -8,7 +8,10 @@ import bisect
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from flow_kernel.native_marks import mypyc_attr
 
+
+@mypyc_attr(serializable=True)
 @dataclass(frozen=True)
 class Position:
     """A 1-based line and column (columns count characters, not bytes)."""
@@ -20,6 +23,7 @@ class Position:
         return {"line": self.line, "column": self.column}
 
 
+@mypyc_attr(serializable=True)
 class SourceFile:
     """A named piece of Flow source (a file or a notebook cell) with a line index."""
 
@@ -60,6 +64,7 @@ class SourceFile:
         return Span(self, start, end)
 
 
+@mypyc_attr(serializable=True)
 class Span:
     """A half-open range of character offsets in one source file.
 

@@ -111,17 +111,37 @@ def test_the_group_is_the_front_ends_modules() -> None:
     assert not [m for m in MODULES if m.startswith(("flow_kernel.lang.codegen", "flow_kernel.lang.pywriter"))]
 
 
+def test_flow_doctor_names_the_front_end_in_use() -> None:
+    from flow_kernel.cli.doctor import front_end_row
+    from flow_kernel.compiled_front import install
+
+    chosen = install()  # pure in the suite (tests/conftest.py), unless the shell said otherwise
+    ok = True if chosen.folder is not None else None  # pure is "--", never a failure
+    assert front_end_row() == ("front end", ok, chosen.why)
+    assert chosen.why.startswith("compiled (" if ok else "pure Python (")
+
+
 # -- the real build, where scripts/build-front made one -------------------------------------
 
 BUILT = choose(ROOT, environ={})
 needs_build = pytest.mark.skipif(BUILT.folder is None, reason=f"no current compiled build: {BUILT.why}")
 
+# Which lexer loaded, the choice, and a compiled program (every kind of declaration: the
+# bench's) that survives a pickle round trip, as a Ray worker gets it.
 PROBE = """
-import flow_kernel.lang.check as check, flow_kernel.lang.lexer as lexer
+import copy, pickle
+import flow_kernel.lang.lexer as lexer
+from flow_kernel.bench.frontend import flow_program
+from flow_kernel.cli.doctor import front_end_row
 from flow_kernel.compiled_front import front_end
+from flow_kernel.lang.compiler import compile_source
 from flow_kernel.source import SourceFile
-result = check.check(SourceFile("t.flow", 'let n = 40 + 2\\nprint "${n}"'))
-print(lexer.__file__, front_end(), result.ok, sep="\\n")
+program = compile_source(SourceFile("b.flow", flow_program(200)))
+again = pickle.loads(pickle.dumps(program))
+same = (again.python == program.python and again.check.ok and again.source_map.entries == program.source_map.entries
+        and copy.deepcopy(program.check).module.span == program.check.module.span)
+assert front_end_row()[2] == front_end()
+print(lexer.__file__, front_end(), same, sep="\\n")
 """
 
 

@@ -43,7 +43,7 @@ IN_SANDBOX = ("sandbox", "bootstrap", "flowbox")
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("base", ("flow_kernel.errors", "flow_kernel.source", "flow_kernel.markup", "flow_kernel.terminal_text",
               "flow_kernel.short_text", "flow_kernel.files", "flow_kernel.version", "flow_kernel.json_text",
-              "flow_kernel.compiled_front")),
+              "flow_kernel.compiled_front", "flow_kernel.native_marks")),
     ("diagnostics", ("flow_kernel.diagnostics",)),
     ("lang", ("flow_kernel.lang",)),
     ("sandbox", ("flow_kernel.sandbox", "flowbox")),

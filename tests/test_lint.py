@@ -18,6 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 TYPED = [
     "flow_kernel/source.py",
     "flow_kernel/compiled_front.py",
+    "flow_kernel/native_marks.py",
     "flow_kernel/markup.py",
     "flow_kernel/terminal_text.py",
     "flow_kernel/short_text.py",

@@ -18,12 +18,9 @@ def add_command(commands: Any) -> None:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from flow_kernel.compiled_front import install as front_end
     from flow_kernel.runtime.doctor import doctor_report
 
-    # The front end: compiled (ok) or pure Python (--, never a failure), and why.
-    chosen = front_end()
-    report = [*doctor_report(), ("front end", True if chosen.folder is not None else None, chosen.why)]
+    report = [*doctor_report(), front_end_row()]
     width = max(len(k) for k, _, _ in report)
     bad = False
     for name, ok, detail in report:
@@ -33,4 +30,13 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return EXIT_FAILED if bad else EXIT_OK
 
 
-__all__ = ["add_command", "cmd_doctor"]
+def front_end_row() -> tuple[str, bool | None, str]:
+    """The front end this process uses: compiled (ok) or pure Python (--, never a
+    failure), and why (flow_kernel/compiled_front.py)."""
+    from flow_kernel.compiled_front import install
+
+    chosen = install()
+    return "front end", True if chosen.folder is not None else None, chosen.why
+
+
+__all__ = ["add_command", "cmd_doctor", "front_end_row"]

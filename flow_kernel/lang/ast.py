@@ -7,9 +7,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from flow_kernel.native_marks import mypyc_attr
 from flow_kernel.source import Span
 
 
+@mypyc_attr(serializable=True)
 @dataclass(eq=False)
 class Node:
     span: Span

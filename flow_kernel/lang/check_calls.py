@@ -20,9 +20,9 @@ from flow_kernel.lang.builtins import (
 from flow_kernel.lang.check_common import closest
 from flow_kernel.lang.env import DeclEntry, Frame, WorkflowContext
 from flow_kernel.lang.literals import literal_value
-from flow_kernel.lang.native_marks import mypyc_attr
 from flow_kernel.lang.prices import DEFAULT_MAX_OUTPUT_TOKENS, price_of
 from flow_kernel.lang.static_budget import Names, local_names, usage
+from flow_kernel.native_marks import mypyc_attr
 
 if TYPE_CHECKING:
     from flow_kernel.lang.checker import Checker
@@ -34,7 +34,7 @@ AGENT_OPTIONS = ("context", "facts", "documents", "label", "output", "tools", "t
                  "max_tool_calls")
 
 
-@mypyc_attr(native_class=False)  # mixins: a plain class when compiled (native_marks.py)
+@mypyc_attr(native_class=False)  # mixins: a plain class when compiled (flow_kernel/native_marks.py)
 class CallChecker:
     # -- effects and operator prompts -----------------------------------------------------
     def effect(self: Checker, span: object, what: str) -> None:

@@ -20,11 +20,11 @@ from flow_kernel.lang.env import (
 )
 from flow_kernel.lang.graphs import find_cycles
 from flow_kernel.lang.literals import NOT_LITERAL, literal_value
-from flow_kernel.lang.native_marks import mypyc_attr
 from flow_kernel.lang.patterns import pattern_problem
 from flow_kernel.lang.prompt_files import file_call
 from flow_kernel.lang.purposes import purpose_of
 from flow_kernel.lang.schema_rules import schema_problems
+from flow_kernel.native_marks import mypyc_attr
 
 if TYPE_CHECKING:
     from flow_kernel.lang.checker import Checker
@@ -47,7 +47,7 @@ MODEL_RE = re.compile(r"^[A-Za-z0-9_.-]+/\S+$")
 _MCP_SOURCE = re.compile(r"[A-Za-z0-9_.-]+(/\S+)?")
 
 
-@mypyc_attr(native_class=False)  # mixins: a plain class when compiled (native_marks.py)
+@mypyc_attr(native_class=False)  # mixins: a plain class when compiled (flow_kernel/native_marks.py)
 class DeclChecker:
     _resolving: DeclEntry | None  # the alias being resolved (its self-reference is no "use")
     mcp_servers: frozenset[str] = frozenset()  # the configuration's [mcp.NAME] names, for files (F4021)

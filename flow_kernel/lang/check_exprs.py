@@ -13,8 +13,8 @@ from flow_kernel.lang.builtins import BUILTINS
 from flow_kernel.lang.check_common import article, closest
 from flow_kernel.lang.env import TaskInfo
 from flow_kernel.lang.literals import NOT_LITERAL, literal_value
-from flow_kernel.lang.native_marks import mypyc_attr
 from flow_kernel.lang.patterns import pattern_problem, search
+from flow_kernel.native_marks import mypyc_attr
 
 if TYPE_CHECKING:
     from flow_kernel.lang.checker import Checker
@@ -23,7 +23,7 @@ ARITHMETIC = ("-", "*", "/", "%")
 ORDERING = ("<", "<=", ">", ">=")
 
 
-@mypyc_attr(native_class=False)  # mixins: a plain class when compiled (native_marks.py)
+@mypyc_attr(native_class=False)  # mixins: a plain class when compiled (flow_kernel/native_marks.py)
 class ExprChecker:
     def expr(self: Checker, e: ast.Expr, *, expect_ok: bool = False) -> T.Type:
         # One dict lookup on the hot path (~17,000 calls a check; an `isinstance` that fails

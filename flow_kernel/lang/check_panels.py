@@ -24,7 +24,7 @@ from flow_kernel.lang import types as T
 from flow_kernel.lang.check_common import article, closest
 from flow_kernel.lang.env import Criterion, DeclEntry, PanelInfo, RubricInfo
 from flow_kernel.lang.literals import NOT_LITERAL, literal_value
-from flow_kernel.lang.native_marks import mypyc_attr
+from flow_kernel.native_marks import mypyc_attr
 
 if TYPE_CHECKING:
     from flow_kernel.lang.checker import Checker
@@ -65,7 +65,7 @@ def result_type(criteria: list[Criterion], synthesis: T.Type) -> T.Type:
     })
 
 
-@mypyc_attr(native_class=False)  # mixins: a plain class when compiled (native_marks.py)
+@mypyc_attr(native_class=False)  # mixins: a plain class when compiled (flow_kernel/native_marks.py)
 class PanelChecker:
     # -- rubric ----------------------------------------------------------------------------
     def declare_rubric(self: Checker, entry: DeclEntry) -> None:

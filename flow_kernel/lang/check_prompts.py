@@ -32,16 +32,16 @@ from flow_kernel.lang import ast
 from flow_kernel.lang import types as T
 from flow_kernel.lang.check_common import closest
 from flow_kernel.lang.literals import NOT_LITERAL, literal_value
-from flow_kernel.lang.native_marks import mypyc_attr
 from flow_kernel.lang.prompt_files import PromptFile, file_call, fill, placeholders, template_parts
 from flow_kernel.lang.purposes import DEGRADES, PURPOSES, degrades, purpose_of, unset_message
+from flow_kernel.native_marks import mypyc_attr
 from flow_kernel.source import Loader, UseRefused
 
 if TYPE_CHECKING:
     from flow_kernel.lang.checker import Checker
 
 
-@mypyc_attr(native_class=False)  # mixins: a plain class when compiled (native_marks.py)
+@mypyc_attr(native_class=False)  # mixins: a plain class when compiled (flow_kernel/native_marks.py)
 class PromptChecker:
     # Set by `check` on every checker it makes (annotations only: a callable class attribute
     # would be taken for a method).

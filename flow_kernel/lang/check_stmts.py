@@ -11,13 +11,13 @@ from flow_kernel.lang import types as T
 from flow_kernel.lang.check_common import closest
 from flow_kernel.lang.env import Frame, TaskInfo
 from flow_kernel.lang.literals import NOT_LITERAL, literal_value
-from flow_kernel.lang.native_marks import mypyc_attr
+from flow_kernel.native_marks import mypyc_attr
 
 if TYPE_CHECKING:
     from flow_kernel.lang.checker import Checker
 
 
-@mypyc_attr(native_class=False)  # mixins: a plain class when compiled (native_marks.py)
+@mypyc_attr(native_class=False)  # mixins: a plain class when compiled (flow_kernel/native_marks.py)
 class StmtChecker:
     def block(self: Checker, stmts: list[ast.Stmt]) -> bool:
         """Check statements in order; True when the block always ends (return/break/continue)."""

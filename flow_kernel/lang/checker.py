@@ -26,7 +26,7 @@ from flow_kernel.lang.check_stmts import StmtChecker
 from flow_kernel.lang.env import Binding, DeclEntry, Frame, Scope, WorkflowContext
 from flow_kernel.lang.fn_effects import FnEffect
 from flow_kernel.lang.graphs import find_cycles
-from flow_kernel.lang.native_marks import mypyc_attr
+from flow_kernel.native_marks import mypyc_attr
 from flow_kernel.source import SourceFile, Span
 
 DECL_KINDS = {ast.TypeDecl: "type", ast.ToolDecl: "tool", ast.AgentDecl: "agent", ast.TeamDecl: "team", ast.WorkflowDecl: "workflow",
@@ -75,7 +75,7 @@ class _InFrame:
         self.frames.pop()
 
 
-@mypyc_attr(native_class=False)  # the mixins combined: a plain class when compiled (native_marks.py)
+@mypyc_attr(native_class=False)  # the mixins combined: a plain class when compiled (flow_kernel/native_marks.py)
 class Checker(DeclChecker, ExprChecker, CallChecker, StmtChecker, PromptChecker, PanelChecker):
     # Node class -> its `x_…` / `s_…` method, filled as node classes are met (`expr`, `stmt`).
     expr_methods: ClassVar[dict[type, Callable[[Any, Any], T.Type]]] = {}

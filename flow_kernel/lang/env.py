@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from flow_kernel.lang import ast
 from flow_kernel.lang import types as T
+from flow_kernel.native_marks import mypyc_attr
 from flow_kernel.source import Span
 
 if TYPE_CHECKING:
@@ -15,6 +16,7 @@ if TYPE_CHECKING:
 DEFAULT_LIMITS = {"agent_runs": 100, "duration": 600_000, "concurrency": 4, "steps": 1000}
 
 
+@mypyc_attr(serializable=True)
 @dataclass
 class AgentInfo:
     output: T.Type = T.STRING
@@ -28,12 +30,14 @@ class AgentInfo:
     prompt_files: list[PromptFile] = field(default_factory=list)
 
 
+@mypyc_attr(serializable=True)
 @dataclass
 class TeamInfo:
     main: str | None = None
     members: list[str] = field(default_factory=list)
 
 
+@mypyc_attr(serializable=True)
 @dataclass
 class Criterion:
     """One criterion of a rubric: scores are integers from `low` to `high`."""
@@ -45,12 +49,14 @@ class Criterion:
     high: int
 
 
+@mypyc_attr(serializable=True)
 @dataclass
 class RubricInfo:
     criteria: list[Criterion] = field(default_factory=list)
     prompt_files: list[PromptFile] = field(default_factory=list)
 
 
+@mypyc_attr(serializable=True)
 @dataclass
 class PanelInfo:
     experts: list[tuple[str, str]] = field(default_factory=list)  # (agent, domain)
@@ -62,18 +68,21 @@ class PanelInfo:
     verdict: T.Type = T.ANY  # what each expert answers (its output contract)
 
 
+@mypyc_attr(serializable=True)
 @dataclass
 class WorkflowInfo:
     params: list[tuple[str, T.Type, bool]] = field(default_factory=list)  # name, type, optional
     returns: T.Type | None = None
 
 
+@mypyc_attr(serializable=True)
 @dataclass
 class ToolInfo:
     params: list[tuple[str, T.Type, bool]] = field(default_factory=list)
     returns: T.Type = T.ANY
 
 
+@mypyc_attr(serializable=True)
 @dataclass(eq=False)
 class DeclEntry:
     """A declaration visible to the code being checked."""
@@ -99,6 +108,7 @@ class DeclEntry:
         return self.node.name.span
 
 
+@mypyc_attr(serializable=True)
 @dataclass(eq=False)
 class Frame:
     """A body that runs as one unit: a workflow, a function, a lambda or an `async` task."""
@@ -114,6 +124,7 @@ class Frame:
     primaries: list[tuple[tuple[tuple[int, int], ...], Span]] = field(default_factory=list)  # `publish primary`s
 
 
+@mypyc_attr(serializable=True)
 @dataclass(eq=False)
 class Binding:
     name: str
@@ -125,6 +136,7 @@ class Binding:
     used: bool = False
 
 
+@mypyc_attr(serializable=True)
 @dataclass(eq=False)
 class TaskInfo:
     name: str
@@ -133,6 +145,7 @@ class TaskInfo:
     awaited: bool = False
 
 
+@mypyc_attr(serializable=True)
 class Scope:
     def __init__(self, parent: Scope | None) -> None:
         self.parent = parent
@@ -156,6 +169,7 @@ class Scope:
         return names
 
 
+@mypyc_attr(serializable=True)
 @dataclass(eq=False)
 class WorkflowContext:
     """Per-workflow state (the implicit top-level workflow and user functions included)."""

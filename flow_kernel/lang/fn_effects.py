@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from flow_kernel.lang import ast
 from flow_kernel.lang.static_budget import local_names
+from flow_kernel.native_marks import mypyc_attr
 from flow_kernel.source import Span
 
 _CALLED_KINDS = {"agent": "calls the agent", "workflow": "calls the workflow", "panel": "calls the panel",
@@ -24,6 +25,7 @@ _CALLED_KINDS = {"agent": "calls the agent", "workflow": "calls the workflow", "
 _STATEMENT_EFFECTS = {ast.Print: "prints", ast.Log: "logs", ast.Emit: "emits an event", ast.Publish: "publishes an artifact"}
 
 
+@mypyc_attr(serializable=True)
 @dataclass(frozen=True)
 class FnEffect:
     """A function's first effect: what it does (`calls the agent `a``), where, and the chain

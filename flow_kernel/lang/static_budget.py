@@ -23,6 +23,7 @@ from typing import Any
 
 from flow_kernel.lang import ast
 from flow_kernel.lang.builtins import BUILTINS
+from flow_kernel.source import Span
 
 # Builtins that call their lambda once per item, whatever the items are.
 _EVERY_ITEM = frozenset({"map", "filter", "count", "parallelMap", "reduce", "flatMap"})
@@ -369,8 +370,10 @@ _BINDERS = (ast.Let, ast.Async, ast.Param, ast.For, ast.Lambda, ast.Catch)
 # A node class -> how to read the fields that may hold a node or a list: an `attrgetter`
 # (None: no such field) and whether it returns a tuple of them (two or more fields).
 _CHILDREN: dict[type, tuple[Callable[[Any], Any] | None, bool]] = {}
-# Field types that never hold a node (the tree's annotations, as written in ast.py).
-_SCALAR_FIELDS = frozenset({"Span", "bool", "float", "int", "str", "str | None", "str | int | float | bool | None"})
+# Field types that never hold a node: the tree's annotations as written in ast.py, and the
+# classes a compiled node's dataclass fields name instead (a union there is `type`: read).
+_SCALAR_FIELDS: frozenset[object] = frozenset({"Span", "bool", "float", "int", "str", "str | None",
+                                               "str | int | float | bool | None", Span, bool, float, int, str})
 
 
 def _child_fields(kind: type) -> tuple[Callable[[Any], Any] | None, bool]:

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 
+from flow_kernel.native_marks import mypyc_attr
 from flow_kernel.source import SourceFile, Span
 
 RESERVED = frozenset(
@@ -37,6 +38,7 @@ _OP, _KEYWORD, _IDENT = Kind.OP, Kind.KEYWORD, Kind.IDENT
 NO_PARTS: tuple[str | Interpolation, ...] = ()
 
 
+@mypyc_attr(serializable=True)
 @dataclass(frozen=True)
 class Interpolation:
     """A `${…}` inside a string: the offsets of the expression text in the source."""

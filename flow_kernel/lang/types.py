@@ -9,9 +9,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from flow_kernel.native_marks import mypyc_attr
+
 Constraint = tuple[str, object]
 
 
+@mypyc_attr(serializable=True)
 class Type:
     def __str__(self) -> str:
         return display(self)
@@ -52,6 +55,7 @@ class ArrayType(Type):
         return display(self)
 
 
+@mypyc_attr(serializable=True)
 @dataclass(frozen=True)
 class Field:
     type: Type

@@ -132,6 +132,8 @@ def test_corpus_is_what_it_claims() -> None:
 
 def test_comparison_can_fail(monkeypatch: pytest.MonkeyPatch) -> None:
     """A lexer that differs in one detail (a doc comment's line, here) is caught."""
+    if not str(lexer.__file__).endswith(".py"):
+        pytest.skip("the compiled lexer calls DocComment directly: a patched module name does not reach it")
     real = lexer.DocComment
     monkeypatch.setattr(lexer, "DocComment", lambda line, text: real(line + 1, text))
     with pytest.raises(AssertionError):

@@ -55,7 +55,7 @@ workflow w(xs: int[], label?: string) -> any {
 
 
 def reference_local_names(node: object) -> frozenset[str]:
-    """What `local_names` promises, by visiting every attribute of every node."""
+    """What `local_names` promises, by visiting every field of every node."""
     found: set[str] = set()
     for n in _every_node(node):
         if isinstance(n, ast.Let | ast.Async | ast.Param):
@@ -69,9 +69,15 @@ def reference_local_names(node: object) -> frozenset[str]:
     return frozenset(found)
 
 
+def _attributes(n: ast.Node) -> list[object]:
+    """Every field of `n` that holds a node or a list (its dataclass fields: a compiled
+    node has no `__dict__`)."""
+    return [v for f in dataclasses.fields(n) if isinstance(v := getattr(n, f.name), ast.Node | list)]
+
+
 def reference_may_leave(stmt: ast.Stmt) -> bool:
     """A `return`, `break` or `continue` at or below `stmt`, not below an expression (a
-    lambda's statements leave the lambda only), by visiting every attribute."""
+    lambda's statements leave the lambda only), by visiting every field."""
     stack: list[object] = [stmt]
     while stack:
         n = stack.pop()
@@ -80,7 +86,7 @@ def reference_may_leave(stmt: ast.Stmt) -> bool:
         if isinstance(n, list):
             stack.extend(n)
         elif isinstance(n, ast.Node) and not isinstance(n, ast.Expr):
-            stack.extend(v for v in vars(n).values() if isinstance(v, ast.Node | list))
+            stack.extend(_attributes(n))
     return False
 
 
@@ -92,7 +98,7 @@ def _every_node(node: object) -> Iterator[object]:
         if isinstance(n, list):
             stack.extend(n)
         elif isinstance(n, ast.Node):
-            stack.extend(v for v in vars(n).values() if isinstance(v, ast.Node | list))
+            stack.extend(_attributes(n))
 
 
 def _workflows(text: str) -> list[ast.WorkflowDecl]:
@@ -118,6 +124,8 @@ def test_local_names_finds_every_kind_of_binder_wherever_it_sits() -> None:
 def test_the_fields_left_unread_are_never_nodes() -> None:
     """Every field of every node class that the walk skips is annotated as a scalar or a
     span in ast.py, and holds none of the bench program's nodes."""
+    if not isinstance(dataclasses.fields(ast.Node)[0].type, str):
+        pytest.skip("compiled nodes' fields name classes, not the annotations as written (static_budget.py)")
     node_names = {name for name, value in vars(ast).items() if isinstance(value, type) and issubclass(value, ast.Node)}
     classes = [value for value in vars(ast).values() if isinstance(value, type) and issubclass(value, ast.Node)]
     for cls in classes:
