@@ -16,8 +16,9 @@ import asyncio
 import json
 from typing import Any
 
-from flow_kernel.sandbox.process import MAX_LINE, SandboxProcess
+from flow_kernel.sandbox.process import SandboxProcess
 from tests.sandbox.sandbox_helpers import Sandbox, sandbox
+from tests.sandbox.test_bridge_reader import FakeProcess as ReaderFakeProcess
 
 __all__ = ["sandbox"]
 
@@ -33,18 +34,12 @@ class FakeStdin:
         return False
 
 
-class FakeProcess:
+class FakeProcess(ReaderFakeProcess):
+    """test_bridge_reader's fake, with a stdin that records each write."""
+
     def __init__(self) -> None:
+        super().__init__()
         self.stdin = FakeStdin()
-        self.stdout = asyncio.StreamReader(limit=MAX_LINE + 1)
-        self.returncode: int | None = None
-        self.pid = -1
-
-    def kill(self) -> None:
-        self.returncode = -9
-
-    async def wait(self) -> int:
-        return -9
 
 
 def sizes(stdin: FakeStdin) -> list[int]:
