@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from flow_kernel import Session
 from flow_kernel.runtime import host as host_module
 from flow_kernel.runtime.agents import AgentPipeline
+from flow_kernel.runtime.session import Session
 
 
 @pytest.fixture
