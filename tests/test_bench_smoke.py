@@ -70,6 +70,21 @@ def test_memory_figures(quick_run: tuple[dict[str, Any], str, str]) -> None:
         assert 0 < pss["kernel_pss_mb"] < pss["per_notebook_pss_mb"] <= pss["total_pss_mb"]
 
 
+def test_each_cpu_bound_program_in_cpu_time(quick_run: tuple[dict[str, Any], str, str]) -> None:
+    """On Linux the three CPU-bound programs are measured in CPU time too, with a row each."""
+    result, printed, _path = quick_run
+    sandbox = result["sections"]["sandbox"]
+    if "ratio_cpu_time_sandbox_to_cpython" not in sandbox:
+        pytest.skip("no per-thread CPU time here (not Linux, or the pool held two sandboxes)")
+    for prefix in ("cpu", "cpu_text", "cpu_records"):
+        for side in ("sandbox_thread_cpu_s", "host_cpython_cpu_s"):
+            timing = sandbox[f"{prefix}_{side}"]
+            assert 0 < timing["min"] <= timing["median"] <= timing["max"], (prefix, side)
+        ratio = sandbox["ratio_cpu_time" + prefix.removeprefix("cpu") + "_sandbox_to_cpython"]
+        assert ratio == sandbox[f"{prefix}_sandbox_thread_cpu_s"]["median"] / sandbox[f"{prefix}_host_cpython_cpu_s"]["median"]
+    assert printed.count("ratio sandbox / host CPython, CPU time") == 3
+
+
 def test_targets_and_report(quick_run: tuple[dict[str, Any], str, str]) -> None:
     result, printed, _path = quick_run
     figures = [t["figure"] for t in result["targets"]]
