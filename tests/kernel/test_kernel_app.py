@@ -70,6 +70,7 @@ _AWARE = datetime.datetime(2026, 12, 5, 9, 0, 1, 123456, tzinfo=datetime.UTC)
 _NAIVE = datetime.datetime(2026, 12, 5, 9, 0, 1)
 
 
+@pytest.mark.filterwarnings("ignore:Interpreting naive datetime:DeprecationWarning")  # jupyter_client's, both ways
 @pytest.mark.parametrize("value", [
     {"msg_id": "a", "date": _AWARE, "version": "5.4"},  # a header: an aware time becomes …Z
     {"date": _NAIVE, "day": _AWARE.date()},
