@@ -7,11 +7,11 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
-from flow_kernel.native_marks import mypyc_attr
+from flow_kernel.native_marks import rebuilt_by_fields
 
 
-@mypyc_attr(serializable=True)
 @dataclass(frozen=True)
 class Position:
     """A 1-based line and column (columns count characters, not bytes)."""
@@ -22,8 +22,10 @@ class Position:
     def to_json(self) -> dict[str, int]:
         return {"line": self.line, "column": self.column}
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        return rebuilt_by_fields(self)
 
-@mypyc_attr(serializable=True)
+
 class SourceFile:
     """A named piece of Flow source (a file or a notebook cell) with a line index."""
 
@@ -42,6 +44,9 @@ class SourceFile:
 
     def __repr__(self) -> str:
         return f"SourceFile({self.name!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return SourceFile, (self.name, self.text)
 
     def position(self, offset: int) -> Position:
         offset = max(0, min(offset, len(self.text)))
@@ -64,7 +69,6 @@ class SourceFile:
         return Span(self, start, end)
 
 
-@mypyc_attr(serializable=True)
 class Span:
     """A half-open range of character offsets in one source file.
 
@@ -77,6 +81,9 @@ class Span:
         self.source = source
         self.start = start
         self.end = end
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return Span, (self.source, self.start, self.end)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Span) and (self.start, self.end) == (other.start, other.end)

@@ -6,15 +6,18 @@ Nodes compare by identity (`eq=False`) so the checker can key side tables on the
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
-from flow_kernel.native_marks import mypyc_attr
+from flow_kernel.native_marks import rebuilt_by_fields
 from flow_kernel.source import Span
 
 
-@mypyc_attr(serializable=True)
 @dataclass(eq=False)
 class Node:
     span: Span
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return rebuilt_by_fields(self)
 
 
 # --- names -------------------------------------------------------------------

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from flow_kernel.lang import ast
 from flow_kernel.lang import types as T
-from flow_kernel.native_marks import mypyc_attr
+from flow_kernel.native_marks import rebuilt_by_fields
 from flow_kernel.source import Span
 
 if TYPE_CHECKING:
@@ -16,7 +16,6 @@ if TYPE_CHECKING:
 DEFAULT_LIMITS = {"agent_runs": 100, "duration": 600_000, "concurrency": 4, "steps": 1000}
 
 
-@mypyc_attr(serializable=True)
 @dataclass
 class AgentInfo:
     output: T.Type = T.STRING
@@ -29,15 +28,19 @@ class AgentInfo:
     texts: dict[str, object] = field(default_factory=dict)
     prompt_files: list[PromptFile] = field(default_factory=list)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        return rebuilt_by_fields(self)
 
-@mypyc_attr(serializable=True)
+
 @dataclass
 class TeamInfo:
     main: str | None = None
     members: list[str] = field(default_factory=list)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        return rebuilt_by_fields(self)
 
-@mypyc_attr(serializable=True)
+
 @dataclass
 class Criterion:
     """One criterion of a rubric: scores are integers from `low` to `high`."""
@@ -48,15 +51,19 @@ class Criterion:
     low: int
     high: int
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        return rebuilt_by_fields(self)
 
-@mypyc_attr(serializable=True)
+
 @dataclass
 class RubricInfo:
     criteria: list[Criterion] = field(default_factory=list)
     prompt_files: list[PromptFile] = field(default_factory=list)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        return rebuilt_by_fields(self)
 
-@mypyc_attr(serializable=True)
+
 @dataclass
 class PanelInfo:
     experts: list[tuple[str, str]] = field(default_factory=list)  # (agent, domain)
@@ -67,22 +74,28 @@ class PanelInfo:
     result: T.Type = T.ANY  # the record a call returns
     verdict: T.Type = T.ANY  # what each expert answers (its output contract)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        return rebuilt_by_fields(self)
 
-@mypyc_attr(serializable=True)
+
 @dataclass
 class WorkflowInfo:
     params: list[tuple[str, T.Type, bool]] = field(default_factory=list)  # name, type, optional
     returns: T.Type | None = None
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        return rebuilt_by_fields(self)
 
-@mypyc_attr(serializable=True)
+
 @dataclass
 class ToolInfo:
     params: list[tuple[str, T.Type, bool]] = field(default_factory=list)
     returns: T.Type = T.ANY
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        return rebuilt_by_fields(self)
 
-@mypyc_attr(serializable=True)
+
 @dataclass(eq=False)
 class DeclEntry:
     """A declaration visible to the code being checked."""
@@ -107,8 +120,10 @@ class DeclEntry:
     def span(self) -> Span:
         return self.node.name.span
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        return rebuilt_by_fields(self)
 
-@mypyc_attr(serializable=True)
+
 @dataclass(eq=False)
 class Frame:
     """A body that runs as one unit: a workflow, a function, a lambda or an `async` task."""
@@ -123,8 +138,10 @@ class Frame:
     branch: tuple[tuple[int, int], ...] = ()
     primaries: list[tuple[tuple[tuple[int, int], ...], Span]] = field(default_factory=list)  # `publish primary`s
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        return rebuilt_by_fields(self)
 
-@mypyc_attr(serializable=True)
+
 @dataclass(eq=False)
 class Binding:
     name: str
@@ -135,8 +152,10 @@ class Binding:
     frame: Frame | None
     used: bool = False
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        return rebuilt_by_fields(self)
 
-@mypyc_attr(serializable=True)
+
 @dataclass(eq=False)
 class TaskInfo:
     name: str
@@ -144,12 +163,20 @@ class TaskInfo:
     fields: dict[str, T.Type] = field(default_factory=dict)
     awaited: bool = False
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        return rebuilt_by_fields(self)
 
-@mypyc_attr(serializable=True)
+
 class Scope:
     def __init__(self, parent: Scope | None) -> None:
         self.parent = parent
         self.bindings: dict[str, Binding] = {}
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return Scope, (self.parent,), self.bindings
+
+    def __setstate__(self, bindings: dict[str, Binding]) -> None:
+        self.bindings = bindings
 
     def lookup(self, name: str) -> Binding | None:
         scope: Scope | None = self
@@ -169,7 +196,6 @@ class Scope:
         return names
 
 
-@mypyc_attr(serializable=True)
 @dataclass(eq=False)
 class WorkflowContext:
     """Per-workflow state (the implicit top-level workflow and user functions included)."""
@@ -189,3 +215,6 @@ class WorkflowContext:
     # The names the body binds, as the checker binds them: what the budget pass
     # (static_budget.py) resolves calls against when the check has reported nothing.
     bound: set[str] = field(default_factory=set)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return rebuilt_by_fields(self)

@@ -14,10 +14,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from flow_kernel.lang import ast
 from flow_kernel.lang.static_budget import local_names
-from flow_kernel.native_marks import mypyc_attr
+from flow_kernel.native_marks import rebuilt_by_fields
 from flow_kernel.source import Span
 
 _CALLED_KINDS = {"agent": "calls the agent", "workflow": "calls the workflow", "panel": "calls the panel",
@@ -25,7 +26,6 @@ _CALLED_KINDS = {"agent": "calls the agent", "workflow": "calls the workflow", "
 _STATEMENT_EFFECTS = {ast.Print: "prints", ast.Log: "logs", ast.Emit: "emits an event", ast.Publish: "publishes an artifact"}
 
 
-@mypyc_attr(serializable=True)
 @dataclass(frozen=True)
 class FnEffect:
     """A function's first effect: what it does (`calls the agent `a``), where, and the chain
@@ -43,6 +43,9 @@ class FnEffect:
             return self.what
         chain = ", which calls ".join(f"`{name}`" for name in self.via)
         return f"calls {chain}, which {self.what}"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return rebuilt_by_fields(self)
 
 
 @dataclass

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
+from typing import Any
 
-from flow_kernel.native_marks import mypyc_attr
+from flow_kernel.native_marks import rebuilt_by_fields
 from flow_kernel.source import SourceFile, Span
 
 RESERVED = frozenset(
@@ -38,13 +39,15 @@ _OP, _KEYWORD, _IDENT = Kind.OP, Kind.KEYWORD, Kind.IDENT
 NO_PARTS: tuple[str | Interpolation, ...] = ()
 
 
-@mypyc_attr(serializable=True)
 @dataclass(frozen=True)
 class Interpolation:
     """A `${…}` inside a string: the offsets of the expression text in the source."""
 
     start: int
     end: int
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return rebuilt_by_fields(self)
 
 
 class Token(Span):
@@ -71,6 +74,12 @@ class Token(Span):
         # For STRING tokens: literal text pieces and interpolations, in order. Other tokens
         # share one empty tuple (a list per token cost ~5 % of lexing).
         self.parts: Sequence[str | Interpolation] = NO_PARTS
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return Token, (self.kind, self.text, self.source, self.start, self.end, self.value), self.parts
+
+    def __setstate__(self, parts: Sequence[str | Interpolation]) -> None:
+        self.parts = parts
 
     @property
     def src(self) -> SourceFile:

@@ -8,16 +8,19 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from typing import Any
 
-from flow_kernel.native_marks import mypyc_attr
+from flow_kernel.native_marks import rebuilt_by_fields
 
 Constraint = tuple[str, object]
 
 
-@mypyc_attr(serializable=True)
 class Type:
     def __str__(self) -> str:
         return display(self)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return rebuilt_by_fields(self)
 
 
 @dataclass(frozen=True)
@@ -55,11 +58,13 @@ class ArrayType(Type):
         return display(self)
 
 
-@mypyc_attr(serializable=True)
 @dataclass(frozen=True)
 class Field:
     type: Type
     optional: bool = False
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return rebuilt_by_fields(self)
 
 
 @dataclass(frozen=True)
