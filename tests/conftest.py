@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-# How the suite splits over two workers (`-n 2 --dist loadgroup`): tests/workers.py.
+# How the suite splits over two workers (`-n 2 --dist loadfile`): tests/workers.py.
 pytest_plugins = ["tests.workers"]
 
 _CONFIG_HOME = Path(tempfile.mkdtemp(prefix="flow-test-config-"))

@@ -6,8 +6,10 @@ from __future__ import annotations
 import fcntl
 import os
 import re
+import sys
 import threading
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -95,3 +97,21 @@ def test_an_alone_test_waits_for_the_running_one_and_holds_back_the_next(tmp_pat
     lone.join(10)
     following.join(10)
     assert order == ["alone", "next"]
+
+
+class FakeItem:
+    def __init__(self, marks: tuple[str, ...] = (), fixtures: tuple[str, ...] = ()) -> None:
+        self.marks, self.fixturenames = marks, list(fixtures)
+
+    def get_closest_marker(self, name: str) -> object | None:
+        return name if name in self.marks else None
+
+
+@pytest.mark.parametrize("initialized", [False, True])
+def test_alone_are_the_marked_tests_and_the_one_starting_the_ray_cluster(
+        initialized: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "ray", SimpleNamespace(is_initialized=lambda: initialized))
+    assert workers.alone(FakeItem(marks=("alone",)))  # type: ignore[arg-type]
+    assert not workers.alone(FakeItem(marks=("ray",), fixtures=("tmp_path",)))  # type: ignore[arg-type]
+    # The session's cluster: only the test that starts it holds the machine.
+    assert workers.alone(FakeItem(fixtures=("tmp_path", "ray_cluster"))) is not initialized  # type: ignore[arg-type]

@@ -24,6 +24,7 @@ long tasks, a deadline's lateness): before it starts, the other worker finishes 
 in and then waits until this one is done. The lock is two `flock`s in the run's temporary
 folder: `alone` takes the turnstile, then the machine exclusively; every other test passes
 the turnstile and holds the machine shared, so a waiting `alone` test is never starved.
+The test whose setup starts the session's Ray cluster is `alone` too (`alone()`).
 
 With `-n 0`, `-p no:xdist` or no `-n` (a targeted run), nothing here changes the run.
 """
@@ -33,6 +34,7 @@ from __future__ import annotations
 import fcntl
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -146,5 +148,16 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     """Under xdist: a test's setup, call and teardown hold the machine (`machine`)."""
     if not os.environ.get("PYTEST_XDIST_WORKER") or LOCKS not in os.environ:
         return (yield)
-    with machine(Path(os.environ[LOCKS]), alone=item.get_closest_marker("alone") is not None):
+    with machine(Path(os.environ[LOCKS]), alone=alone(item)):
         return (yield)
+
+
+def alone(item: pytest.Item) -> bool:
+    """Marked `alone`, or the test whose setup starts the session's Ray cluster
+    (tests/eval/conftest.py): Ray gives its processes a fixed 15 s to come up
+    (runtime/eval/ray_executor.py), which a loaded machine can miss."""
+    if item.get_closest_marker("alone") is not None:
+        return True
+    ray = sys.modules.get("ray")
+    starting = ray is None or not ray.is_initialized()
+    return starting and "ray_cluster" in getattr(item, "fixturenames", ())

@@ -19,7 +19,8 @@ from typing import Any
 import pytest
 
 pytest.importorskip("ray")
-pytestmark = pytest.mark.ray
+# alone: each probe starts a cluster, whose processes get a fixed time to come up (tests/workers.py)
+pytestmark = [pytest.mark.ray, pytest.mark.alone]
 
 ROOT = Path(__file__).resolve().parents[2]
 FAKE = {"OPENAI_API_KEY": "sk-unused-by-the-eval", "ANTHROPIC_API_KEY": "ant-used-by-the-eval",
