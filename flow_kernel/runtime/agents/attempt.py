@@ -20,7 +20,7 @@ from flow_kernel.runtime.agents.calls import AgentCall
 from flow_kernel.runtime.providers.base import Provider, ProviderReply, ProviderRequest
 
 
-@dataclass
+@dataclass(slots=True)
 class Attempt:
     """One attempt of `call`: the first, a repair (`repair_of`: the last output and its
     errors) or a retry. `number` counts the call's attempts from 1, repairs and retries

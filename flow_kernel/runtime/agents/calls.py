@@ -34,7 +34,7 @@ class AgentSpec:
     prompt_files: list[PromptFile] = field(default_factory=list)  # read at check time (lang/check_prompts.py)
 
 
-@dataclass
+@dataclass(slots=True)
 class AgentCall:
     """One agent call as the attempt loop and its layers see it."""
 
