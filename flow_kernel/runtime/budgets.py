@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from flow_kernel.errors import CapabilityViolationError, LimitExceededError
 
 
-@dataclass
+@dataclass(slots=True)
 class FrameBudget:
     """One workflow frame's `agent_runs`, concurrency gate and `cost` limit; calls charge the whole chain."""
 
