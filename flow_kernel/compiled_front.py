@@ -72,6 +72,16 @@ class Choice:
     extensions: Mapping[str, Path]  # module name -> its extension file, the shared library included
 
 
+@dataclass(frozen=True)
+class _Entry:
+    """One compiled module in a manifest: its source as compiled, and its extension file."""
+
+    sha256: str
+    size: int
+    mtime_ns: int
+    extension: str  # relative to the build's folder
+
+
 def source_path(root: Path, module: str) -> Path:
     """The pure source of `module` under `root`, the folder that holds `flow_kernel/`."""
     return root.joinpath(*module.split(".")).with_suffix(".py")
@@ -96,9 +106,10 @@ def choose(root: Path, environ: Mapping[str, str] = os.environ,
         return Choice(None, "pure Python (no compiled build: scripts/build-front)", {})
     try:
         manifest = json.loads((folder / MANIFEST).read_text())
-        listed: dict[str, dict[str, object]] = manifest["modules"]
         suffix, shared = str(manifest["suffix"]), str(manifest["shared"])
-    except (OSError, ValueError, KeyError, TypeError):
+        listed = {name: _Entry(str(e["sha256"]), int(e["size"]), int(e["mtime_ns"]), str(e["extension"]))
+                  for name, e in manifest["modules"].items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return Choice(None, f"pure Python ({folder / MANIFEST} unreadable)", {})
     if suffix != importlib.machinery.EXTENSION_SUFFIXES[0]:
         return Choice(None, f"pure Python (the build is for {suffix}, not this interpreter)", {})
@@ -108,12 +119,12 @@ def choose(root: Path, environ: Mapping[str, str] = os.environ,
         entry, path = listed[module], source_path(root, module)
         try:
             stat = path.stat()
-            same = stat.st_size == entry["size"] and stat.st_mtime_ns == entry["mtime_ns"]
-            if not same and sha256_of(path) != entry["sha256"]:
+            same = stat.st_size == entry.size and stat.st_mtime_ns == entry.mtime_ns
+            if not same and sha256_of(path) != entry.sha256:
                 return Choice(None, f"pure Python ({path.relative_to(root)} changed since the build: rebuild)", {})
         except OSError:
             return Choice(None, f"pure Python ({path.relative_to(root)} is missing)", {})
-    extensions = {m: folder / str(listed[m]["extension"]) for m in modules}
+    extensions = {m: folder / listed[m].extension for m in modules}
     extensions[shared.removesuffix(suffix).replace("/", ".")] = folder / shared
     if not all(p.is_file() for p in extensions.values()):
         return Choice(None, f"pure Python ({folder} is incomplete: rebuild)", {})

@@ -99,6 +99,10 @@ def test_another_set_another_interpreter_or_a_missing_file_is_pure(tmp_path: Pat
     folder = toy_build(empty)
     (folder / f"toy__mypyc{SUFFIX}").unlink()
     assert "incomplete" in choose(empty, environ={}, modules=TOY).why
+    manifest = json.loads((folder / MANIFEST).read_text())
+    del manifest["modules"]["pkg.beta"]["size"]
+    (folder / MANIFEST).write_text(json.dumps(manifest))
+    assert "unreadable" in choose(empty, environ={}, modules=TOY).why
     (folder / MANIFEST).write_text("{")
     assert "unreadable" in choose(empty, environ={}, modules=TOY).why
     shutil.rmtree(folder)
