@@ -1,10 +1,10 @@
-"""The compiled front end: which modules mypyc compiles (scripts/build_front.py), and the
+"""The compiled front end: which modules mypyc compiles (scripts/build-front), and the
 finder that imports them instead of their pure-Python sources, all or none.
 
 mypyc compiles the lexer, parser and checker (`MODULES`) as one group: one shared library
 (`GROUP`) holds their native code and calls across modules directly, so a compiled module
 beside a pure neighbour of the same group would disagree with it about its classes. The
-build (scripts/build_front.py, run by scripts/setup; a compiled wheel's hatch_build.py)
+build (scripts/build-front, run by scripts/setup; a compiled wheel's hatch_build.py)
 writes the extensions outside the package, into `build/flow-front/` beside a checkout's
 package or `flow_kernel_front/` beside an installed one, with a manifest of each source's
 sha256, size and modification time. `install()`, called by `flow_kernel/__init__.py`
