@@ -34,6 +34,7 @@ def _after_the_loop(scenario: Callable[[], Awaitable[SandboxProcess]]) -> tuple[
     a caller's loop may end), then collects: whether the transport was closed, and what the
     collector reported (unraisable exceptions, ResourceWarnings)."""
     seen: list[str] = []
+    gc.collect()  # what earlier tests of this process left (their sockets) is theirs, not the scenario's
     hook = sys.unraisablehook
 
     def record(unraisable: Any) -> None:
