@@ -226,10 +226,9 @@ class HostServices:
     def runs_at_once(self, op: str, payload: Any) -> bool:
         """Whether the bridge may run this request up to its first wait at once, without a
         task of its own (sandbox/process.py `_start`): agent calls the pipeline says are safe."""
-        if op != "agent" or not isinstance(payload, dict):
+        if op != "agent" or not isinstance(payload, dict) or self._released:
             return False
-        agents = getattr(self, "agents", None)  # gone after `release`
-        return agents is not None and agents.runs_at_once(payload)
+        return self.agents.runs_at_once(payload)
 
     async def handle(self, op: str, payload: dict[str, Any]) -> Any:
         if not isinstance(payload, dict):  # the bootstrap sends objects only: a bypassed sandbox
