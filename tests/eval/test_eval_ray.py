@@ -64,6 +64,7 @@ FAILING_BATCH = """workflow item(n: int) -> int {
 """
 
 
+@pytest.mark.alone  # a crash that must read `isolate` read `workflow-timeout` under the other worker's load: it waits (tests/workers.py)
 def test_a_batch_with_failing_items_gives_every_item_its_record_in_order(ray_cluster: Any) -> None:
     from flow_kernel.lang.compiler import compile_source
     from flow_kernel.runtime.context import RunContext
