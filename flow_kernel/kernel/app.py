@@ -23,7 +23,7 @@ Two of ipykernel's defaults cost every message and buy a Flow kernel nothing:
   `json_packer`, whose fallback and warning stay as they are.
 
 stdout and stderr are `FlowOutStream`s (kernel/iopub.py): their flushes wait for the
-IOPub thread only when there is something to wait for.
+IOPub thread only when their own text is on its way.
 """
 
 from __future__ import annotations

@@ -153,11 +153,11 @@ class FlowKernel(Kernel):
 
     def post_handler_hook(self) -> None:
         """After a shell request's handler, before the `idle` status and the stream flushes
-        that ipykernel does next: the reply the handler queued on the shell stream is sent
+        that ipykernel does next: a reply the handler queued on the shell stream is sent
         now (ipykernel sends it with its flush after `idle` is published; the two go on
         different channels, whose relative order the protocol leaves open)."""
         super().post_handler_hook()
-        if self.shell_stream is not None:
+        if self.shell_stream is not None and self.shell_stream.sending():
             self.shell_stream.flush(zmq.POLLOUT)
 
     @property
@@ -167,6 +167,16 @@ class FlowKernel(Kernel):
         return info
 
     # -- execute --------------------------------------------------------------------------
+    async def execute_request(self, stream: Any, ident: Any, parent: Any) -> None:
+        """ipykernel's execute request, whose reply goes straight onto the shell socket when
+        nothing else waits in the shell stream's send queue: the socket is the main
+        thread's (kernel/app.py: no shell-channel thread), and the stream would make the
+        same send when flushed, after updating its loop registration twice."""
+        direct = stream
+        if stream is self.shell_stream and stream is not None and not stream.sending() and stream.socket is not None:
+            direct = stream.socket
+        await super().execute_request(direct, ident, parent)
+
     async def do_execute(self, code: str, silent: bool, store_history: bool = True,
                          user_expressions: dict[str, Any] | None = None, allow_stdin: bool = False,
                          **_: Any) -> dict[str, Any]:

@@ -86,6 +86,26 @@ def test_cells_build_on_each_other(kernel: tuple[object, object]) -> None:
     assert fourth.result == "hi Ada"
 
 
+def test_a_cells_outputs_come_in_order_before_its_idle(kernel: tuple[object, object]) -> None:
+    """The reply does not wait for the IOPub thread (kernel/iopub.py); on iopub a cell's
+    messages keep their order, its printed line and its result before its `idle`."""
+    _, kc = kernel
+    for n in range(5):
+        msg_id = kc.execute(f'print "line {n}"\n{n} + 1')  # type: ignore[attr-defined]
+        reply = kc.get_shell_msg(timeout=60)  # type: ignore[attr-defined]
+        while reply["parent_header"].get("msg_id") != msg_id:  # an earlier request's reply
+            reply = kc.get_shell_msg(timeout=60)  # type: ignore[attr-defined]
+        assert reply["content"]["status"] == "ok"
+        seen = []
+        while not seen or seen[-1] != "idle":
+            msg = kc.get_iopub_msg(timeout=60)  # type: ignore[attr-defined]
+            if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] != "comm_msg":
+                content = msg["content"]
+                seen.append(content.get("execution_state") or content.get("text")
+                            or content.get("data", {}).get("text/plain") or msg["msg_type"])
+        assert [s for s in seen if s != "display_data"] == ["busy", "execute_input", f"line {n}\n", str(n + 1), "idle"]
+
+
 def test_a_runtime_error_is_an_error_message_with_the_flow_line(kernel: tuple[object, object]) -> None:
     _, kc = kernel
     failed = execute(kc, 'let xs = [1, 2]\nlet a = 1\nlet b = xs[a + 5]')
