@@ -6,7 +6,9 @@ details (asked for when the card opens) and for the static summary.
 
 When the run ends, the kernel replaces the widget's output with the static summary
 (`static_bundle`) and closes the widget, so a saved notebook keeps
-the summary alone.
+the summary alone. A notebook saved before that (an autosave mid-run, or a save after its
+kernel went away) keeps the live view's display instead, whose widget model is gone when the
+notebook is opened again: the display carries what a front end shows then (`unlinked_bundle`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import asyncio
 import json
 from typing import Any
 
+from flow_kernel.markup import escape
 from flow_kernel.short_text import shorten
 from flow_kernel.views.panel_view import panel_call_words
 from flow_kernel.views.prompts import Prompts
@@ -23,7 +26,7 @@ from flow_kernel.views.run_model import Node, RunModel
 from flow_kernel.views.run_stream import Batcher, Compactor
 from flow_kernel.views.wire import Detail, End
 
-LIVE_TEXT = "Flow run (live view)"
+LIVE_MIME = "application/vnd.flow.run-view+json"  # marks a live view's display (labextension/src/liveview.ts)
 DETAIL_TEXT = 4000  # characters of a card's prompt or instructions sent to the browser
 DETAIL_JSON = 16000  # bytes of a card's output sent as a tree; past that, its text shortened
 
@@ -48,9 +51,8 @@ class RunView:
 
     # -- display ---------------------------------------------------------------------------------
     def mimebundle(self) -> dict[str, Any]:
-        bundle: dict[str, Any] = dict(self.box._repr_mimebundle_())
-        bundle["text/plain"] = LIVE_TEXT
-        return bundle
+        """The live view's display: the widget, and what shows where its model is gone."""
+        return {**self.box._repr_mimebundle_(), **unlinked_bundle(self.model.run_id)}
 
     def static_bundle(self) -> dict[str, Any]:
         return summary_bundle(self.model)
@@ -149,6 +151,26 @@ class RunView:
     async def ask(self, request: dict[str, Any]) -> Any:
         """Show a prompt for an operator request and wait for the click (or `answer`)."""
         return await self.prompts.ask(request)
+
+
+def unlinked_text(run_id: str | None) -> str:
+    """What a live view's display says where its widget is not there: the notebook was saved
+    while the run went on and opened again, or a front end without the widget shows it. True
+    however the run went on: its journal, not this display, knows how it ended."""
+    run = run_id or "RUN"
+    return (f"Flow run {run}: its live view was saved while the run was going on, and is not "
+            "connected to a kernel now. The run's journal keeps what it did: "
+            f"%resume {run} goes on with it if it was interrupted (a kernel restart does not "
+            "cancel it); %runs (or flow runs) says how it ended.")
+
+
+def unlinked_bundle(run_id: str | None) -> dict[str, Any]:
+    """The live view's display data besides the widget's: `LIVE_MIME` (the run id, for the
+    front end that shows `text/plain` in place of a widget whose model is gone), `text/plain`
+    and `text/html` (what a front end without the widget, or an untrusted notebook, shows)."""
+    text = unlinked_text(run_id)
+    return {LIVE_MIME: {"run": run_id or ""}, "text/plain": text,
+            "text/html": f'<div class="flow-run-unlinked" style="white-space:pre-wrap;opacity:.8">{escape(text)}</div>'}
 
 
 def close_widgets(*widgets: Any) -> None:

@@ -2,9 +2,12 @@
  * flow-kernel-lab: syntax highlighting for Flow cells and `.flow` files in
  * JupyterLab 4. The kernel's language_info names `codemirror_mode: "flow"` and
  * mimetype `text/x-flow`; this plugin registers that language with CodeMirror.
+ * The second (./liveview) shows a run's live view saved mid-run, whose widget model is gone.
  */
 import type { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { IEditorLanguageRegistry } from '@jupyterlab/codemirror';
+
+import { liveViewPlugin } from './liveview';
 
 const plugin: JupyterFrontEndPlugin<void> = {
   id: 'flow-kernel-lab:language',
@@ -41,4 +44,4 @@ const plugin: JupyterFrontEndPlugin<void> = {
   }
 };
 
-export default plugin;
+export default [plugin, liveViewPlugin];

@@ -146,6 +146,14 @@ class Lab:
                 continue
         raise AssertionError(f"clicking {name!r} did nothing")
 
+    def restart_kernel(self) -> None:
+        """Kernel ▸ Restart Kernel…, then Restart in the dialog (the same menu in JupyterLab
+        and Notebook 7)."""
+        page = self.page
+        page.locator(".lm-MenuBar-item", has_text="Kernel").first.click()
+        page.locator('.lm-Menu-item[data-command="kernelmenu:restart"]').first.click()
+        page.locator(".jp-Dialog .jp-mod-accept").first.click()
+
     def wait_for_text(self, text: str, index: int | None = None, timeout: float = 60_000) -> None:
         """Wait for `text` in the outputs (of cell `index`), never in the code."""
         cells = self.page.locator(".jp-Notebook .jp-Cell")

@@ -67,14 +67,6 @@ def notebook7(chromium: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     yield from serve("notebook", chromium, tmp_path_factory)
 
 
-def restart_from_the_menu(view: Lab) -> None:
-    """Kernel ▸ Restart Kernel…, then Restart in the dialog (the same menu in both front ends)."""
-    page = view.page
-    page.locator(".lm-MenuBar-item", has_text="Kernel").first.click()
-    page.locator('.lm-Menu-item[data-command="kernelmenu:restart"]').first.click()
-    page.locator(".jp-Dialog .jp-mod-accept").first.click()
-
-
 @pytest.mark.parametrize("app", ["jupyterlab", "notebook7"])
 def test_restart_mid_run_then_resume_finishes_it(app: str, request: pytest.FixtureRequest) -> None:
     front: FrontEnd = request.getfixturevalue(app)
@@ -89,7 +81,7 @@ def test_restart_mid_run_then_resume_finishes_it(app: str, request: pytest.Fixtu
         live = view.page.locator(".jp-Notebook .jp-Cell").nth(1).locator(".flow-run-view")
         live.locator(".fr-card.fr-running").first.wait_for(timeout=30_000)  # the call in flight, running
         assert live.locator(".fr-gone").count() == 0
-        restart_from_the_menu(view)
+        view.restart_kernel()
         # The front end drops what the dying kernel still sends; the view itself sees its
         # kernel go and says the run was interrupted, and how to go on with it.
         gone = live.locator(".fr-gone")

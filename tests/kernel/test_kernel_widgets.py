@@ -4,12 +4,14 @@ cell runs (the click sent as the frontend sends it, a comm message), `ask` choic
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
+from flow_kernel.views.run_view import LIVE_MIME, unlinked_text
 from tests.kernel.kernel_helpers import TIMEOUT, collect, execute, start
 
 
@@ -52,13 +54,25 @@ def run_and_click(kc: Any, code: str, button: str) -> Any:
 def summary(reply: Any) -> str:
     """The summary, which replaces the live view in place (update_display_data, same id)."""
     live = [c for c in reply.of("display_data") if "application/vnd.jupyter.widget-view+json" in c["data"]]
-    assert live and live[0]["data"]["text/plain"] == "Flow run (live view)", reply.outputs
+    assert live, reply.outputs
+    assert_unlinked_fallback(live[0]["data"])
     display_id = live[0]["transient"]["display_id"]
-    texts = [c["data"]["text/plain"] for c in reply.of("update_display_data")
-             if c["transient"]["display_id"] == display_id and c["data"]["text/plain"].startswith("Flow run:")]
+    updates = [c["data"] for c in reply.of("update_display_data") if c["transient"]["display_id"] == display_id]
+    texts = [data["text/plain"] for data in updates if data["text/plain"].startswith("Flow run:")]
     assert texts, reply.outputs
+    assert not [data for data in updates if LIVE_MIME in data]  # the summary leaves no live marker
     assert not [c for c in reply.of("display_data") if c["data"].get("text/plain", "").startswith("Flow run:")]
     return str(texts[-1])
+
+
+def assert_unlinked_fallback(data: dict[str, Any]) -> None:
+    """The live view's display as the kernel sends it: the widget, and, for where its model is
+    gone (a notebook saved mid-run, opened again), the run's id under `LIVE_MIME` and the
+    text that says what became of the run, as text and as escaped HTML."""
+    run = data[LIVE_MIME]["run"]
+    assert re.fullmatch(r"r[0-9a-f]+", run), data
+    assert data["text/plain"] == unlinked_text(run) and f"%resume {run}" in data["text/plain"]
+    assert data["text/html"].startswith('<div class="flow-run-unlinked"') and f"%resume {run}" in data["text/html"]
 
 
 def test_approve_clicked_while_the_cell_runs(kernel: Any) -> None:

@@ -1,0 +1,96 @@
+"""A notebook saved after Kernel ▸ Restart mid-run, opened again (JupyterLab, Chromium).
+
+A run's live view is a widget display that the kernel replaces with the run's summary when
+the run ends; a restart mid-run kills the kernel before that, so the saved notebook keeps
+the live display, whose widget model no kernel has when the notebook is opened again. The
+Jupyter widget manager would show "Error displaying widget: model not found" there; the
+display's `text/plain` says what became of the run instead (flow_kernel/views/run_view.py
+`unlinked_text`, shown by labextension/src/liveview.ts; docs/widgets.md "A live view saved
+mid-run")."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.browser.lab import Lab, missing, write_notebook
+
+pytestmark = pytest.mark.browser
+
+REASON = missing()
+if REASON:
+    pytest.skip(REASON, allow_module_level=True)
+
+from flow_kernel.views.run_view import LIVE_MIME, unlinked_text  # noqa: E402
+
+CELL = 'let ok = approve "Archive the March tickets?"\nok ? "archived" : "kept"'
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+
+
+def saved_outputs(path: Path, view: Lab, timeout: float = 30) -> list[dict[str, Any]]:
+    """Save the notebook (Ctrl+S, again while the file does not hold the live display yet)
+    and return its first cell's outputs as saved."""
+    deadline = time.time() + timeout
+    while True:
+        view.page.locator(".jp-Notebook .jp-Cell").first.locator(".jp-InputPrompt").click()
+        view.page.keyboard.press("Control+s")
+        for _ in range(20):
+            outputs: list[dict[str, Any]] = json.loads(path.read_text())["cells"][0]["outputs"]
+            if any(LIVE_MIME in o.get("data", {}) for o in outputs):
+                return outputs
+            time.sleep(0.25)
+        if time.time() > deadline:
+            raise AssertionError(f"the notebook was never saved with its live view: {outputs}")
+
+
+def test_a_view_saved_after_a_restart_mid_run_says_what_became_of_the_run(lab: tuple[Any, str, Path]) -> None:
+    browser, url, root = lab
+    path = root / "saved-mid-run.ipynb"
+    write_notebook(path, [CELL])
+    view = Lab(browser, url)
+    try:
+        view.open(path.name)
+        view.run_cell(0)
+        view.page.locator("button.jupyter-button", has_text="Approve").first.wait_for(state="visible", timeout=60_000)
+        output = view.page.locator(".jp-Notebook .jp-Cell").first.locator(".jp-OutputArea")
+        assert output.locator(".flow-run-view").count() == 1 and output.locator(".flow-run-unlinked").count() == 0
+        view.restart_kernel()
+        gone = output.locator(".fr-gone")  # the live view, still shown, says its kernel went away
+        gone.wait_for(timeout=30_000)
+        found = re.search(r"%resume (r[0-9a-f]+)", gone.inner_text())
+        assert found, gone.inner_text()
+        run = found.group(1)
+        outputs = saved_outputs(path, view)
+    except Exception:
+        view.screenshot("saved-mid-run-failed.png")
+        raise
+    finally:
+        view.page.close()
+    live = [o["data"] for o in outputs if LIVE_MIME in o.get("data", {})]
+    assert len(live) == 1 and WIDGET_MIME in live[0] and live[0][LIVE_MIME] == {"run": run}, outputs
+    assert "".join(live[0]["text/plain"]) == unlinked_text(run)
+
+    reopened = Lab(browser, url)  # the notebook opened again, on the kernel its restart started
+    try:
+        reopened.open(path.name)
+        area = reopened.page.locator(".jp-Notebook .jp-Cell").first.locator(".jp-OutputArea")
+        # What the widget manager alone shows there: "Loading widget...", then, its kernel
+        # connected, "Error displaying widget: model not found".
+        area.locator(".flow-run-unlinked").or_(area.get_by_text("model not found")).first.wait_for(timeout=60_000)
+        shown = reopened.output_text(0)
+        reopened.screenshot("saved-mid-run-reopened.png", index=0)
+    finally:
+        reopened.page.close()
+    assert "model not found" not in shown and "Loading widget" not in shown, shown
+    assert note_text(shown) == unlinked_text(run)
+    assert f"%resume {run}" in shown
+
+
+def note_text(shown: str) -> str:
+    """The output area's text as one paragraph (the browser wraps it into lines)."""
+    return " ".join(shown.split())
