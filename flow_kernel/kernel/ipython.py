@@ -210,7 +210,7 @@ class IPythonPort:
 
             from flow_kernel.views.run_view import RunView
 
-            view = RunView(agents=agents)  # the summary sits under its cell: no title
+            view = RunView(run_id=run_id, agents=agents)  # the summary sits under its cell: no title
         except ImportError:
             return None
         self.view_display = self.cell.run(display, view.mimebundle(), raw=True, display_id=True)
