@@ -271,12 +271,26 @@ def _sync_and_close(file: TextIO) -> None:
 # Set once this process is shutting down (a kernel's shutdown or restart): a run it ends
 # then did not fail, it was interrupted, and its journal says so (run.py `_record_end`).
 _ending = threading.Event()
+# The runs waiting for that (`ending_after_interrupt`): each its loop and the future that
+# wakes it. `process_ending` may be called on another thread than theirs.
+_ending_waiters: set[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = set()
+_ending_lock = threading.Lock()
 
 
 def process_ending() -> None:
     """Say this process is shutting down: every run that ends from now on without a result
-    is journaled `interrupted` (resumable), not `failed`."""
-    _ending.set()
+    is journaled `interrupted` (resumable), not `failed`; the runs waiting for it wake."""
+    with _ending_lock:
+        _ending.set()
+        waiters = list(_ending_waiters)
+    for loop, woken in waiters:
+        with contextlib.suppress(RuntimeError):  # its loop has closed: nothing waits there now
+            loop.call_soon_threadsafe(_wake, woken)
+
+
+def _wake(woken: asyncio.Future[None]) -> None:
+    if not woken.done():
+        woken.set_result(None)
 
 
 def is_process_ending() -> bool:
@@ -301,10 +315,23 @@ async def ending_after_interrupt(seconds: float) -> bool:
     and at once a shutdown request (jupyter_client's order, also under Kernel ▸ Restart): a
     run the interrupt stopped journals `interrupted` (its kernel went) rather than `failed:
     cancelled` (the person stopped it) when the shutdown comes in that time. A run stopped
-    by anything else (a client's cancel, Ctrl-C) does not wait."""
-    deadline = _interrupt_at + seconds
-    while not _ending.is_set() and time.monotonic() < deadline:
-        await asyncio.sleep(0.02)
+    by anything else (a client's cancel, Ctrl-C) does not wait. It waits on `process_ending`
+    waking it, or the deadline, nothing else."""
+    remaining = _interrupt_at + seconds - time.monotonic()
+    if remaining <= 0 or _ending.is_set():
+        return _ending.is_set()
+    loop = asyncio.get_running_loop()
+    waiter = (loop, loop.create_future())
+    with _ending_lock:
+        if _ending.is_set():
+            return True
+        _ending_waiters.add(waiter)
+    try:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(waiter[1], remaining)
+    finally:
+        with _ending_lock:
+            _ending_waiters.discard(waiter)
     return _ending.is_set()
 
 
