@@ -43,6 +43,12 @@ HOST_GARBAGE = [
     b'{"id": 1000000004, "op": "expect", "payload": {"run": "nobody", "call": "c", "output": 1}}',
     b'{"id": 1000000005, "op": "ping", "payload": {"x": NaN}}', b'{"id": 1000000006, "op": "cancel", "payload": null}',
     b"{" + b'"a":' * 0 + b'"deep": ' + b"[" * 5000 + b"]" * 5000 + b"}",
+    # Deep enough to overflow V8's stack in json's parser under either tier (flowbox/bridge.py
+    # MAX_DEPTH): a fatal error of Pyodide's, the sandbox's exit, unless it is never parsed.
+    b'{"deeper": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+    # A request the sandbox would answer with an id the host cannot look up (a reply it drops
+    # the sandbox for): not a request.
+    b'{"id": [2], "op": "ping", "payload": {}}',
 ]
 
 
@@ -53,6 +59,75 @@ def test_garbage_from_the_host_is_ignored_and_the_sandbox_goes_on(sandbox: Sandb
         assert ping(sandbox, {"after": number}) == {"after": number}, line
     assert sandbox.process is process and process.alive
     assert sandbox.raw("return 6 * 7") == 42
+
+
+def test_bad_replies_while_the_sandbox_waits_for_one_leave_it_running(sandbox: Sandbox) -> None:
+    # Unhashable ids only reach a lookup when the sandbox has a call of its own pending, and a
+    # reply too deep to parse must fail the call it names instead of leaving it to wait.
+    process = sandbox.ensure_alive()
+
+    async def answer(op: str, payload: dict[str, Any]) -> Any:
+        assert process.proc is not None and process.proc.stdin is not None
+        deep = b"[" * 100_000 + b"]" * 100_000
+        for line in (b'{"id": [1], "ok": true}', b'{"id": {"a": 1}, "ok": false, "error": "x"}',
+                     b'{"id":%d,"ok":true,"value":%s}' % (payload["rid"], deep)):
+            process.proc.stdin.write(line + b"\n")  # before this call's own reply, which is then late
+        return "the reply"
+
+    process.handler = answer
+    try:
+        result = sandbox.raw("""
+            import flowbox.bridge as b
+            try:
+                await b._bridge.invoke("answer", {"rid": b._bridge.next_id + 1})
+            except Exception as exc:
+                return [exc.code, exc.message, len(b._bridge.pending)]
+        """)
+    finally:
+        process.handler = None
+    assert result == ["isolate", "a message from the host nests deeper than 1000 levels", 0]
+    assert sandbox.process is process and process.alive
+    assert ping(sandbox, "after") == "after"
+
+
+def test_a_request_too_deep_to_parse_is_answered_with_an_isolate_error(sandbox: Sandbox) -> None:
+    process = sandbox.ensure_alive()
+    assert process.proc is not None and process.proc.stdin is not None
+
+    async def deep_request() -> Any:  # as a host that can encode it would send it
+        process.next_id += 1
+        future: asyncio.Future[Any] = sandbox.loop.create_future()
+        process.pending[process.next_id] = future
+        nested = b"[" * 1001 + b"]" * 1001  # the host's own encoder stops before this
+        process.proc.stdin.write(b'{"id":%d,"op":"ping","payload":{"x":%s}}\n' % (process.next_id, nested))
+        return await future
+
+    with pytest.raises(FlowIsolateError, match="nests deeper than 1000 levels"):
+        sandbox.loop.run_until_complete(deep_request())
+    assert sandbox.process is process and process.alive
+
+
+def nest(levels: int, inner: str = "1") -> str:
+    return "[" * levels + inner + "]" * levels
+
+
+# (a host line, whether it nests deeper than flowbox/bridge.py MAX_DEPTH: 1000 levels)
+DEPTHS = [
+    (nest(1000), False), (nest(1001), True),
+    ('{"a": ' + nest(998, '{"b": 2}') + "}", False), ('{"a": ' + nest(999, '{"b": 2}') + "}", True),
+    ('["' + "[" * 5000 + '", 1]', False),  # brackets inside a string
+    ('["\\\\", ' + nest(1000) + "]", True),  # a string that ends in an escaped backslash
+    ('["\\"' + "[" * 5000 + '"]', False),  # an escaped quote does not end a string
+    ("[" * 5000 + '"unterminated', True),
+]
+
+
+def test_the_depth_of_a_host_line_is_counted_outside_strings(sandbox: Sandbox) -> None:
+    result = sandbox.raw("""
+        import flowbox.bridge as b
+        return [b.too_deep(line) for line in args["lines"]]
+    """, args={"lines": [line for line, _ in DEPTHS]})
+    assert result == [deep for _, deep in DEPTHS]
 
 
 def test_an_unknown_operation_either_way_is_a_clear_error(sandbox: Sandbox) -> None:

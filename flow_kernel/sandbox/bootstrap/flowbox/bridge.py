@@ -6,7 +6,9 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import hashlib
+import itertools
 import json
+import re
 import time
 
 from . import guard, loop, runtime
@@ -19,6 +21,17 @@ _current_run = contextvars.ContextVar("flow_current_run", default=None)  # the r
 # One encoder for every line (json.dumps with these options builds a new one each time):
 # a line per host request and per event.
 _encode = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
+# The deepest nesting of arrays and objects a line from the host may have. json's parser
+# recurses once a level on the wasm stack, which V8 bounds on its own: a line about 5,000
+# levels deep overflows it once V8 has compiled the parser with TurboFan (about 8,000 under
+# Liftoff, its first tier), a fatal error of Pyodide's that no `except` catches; the process
+# exits. So a line's depth is known before it is parsed. The host's encoder stops at its
+# recursion limit (1,000).
+MAX_DEPTH = 1000
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_NOT_BRACKET = re.compile(r"[^\[\]{}]")
+_LEVEL = {"[": 1, "{": 1, "]": -1, "}": -1}
+_HEAD = re.compile(r'\{"id":(\d+),"(op|ok)"')  # how the host's encoder starts a request or reply
 
 
 class Bridge:
@@ -92,14 +105,22 @@ class Bridge:
                 self.on_line(line)
 
     def on_line(self, line):
+        """One line from the host. A line that is not a message (not JSON, not an object, an
+        id that is not an integer) has no effect; the sandbox goes on whatever the line holds."""
+        if too_deep(line):
+            self._refuse(line, f"a message from the host nests deeper than {MAX_DEPTH} levels")
+            return
         try:
             message = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             return  # the host never sends a bad line; ignoring keeps the sandbox alive
         if not isinstance(message, dict):
             return
         if "op" not in message:
-            future = self.pending.pop(message.get("id"), None)
+            try:
+                future = self.pending.pop(message.get("id"), None)
+            except TypeError:  # an unhashable id (a list, an object): a reply to nothing
+                return
             if future is None or future.done():
                 return  # a late reply (its request was cancelled): it never takes effect
             if message.get("ok"):
@@ -110,9 +131,27 @@ class Bridge:
                                                dto.get("details") if isinstance(dto.get("details"), dict) else None,
                                                dto.get("stage")))
             return
+        rid = message.get("id")
+        if rid is not None and type(rid) is not int:
+            return  # not a request: its reply would carry an id the host cannot look up
         task = asyncio.ensure_future(self._serve(message))
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
+
+    def _refuse(self, line, why):
+        """A line that is not parsed: the request or reply it starts as, if any, fails
+        with `isolate` (a request gets that reply, a pending call that error), so nothing
+        waits for it."""
+        head = _HEAD.match(line)
+        if head is None:
+            return
+        rid, kind = int(head.group(1)), head.group(2)
+        if kind == "op":
+            self._send({"id": rid, "ok": False, "error": FlowError("isolate", why).to_dto()})
+            return
+        future = self.pending.pop(rid, None)
+        if future is not None and not future.done():
+            future.set_exception(FlowError("isolate", why))
 
     async def _serve(self, message):
         rid = message.get("id")
@@ -174,6 +213,16 @@ class Bridge:
             for _ in range(n):
                 await self.invoke("echo", body)
         return {"n": n, "seconds": time.perf_counter() - started}
+
+
+def too_deep(line):
+    """Whether `line`, read as JSON, nests arrays and objects more than MAX_DEPTH levels
+    deep, counting every bracket outside strings (never fewer levels than json's parser
+    would enter). A line too short to hold that many brackets is not looked at."""
+    if len(line) <= MAX_DEPTH or line.count("[") + line.count("{") <= MAX_DEPTH:
+        return False
+    brackets = _NOT_BRACKET.sub("", _STRING.sub("", line))
+    return max(itertools.accumulate(map(_LEVEL.__getitem__, brackets)), default=0) > MAX_DEPTH
 
 
 def warm_up():
