@@ -380,33 +380,45 @@ class Runtime:
         finally:
             frame.waiting.discard(future)
 
-    async def agent(self, name, prompt, options, check):
-        return await self._agent({"agent": name, "team": None, "member": None}, prompt, options, check)
+    # An agent call is one coroutine deep (`_host`'s): `agent`, `team` and `_agent` do their
+    # step and checks when called and return the awaitable, which generated code and panels
+    # await at once, in the same task and context. Each coroutine level a call passes
+    # through is made, resumed and finished again on every call in the sandbox.
+    def agent(self, name, prompt, options, check):
+        return self._agent({"agent": name, "team": None, "member": None}, prompt, options, check)
 
-    async def team(self, team, member, member_name, prompt, options, check):
+    def team(self, team, member, member_name, prompt, options, check):
         if member == "member":
             if not isinstance(member_name, str):
                 raise evaluation(f"a team member name must be a string, got {_values.type_of(member_name)}")
             member = member_name
-        return await self._agent({"agent": None, "team": team, "member": member}, prompt, options, check)
+        return self._agent({"agent": None, "team": team, "member": member}, prompt, options, check)
 
-    async def _agent(self, target, prompt, options, check):
-        self.step()
+    def _agent(self, target, prompt, options, check):
+        """The `agent` request's awaitable, after the call's step and prompt check."""
+        steps = self.steps = self.steps + 1  # `step`, inlined
+        if steps >= self.next_check:
+            self._check_step(steps)
         if not isinstance(prompt, str):
             raise evaluation(f"the prompt must be a string, got {_values.type_of(prompt)}")
-        branch = self._here()
+        branch = _branch.get() or self.loose  # `_here`, inlined
         index = branch.next()
         call = f"c{branch.prefix}{index}"
         payload = dict(target, prompt=prompt, options=options, call=call, expect=check is not None,
                        order=branch.order(index))
         if branch.map_size is not None:
             payload["of"] = branch.map_size
-        if check is not None:
-            # The host asks for the check from outside this task: it runs in the call's context
-            # (its frame for steps and deadline, its branch for ids).
-            self.expectations[call] = (check, contextvars.copy_context())
+        if check is None:
+            return self._host("agent", payload)
+        # The host asks for the check from outside this task: it runs in the call's context
+        # (its frame for steps and deadline, its branch for ids).
+        self.expectations[call] = (check, contextvars.copy_context())
+        return self._expecting(call, self._host("agent", payload))
+
+    async def _expecting(self, call, request):
+        """Await an agent request whose `expect` check the host may ask for until it ends."""
         try:
-            return await self._host("agent", payload)
+            return await request
         finally:
             self.expectations.pop(call, None)
 
@@ -505,14 +517,20 @@ class Runtime:
         begun = self.steps
         started = 0
 
+        size = len(xs)
+
         async def worker():
             nonlocal started
             # Workers take items in input order, so items start in order (language.md §4.2.1).
+            # An item's failure names it as `_where` would, without a coroutine per item.
             for i in cursor:
                 started += 1
-                token = _branch.set(here.child(fork, i, len(xs)))
+                token = _branch.set(here.child(fork, i, size))
                 try:
-                    results[i] = await _where({"item": i + 1, "of": "parallelMap"}, fn(xs[i], i))
+                    results[i] = await fn(xs[i], i)
+                except FlowError as exc:
+                    _add_where(exc, {"item": i + 1, "of": "parallelMap"})
+                    raise
                 finally:
                     _branch.reset(token)
 
@@ -681,10 +699,15 @@ async def _where(frame, coro):
     try:
         return await coro
     except FlowError as exc:
-        inner = exc.details.get("where") if isinstance(exc.details, dict) else None
-        exc.details = {**(exc.details if isinstance(exc.details, dict) else {}),
-                       "where": [frame, *(inner if isinstance(inner, list) else [])]}
+        _add_where(exc, frame)
         raise
+
+
+def _add_where(exc, frame):
+    """Put `frame` at the front of `exc`'s `details.where`."""
+    inner = exc.details.get("where") if isinstance(exc.details, dict) else None
+    exc.details = {**(exc.details if isinstance(exc.details, dict) else {}),
+                   "where": [frame, *(inner if isinstance(inner, list) else [])]}
 
 
 def _steps_hint(exc, frame, items, begun, now, started):
