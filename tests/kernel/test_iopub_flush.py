@@ -88,7 +88,7 @@ def test_what_was_written_is_handed_on_by_the_flush(pub: Any) -> None:
 def test_a_flush_with_nothing_of_its_own_does_not_wait_for_other_messages(pub: Any) -> None:
     """The cell's `execute_result` goes to the IOPub thread, which sends it before `idle`;
     the flushes before the reply do not wait for it when the stream has nothing."""
-    thread, sent, _scheduled = pub
+    thread, _sent, _scheduled = pub
     stream = _stream(thread)
     release = threading.Event()
     thread.schedule(lambda: release.wait(30))  # the thread is busy ...
