@@ -85,6 +85,19 @@ def test_each_cpu_bound_program_in_cpu_time(quick_run: tuple[dict[str, Any], str
     assert printed.count("ratio sandbox / host CPython, CPU time") == 3
 
 
+def test_the_sandbox_main_thread_per_agent_call(quick_run: tuple[dict[str, Any], str, str]) -> None:
+    """On Linux the agent section reads the sandbox's Node main thread per call (ns, not ticks)
+    for the pipeline and the raw bridge, with a row each."""
+    result, printed, _path = quick_run
+    agents = result["sections"]["agents"]
+    if "pipeline_sandbox_thread_cpu_us" not in agents:
+        pytest.skip("no per-thread CPU time here (not Linux, or a sandbox was replaced mid-run)")
+    for prefix in ("pipeline", "bridge"):
+        timing = agents[f"{prefix}_sandbox_thread_cpu_us"]
+        assert 0 < timing["min"] <= timing["median"] <= timing["max"], prefix
+    assert printed.count("its main thread CPU per call") == 2
+
+
 def test_targets_and_report(quick_run: tuple[dict[str, Any], str, str]) -> None:
     result, printed, _path = quick_run
     figures = [t["figure"] for t in result["targets"]]

@@ -10,7 +10,9 @@
   sandbox → host bridge round trips/s measured alongside (`echo_bench`, concurrent);
 - beside each throughput, the CPU per call of the host process (`process_time`) and of the
   sandbox processes (utime + stime, 10 ms ticks): figures the load of other processes
-  moves far less than calls/s, and which side bounds the rate.
+  moves far less than calls/s, and which side bounds the rate; and, on Linux, of the
+  sandbox's Node main thread alone (`schedstat`, ns: where its Python and the bridge's
+  JavaScript run), precise enough to show a change of a µs a call.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import Any
 
 from flow_kernel.bench.measure import Figures, Row, Target, compile_flow, stats, timed_async
 from flow_kernel.bench.notebooks import cpu_ticks
+from flow_kernel.bench.sandbox import thread_cpu_s
 from flow_kernel.runtime.context import RunContext
 from flow_kernel.runtime.executors import SandboxExecutor
 from flow_kernel.runtime.run import RunOutcome, run_compiled
@@ -98,19 +101,39 @@ class CpuPerCall:
         self.calls = calls
         self.host: list[float] = []
         self.sandbox: list[float] = []
+        self.thread: list[float] = []  # the sandbox's Node main thread, where readable
 
     async def measure(self, pids: Callable[[], list[int]], run: Callable[[], Awaitable[None]]) -> None:
         """`run()` awaited; `pids()` the sandbox processes to count (read before and after)."""
-        ticks, cpu = cpu_ticks(pids()), time.process_time()
+        before = pids()
+        ticks, threads, cpu = cpu_ticks(before), _main_threads(before), time.process_time()
         await run()
         self.host.append(time.process_time() - cpu)
-        self.sandbox.append((cpu_ticks(pids()) - ticks) / TICKS_PER_S)
+        after = pids()
+        self.sandbox.append((cpu_ticks(after) - ticks) / TICKS_PER_S)
+        if threads is not None and after == before and (now := _main_threads(after)) is not None:
+            self.thread.append(now - threads)
 
     def figures(self, prefix: str, repeat: int) -> Figures:
-        """µs per call over the last `repeat` runs (the warm-up's left out)."""
+        """µs per call over the last `repeat` runs (the warm-up's left out); the main-thread
+        figure only when every run could be read (Linux, no process replaced mid-run)."""
         scale = 1e6 / self.calls
-        return {f"{prefix}_host_cpu_us": stats(self.host[-repeat:], scale),
-                f"{prefix}_sandbox_cpu_us": stats(self.sandbox[-repeat:], scale)}
+        figures = {f"{prefix}_host_cpu_us": stats(self.host[-repeat:], scale),
+                   f"{prefix}_sandbox_cpu_us": stats(self.sandbox[-repeat:], scale)}
+        if len(self.thread) == len(self.host):
+            figures[f"{prefix}_sandbox_thread_cpu_us"] = stats(self.thread[-repeat:], scale)
+        return figures
+
+
+def _main_threads(pids: list[int]) -> float | None:
+    """CPU seconds of the processes' main threads together, or None if one cannot be read."""
+    total = 0.0
+    for pid in pids:
+        seconds = thread_cpu_s(pid)
+        if seconds is None:
+            return None
+        total += seconds
+    return total
 
 
 def measure(quick: bool) -> Figures:
@@ -222,10 +245,10 @@ def _cpu_rows(f: Figures) -> list[Row]:
     """The CPU per call rows (absent from figures saved before they were measured)."""
     rows = []
     for prefix, what in (("pipeline", "whole pipeline"), ("bridge", "raw bridge")):
-        for side in ("host", "sandbox"):
+        for side, label in (("host", "host"), ("sandbox", "sandbox"), ("sandbox_thread", "  its main thread")):
             key = f"{prefix}_{side}_cpu_us"
             if key in f:
-                rows.append(Row(f"  {side} CPU per call, {what}", f[key], "µs", "{:.1f}"))
+                rows.append(Row(f"  {label} CPU per call, {what}", f[key], "µs", "{:.1f}"))
     return rows
 
 

@@ -175,7 +175,7 @@ async def _measure(quick: bool) -> Figures:
     return figures
 
 
-def _thread_cpu_s(pid: int) -> float | None:
+def thread_cpu_s(pid: int) -> float | None:
     """CPU seconds the main thread of process `pid` has run (Linux `schedstat`, in ns), or None."""
     try:
         return int(Path(f"/proc/{pid}/task/{pid}/schedstat").read_text().split()[0]) / 1e9
@@ -193,12 +193,12 @@ async def _cpu_times(program: Any, executor: SandboxExecutor, host: InProcessExe
     in_process: list[float] = []
     for _ in range(repeat):
         pids = executor.pool.pids()
-        before = _thread_cpu_s(pids[0]) if len(pids) == 1 else None
+        before = thread_cpu_s(pids[0]) if len(pids) == 1 else None
         if before is None:
             return None
         gc.collect()
         await run_compiled(program, executor)
-        after = _thread_cpu_s(pids[0])
+        after = thread_cpu_s(pids[0])
         if after is None or executor.pool.pids() != pids:  # the process ended or was replaced
             return None
         sandbox.append(after - before)
