@@ -27,7 +27,9 @@ def encoder(**options: Any) -> Encode:
     `default` that encodes, another thread) makes an encoder of its own, as before."""
     model = json.JSONEncoder(**options)
     make = getattr(_json_encoder, "c_make_encoder", None)
-    if make is None or model.indent is not None:  # no C accelerator: the plain way
+    # No C accelerator, or an indent (the option itself: typeshed's `model.indent` leaves
+    # out None, which compiled code would refuse): the plain way.
+    if make is None or options.get("indent") is not None:
         return model.encode
     markers: dict[int, Any] | None = {} if model.check_circular else None
     strings = _json_encoder.encode_basestring_ascii if model.ensure_ascii else _json_encoder.encode_basestring

@@ -148,6 +148,33 @@ def test_runs_are_unchanged() -> None:
         pytest.fail(report(golden, now), pytrace=False)
 
 
+COMPILED_RUNS = """
+from flow_kernel.compiled_front import front_end
+import flow_kernel.runtime.host as host
+from tests.golden import record
+from tests.golden.test_golden import REPO, _load, report
+assert front_end().startswith("compiled") and not host.__file__.endswith(".py"), (front_end(), host.__file__)
+golden, now = _load("runs.json"), record.run_all(_load("run_inputs.json"), REPO / "notebooks")
+print("same" if now == golden else report(golden, now))
+"""
+
+
+def test_runs_are_unchanged_compiled() -> None:
+    """The same runs (status, result, events, errors) with the agent call's path on the host
+    compiled too (compiled_front.MODULES), where scripts/build-front built it."""
+    from flow_kernel.compiled_front import choose
+
+    built = choose(REPO, environ={})
+    if built.folder is None:
+        pytest.skip(f"no current compiled build: {built.why}")
+    environ = {k: v for k, v in os.environ.items() if k != "FLOW_PURE_PYTHON"}
+    proc = subprocess.run([sys.executable, "-c", COMPILED_RUNS], cwd=REPO, capture_output=True, text=True,
+                          timeout=600, env=environ)
+    assert proc.returncode == 0, proc.stderr
+    if proc.stdout.strip() != "same":
+        pytest.fail(proc.stdout, pytrace=False)
+
+
 def test_the_corpus_is_what_it_says() -> None:
     # The golden covers what the issue asks for; a regeneration that lost a family fails here.
     runs = _load("run_inputs.json")

@@ -8,7 +8,7 @@ import contextlib
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from flow_kernel.errors import (
     AgentInvocationError,
@@ -82,7 +82,9 @@ class HostCalls:
 
 
 class AgentPipeline:
-    delta_interval = DELTA_INTERVAL  # seconds between two `agent.delta` events of a call (the bench sets 0)
+    # Seconds between two `agent.delta` events of a call; the bench sets it on the class (a
+    # ClassVar: compiled, a plain default would be each object's own, blind to that).
+    delta_interval: ClassVar[float] = DELTA_INTERVAL
 
     def __init__(self, check: CheckResult, context: RunContext, frames: dict[str, FrameBudget], host: HostCalls,
                  checkpoint: RunCheckpoint | None = None) -> None:
