@@ -1,8 +1,9 @@
 """The compiled front end: which modules mypyc compiles (scripts/build-front), and the
 finder that imports them instead of their pure-Python sources, all or none.
 
-mypyc compiles the lexer, parser and checker (`MODULES`) as one group: one shared library
-(`GROUP`) holds their native code and calls across modules directly, so a compiled module
+mypyc compiles the lexer, parser and checker, and the agent call's path on the host (the
+agent pipeline, the host's services, budgets, JSON text): `MODULES`, as one group. One
+shared library (`GROUP`) holds their native code and calls across modules directly, so a compiled module
 beside a pure neighbour of the same group would disagree with it about its classes. The
 build (scripts/build-front, run by scripts/setup; a compiled wheel's hatch_build.py)
 writes the extensions outside the package, into `build/flow-front/` beside a checkout's
