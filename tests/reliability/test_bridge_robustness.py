@@ -93,13 +93,14 @@ def test_bad_replies_while_the_sandbox_waits_for_one_leave_it_running(sandbox: S
 def test_a_request_too_deep_to_parse_is_answered_with_an_isolate_error(sandbox: Sandbox) -> None:
     process = sandbox.ensure_alive()
     assert process.proc is not None and process.proc.stdin is not None
+    stdin = process.proc.stdin
 
     async def deep_request() -> Any:  # as a host that can encode it would send it
         process.next_id += 1
         future: asyncio.Future[Any] = sandbox.loop.create_future()
         process.pending[process.next_id] = future
         nested = b"[" * 1001 + b"]" * 1001  # the host's own encoder stops before this
-        process.proc.stdin.write(b'{"id":%d,"op":"ping","payload":{"x":%s}}\n' % (process.next_id, nested))
+        stdin.write(b'{"id":%d,"op":"ping","payload":{"x":%s}}\n' % (process.next_id, nested))
         return await future
 
     with pytest.raises(FlowIsolateError, match="nests deeper than 1000 levels"):
