@@ -16,7 +16,7 @@ import { fileURLToPath } from "node:url";
 const HERE = dirname(fileURLToPath(import.meta.url));
 const SRC = join(HERE, "src");
 const OUT = join(HERE, "..", "flow_kernel", "views", "static");
-const MODULES = ["format.js", "wire.js", "reducer.js", "render.js", "clock.js", "index.js"]; // each after what it imports
+const MODULES = ["format.js", "wire.js", "reducer.js", "render.js", "clock.js", "gone.js", "index.js"]; // each after what it imports
 const CSS = "run_view.css";
 
 export function build() {

@@ -27,6 +27,7 @@ from flow_kernel.views.run_stream import Batcher, Compactor
 from flow_kernel.views.wire import Detail, End
 
 LIVE_MIME = "application/vnd.flow.run-view+json"  # marks a live view's display (labextension/src/liveview.ts)
+PROMPTS_CLASS = "flow-prompts"  # the view's box of prompts (widgets/src/gone.js `PROMPTS`)
 DETAIL_TEXT = 4000  # characters of a card's prompt or instructions sent to the browser
 DETAIL_JSON = 16000  # bytes of a card's output sent as a tree; past that, its text shortened
 
@@ -47,6 +48,7 @@ class RunView:
         self.ended: End | None = None
         self.widget.on_msg(self._on_message)
         self.prompts = Prompts()
+        self.prompts.box.add_class(PROMPTS_CLASS)  # what the widget hides when its kernel goes away
         self.box = w.VBox([self.widget, self.prompts.box])
 
     # -- display ---------------------------------------------------------------------------------

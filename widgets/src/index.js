@@ -8,6 +8,7 @@ import { applyMessage, emptyState } from "./reducer.js";
 import { elapsed, emptyClock, heard, stop } from "./clock.js";
 import { duration } from "./format.js";
 import { emptyUi, renderRun } from "./render.js";
+import { closePrompts, kernelGone } from "./gone.js";
 
 const FRAME = 100; // ms: at most ten redraws a second, whatever the run's rate of events
 const TICK = 250; // ms: the clock
@@ -43,10 +44,11 @@ function render({ model, el }) {
   // The widget manager marks the model's comm dead when the kernel restarts or dies (a front
   // end drops what the dying kernel still sends): a run that had not ended was interrupted,
   // and the view says so, with what goes on with it.
+  // Its prompts' buttons would answer nobody: they are taken away (gone.js).
   const onGone = () => {
     if (clock.total !== null) return;
-    applyMessage(state, { t: "end", s: "interrupted", ms: stop(clock, performance.now()) });
-    state.gone = model.get("run") || "RUN";
+    kernelGone(state, model.get("run"), stop(clock, performance.now()));
+    closePrompts(el.parentElement);
     schedule();
   };
   model.on("comm_live_update", onGone);

@@ -28,8 +28,11 @@ function primary(state) {
 // The kernel went away mid-run (a restart, a crash): the run is journaled interrupted.
 function gone(state) {
   if (!state.gone) return "";
+  const open = state.approvals.filter((a) => a.resume).length;
+  const asked = open === 0 ? "" : `; ${open === 1 ? "its approval was" : `${open} approvals were`} not answered: ` +
+    `the resumed run asks ${open === 1 ? "it" : "them"} again, to be answered there`;
   return `<div class="fr-gone">interrupted — the kernel went away; <code>%resume ${esc(state.gone)}</code> ` +
-    `(or <code>%resume last</code>) goes on with the run</div>`;
+    `(or <code>%resume last</code>) goes on with the run${asked}</div>`;
 }
 
 export function header(state, title, elapsed) {
@@ -211,6 +214,7 @@ function approval(a) {
   if (!a) return "";
   const verb = { ask: "question", tool: "tool approval" }[a.kind] || "approval";
   const answer = a.pending ? `<span class="fr-muted">waiting for an answer</span>`
+    : a.resume ? `<span class="fr-muted">not answered: answer it after <code>%resume</code></span>`
     : a.error ? `<span class="fr-err">${esc(a.error)}</span>`
     : `<strong>${esc(a.answer === true ? "approved" : a.answer === false ? "denied" : `“${a.answer}”`)}</strong> <span class="fr-muted">by ${esc(a.by)}</span>`;
   return `<div class="fr-item fr-approval">? ${verb}: <strong>${esc(a.question)}</strong> → ${answer}</div>`;

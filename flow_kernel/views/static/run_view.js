@@ -410,8 +410,11 @@ function primary(state) {
 // The kernel went away mid-run (a restart, a crash): the run is journaled interrupted.
 function gone(state) {
   if (!state.gone) return "";
+  const open = state.approvals.filter((a) => a.resume).length;
+  const asked = open === 0 ? "" : `; ${open === 1 ? "its approval was" : `${open} approvals were`} not answered: ` +
+    `the resumed run asks ${open === 1 ? "it" : "them"} again, to be answered there`;
   return `<div class="fr-gone">interrupted — the kernel went away; <code>%resume ${esc(state.gone)}</code> ` +
-    `(or <code>%resume last</code>) goes on with the run</div>`;
+    `(or <code>%resume last</code>) goes on with the run${asked}</div>`;
 }
 
 function header(state, title, elapsed) {
@@ -593,6 +596,7 @@ function approval(a) {
   if (!a) return "";
   const verb = { ask: "question", tool: "tool approval" }[a.kind] || "approval";
   const answer = a.pending ? `<span class="fr-muted">waiting for an answer</span>`
+    : a.resume ? `<span class="fr-muted">not answered: answer it after <code>%resume</code></span>`
     : a.error ? `<span class="fr-err">${esc(a.error)}</span>`
     : `<strong>${esc(a.answer === true ? "approved" : a.answer === false ? "denied" : `“${a.answer}”`)}</strong> <span class="fr-muted">by ${esc(a.by)}</span>`;
   return `<div class="fr-item fr-approval">? ${verb}: <strong>${esc(a.question)}</strong> → ${answer}</div>`;
@@ -643,6 +647,44 @@ function stop(clock, now) {
   return clock.total;
 }
 
+// ---- widgets/src/gone.js
+// The kernel went away before the run ended (Kernel ▸ Restart, a crash): the widget manager
+// marks the model's comm dead and drops what the dying kernel still sends. The run is
+// journaled interrupted; an approval it was waiting for has no answer in its journal, so the
+// resumed run asks it again (in the cell that runs `%resume`): the view says so, and the
+// prompt's buttons, whose clicks would now go nowhere, are taken away.
+
+
+const PROMPTS = "flow-prompts"; // the class of the run view's box of prompts (views/prompts.py)
+
+// Fold the kernel's going into the state: the run ends interrupted at `ms`, its open
+// approvals left for the resumed run. Returns false when the run had already ended.
+function kernelGone(state, run, ms) {
+  if (state.gone || state.status !== "running") return false;
+  const open = state.approvals.filter((a) => a.pending);
+  applyMessage(state, { t: "end", s: "interrupted", ms });
+  for (const a of open) { // not cancelled: nobody answered, and the resumed run asks again
+    a.error = "";
+    a.resume = true;
+  }
+  state.gone = run || "RUN";
+  return true;
+}
+
+// Take the prompts' controls out of the page: `box` is the element holding the view and its
+// prompts (the widget's parent); each prompt box in it is hidden and its controls disabled,
+// so nothing offers a decision that goes nowhere. Returns how many prompt boxes it closed.
+function closePrompts(box) {
+  if (!box || typeof box.querySelectorAll !== "function") return 0;
+  const found = box.querySelectorAll(`.${PROMPTS}`);
+  for (const prompts of found) {
+    for (const control of prompts.querySelectorAll("button, input, select, textarea")) control.disabled = true;
+    prompts.hidden = true;
+    prompts.style.display = "none";
+  }
+  return found.length;
+}
+
 // ---- widgets/src/index.js
 // The run view's front end, loaded by anywidget (JupyterLab, Notebook 7, VS Code): the host
 // sends compact events in batches (flow_kernel/views/run_stream.py), this folds them into the
@@ -685,10 +727,11 @@ function render({ model, el }) {
   // The widget manager marks the model's comm dead when the kernel restarts or dies (a front
   // end drops what the dying kernel still sends): a run that had not ended was interrupted,
   // and the view says so, with what goes on with it.
+  // Its prompts' buttons would answer nobody: they are taken away (gone.js).
   const onGone = () => {
     if (clock.total !== null) return;
-    applyMessage(state, { t: "end", s: "interrupted", ms: stop(clock, performance.now()) });
-    state.gone = model.get("run") || "RUN";
+    kernelGone(state, model.get("run"), stop(clock, performance.now()));
+    closePrompts(el.parentElement);
     schedule();
   };
   model.on("comm_live_update", onGone);
