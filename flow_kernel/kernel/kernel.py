@@ -404,7 +404,8 @@ class KernelPort:
         # One display per execution: a resumed run keeps its id, and updating a display id
         # shared with the cell that left it waiting would rewrite that cell's view too.
         self.view_displays[run_id] = display_id = f"flow-run-{run_id}-{uuid.uuid4().hex[:12]}"
-        self.kernel.iopub("display_data", {"data": view.mimebundle(), "metadata": {},
+        request = ((self.parent or {}).get("header") or {}).get("msg_id")  # a reloaded page adopts its outputs
+        self.kernel.iopub("display_data", {"data": view.mimebundle(display_id, request), "metadata": {},
                                            "transient": {"display_id": display_id}}, self.parent)
         return view
 

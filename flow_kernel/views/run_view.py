@@ -52,9 +52,11 @@ class RunView:
         self.box = w.VBox([self.widget, self.prompts.box])
 
     # -- display ---------------------------------------------------------------------------------
-    def mimebundle(self) -> dict[str, Any]:
-        """The live view's display: the widget, and what shows where its model is gone."""
-        return {**self.box._repr_mimebundle_(), **unlinked_bundle(self.model.run_id)}
+    def mimebundle(self, display: str | None = None, parent: str | None = None) -> dict[str, Any]:
+        """The live view's display: the widget, and what shows where its model is gone;
+        `display` its display id and `parent` the id of the request it is an output of (a
+        page that did not send that request shows the run's outputs by them)."""
+        return {**self.box._repr_mimebundle_(), **unlinked_bundle(self.model.run_id, display, parent)}
 
     def static_bundle(self) -> dict[str, Any]:
         return summary_bundle(self.model)
@@ -166,12 +168,17 @@ def unlinked_text(run_id: str | None) -> str:
             "cancel it); %runs (or flow runs) says how it ended.")
 
 
-def unlinked_bundle(run_id: str | None) -> dict[str, Any]:
+def unlinked_bundle(run_id: str | None, display: str | None = None, parent: str | None = None) -> dict[str, Any]:
     """The live view's display data besides the widget's: `LIVE_MIME` (the run id, for the
-    front end that shows `text/plain` in place of a widget whose model is gone), `text/plain`
+    front end that shows `text/plain` in place of a widget whose model is gone; with
+    `display` and `parent`, the display id and the request's id, by which a page reloaded
+    mid-run shows the run's summary and result: labextension/src/adopt.ts), `text/plain`
     and `text/html` (what a front end without the widget, or an untrusted notebook, shows)."""
     text = unlinked_text(run_id)
-    return {LIVE_MIME: {"run": run_id or ""}, "text/plain": text,
+    mark = {"run": run_id or ""}
+    if display and parent:
+        mark.update(display=display, parent=parent)
+    return {LIVE_MIME: mark, "text/plain": text,
             "text/html": f'<div class="flow-run-unlinked" style="white-space:pre-wrap;opacity:.8">{escape(text)}</div>'}
 
 

@@ -19,7 +19,9 @@
 import type { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import type { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 
-export const LIVE_MIME = 'application/vnd.flow.run-view+json';
+import { adoptRunOutputs, type IPanelLike, LIVE_MIME } from './adopt';
+
+export { LIVE_MIME };
 const WIDGET_MIME = 'application/vnd.jupyter.widget-view+json';
 const RANK = -20; // before the widget manager's renderer (-10)
 
@@ -90,6 +92,7 @@ export const liveViewPlugin: JupyterFrontEndPlugin<void> = {
             RANK
           );
         }
+        adoptRunOutputs(panel as IPanelLike);
       }
     });
   }

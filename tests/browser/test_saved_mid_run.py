@@ -72,7 +72,7 @@ def test_a_view_saved_after_a_restart_mid_run_says_what_became_of_the_run(lab: t
     finally:
         view.page.close()
     live = [o["data"] for o in outputs if LIVE_MIME in o.get("data", {})]
-    assert len(live) == 1 and WIDGET_MIME in live[0] and live[0][LIVE_MIME] == {"run": run}, outputs
+    assert len(live) == 1 and WIDGET_MIME in live[0] and live[0][LIVE_MIME]["run"] == run, outputs
     assert "".join(live[0]["text/plain"]) == unlinked_text(run)
 
     reopened = Lab(browser, url)  # the notebook opened again, on the kernel its restart started

@@ -1,0 +1,57 @@
+"""A page reloaded while a run waits for an approval, the kernel alive (JupyterLab, Chromium).
+
+The reloaded page gets the live view back (the saved notebook's display, the widget manager's
+models, the view's `hello` replay) and a click on Approve lands in the kernel; but the run's
+summary and result go to the request the old page sent, which no future of the new page
+has. flow-kernel-lab shows them in the cell by the request and display ids the live view's
+display carries (labextension/src/adopt.ts; docs/widgets.md, "A page reloaded mid-run"):
+the decision lands and shows as it does without a reload."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.browser.lab import Lab, missing, write_notebook
+
+pytestmark = pytest.mark.browser
+
+REASON = missing()
+if REASON:
+    pytest.skip(REASON, allow_module_level=True)
+
+from flow_kernel.views.run_view import LIVE_MIME  # noqa: E402
+from tests.browser.test_saved_mid_run import CELL, saved_outputs  # noqa: E402
+
+
+def test_approve_clicked_after_a_reload_shows_the_decision_and_the_result(lab: tuple[Any, str, Path]) -> None:
+    browser, url, root = lab
+    path = root / "reload-mid-run.ipynb"
+    write_notebook(path, [CELL])
+    view = Lab(browser, url)
+    try:
+        view.open(path.name)
+        view.run_cell(0)
+        cell = view.page.locator(".jp-Notebook .jp-Cell").first
+        cell.locator("button.jupyter-button", has_text="Approve").wait_for(state="visible", timeout=60_000)
+        mark = next(o["data"][LIVE_MIME] for o in saved_outputs(path, view) if LIVE_MIME in o.get("data", {}))
+        assert set(mark) == {"run", "display", "parent"} and mark["display"].startswith(f"flow-run-{mark['run']}-"), mark
+        view.page.reload()
+        cell.locator(".flow-run-view .fr-approval").wait_for(timeout=60_000)  # the view is back, replayed
+        approve = cell.locator("button.jupyter-button", has_text="Approve")
+        approve.wait_for(state="visible", timeout=60_000)
+        approve.click()
+        view.wait_for_text("archived", index=0, timeout=30_000)
+        view.wait_for_text("by interactive", index=0)  # the summary in the view's place
+        cell.locator(".flow-run-view").wait_for(state="detached", timeout=10_000)
+        shown = view.output_text(0)
+        view.screenshot("reload-mid-run-approved.png", index=0)
+    except Exception:
+        view.screenshot("reload-mid-run-failed.png")
+        raise
+    finally:
+        view.page.close()
+    assert shown.count("archived") == 1 and "approved by interactive" in " ".join(shown.split()), shown
+    assert "[1]:" in shown  # the result, with its execution count
