@@ -20,6 +20,7 @@ from . import artifacts as _artifacts
 from . import builtins as _builtins
 from . import operators as _ops
 from . import panels as _panels
+from . import tasks as _tasks
 from . import values as _values
 from .errors import FlowError, context_location, evaluation, stack_failure
 
@@ -497,7 +498,7 @@ class Runtime:
         names = list(branches)
         here = self._here()
         fork = here.next()
-        results = await _fail_closed([_in_branch(here.child(fork, n), _where({"branch": n, "of": "parallel"}, branches[n]()))
+        results = await _tasks.fail_closed([_in_branch(here.child(fork, n), _tasks.where({"branch": n, "of": "parallel"}, branches[n]()))
                                       for n in names])
         return dict(zip(names, results, strict=True))
 
@@ -522,29 +523,29 @@ class Runtime:
         async def worker():
             nonlocal started
             # Workers take items in input order, so items start in order (language.md §4.2.1).
-            # An item's failure names it as `_where` would, without a coroutine per item.
+            # An item's failure names it as `tasks.where` would, without a coroutine per item.
             for i in cursor:
                 started += 1
                 token = _branch.set(here.child(fork, i, size))
                 try:
                     results[i] = await fn(xs[i], i)
                 except FlowError as exc:
-                    _add_where(exc, {"item": i + 1, "of": "parallelMap"})
+                    _tasks.add_where(exc, {"item": i + 1, "of": "parallelMap"})
                     raise
                 finally:
                     _branch.reset(token)
 
         try:
-            await _fail_closed([worker() for _ in range(workers)])
+            await _tasks.fail_closed([worker() for _ in range(workers)])
         except FlowError as exc:
-            _steps_hint(exc, frame, len(xs), begun, self.steps, started)
+            _tasks.steps_hint(exc, frame, len(xs), begun, self.steps, started)
             raise
         return results
 
     def task(self, name, coro):
         frame = _frame.get()
         here = self._here()
-        handle = TaskHandle(name, _spawn(_in_branch(here.child(here.next(), name), _where({"task": name}, coro))))
+        handle = TaskHandle(name, _tasks.spawn(_in_branch(here.child(here.next(), name), _tasks.where({"task": name}, coro))))
         frame.tasks.append(handle)
         return handle
 
@@ -670,10 +671,6 @@ def _timeout(frame):
     return FlowError("workflow-timeout", f"`{frame.name}` ran past its `duration`", {"workflow": frame.name})
 
 
-class Interrupted(Exception):
-    """The watchdog's KeyboardInterrupt, caught inside the task it hit."""
-
-
 def _failure(rt, exc):
     """The code and message a failed workflow or scope records: the same code the run's
     error gets in `execute` (a full heap is `isolate` in both, never `cancelled`)."""
@@ -683,7 +680,7 @@ def _failure(rt, exc):
         return "isolate", "the sandbox ran out of memory"
     if isinstance(exc, RecursionError):
         return stack_failure(rt.calls)
-    if isinstance(exc, (KeyboardInterrupt, Interrupted)):
+    if isinstance(exc, (KeyboardInterrupt, _tasks.Interrupted)):
         reason = rt.cancel_reason or "workflow-timeout"
         return reason, "the run was stopped: " + ("it was cancelled" if reason == "cancelled" else "it ran past its deadline")
     if isinstance(exc, asyncio.CancelledError):
@@ -692,73 +689,13 @@ def _failure(rt, exc):
     return "isolate", f"internal error: {type(exc).__name__}: {exc}"
 
 
-async def _where(frame, coro):
-    """Await `coro`; a Flow error escaping it gains `frame` (an item of `parallelMap`, a
-    branch of `parallel`, a task) at the front of its `details.where`, so the failure report
-    names where it happened, outermost first (runtime.md §5). Items count from 1."""
-    try:
-        return await coro
-    except FlowError as exc:
-        _add_where(exc, frame)
-        raise
-
-
-def _add_where(exc, frame):
-    """Put `frame` at the front of `exc`'s `details.where`."""
-    inner = exc.details.get("where") if isinstance(exc.details, dict) else None
-    exc.details = {**(exc.details if isinstance(exc.details, dict) else {}),
-                   "where": [frame, *(inner if isinstance(inner, list) else [])]}
-
-
-def _steps_hint(exc, frame, items, begun, now, started):
-    """A `steps` limit that stops a `parallelMap` says how many steps the whole fan-out
-    needs at the rate its started items used them (`details.needed`), once: the
-    innermost `parallelMap` whose frame holds the limit adds it."""
-    details = exc.details if isinstance(exc.details, dict) else {}
-    if exc.code != "limit-exceeded" or details.get("limit") != "steps" or "needed" in details \
-            or details.get("workflow") != frame.cap_name or not started:
-        return
-    per_item = -(-(now - begun) // started)
-    needed = (begun - (frame.cap - frame.cap_limit)) + per_item * items
-    exc.details = {**details, "needed": needed}
-    exc.message = (f"{exc.message}: this `parallelMap` of {items} items takes about {per_item} steps an item; "
-                   f"set `steps: {needed}` in the `limits` of `{frame.cap_name}`")
-    exc.args = (exc.message,)
-
-
-async def _guarded(coro):
-    # A KeyboardInterrupt leaving a task's step is re-raised by asyncio into the event
-    # loop (and so into JavaScript); caught here, inside the task, it is an ordinary error.
-    try:
-        return await coro
-    except KeyboardInterrupt:
-        raise Interrupted() from None
-
-
-def _spawn(coro):
-    return asyncio.ensure_future(_guarded(coro))
-
-
-async def _fail_closed(coros):
-    """Run coroutines concurrently; the first failure cancels the rest (late results are dropped)."""
-    tasks = [_spawn(c) for c in coros]
-    try:
-        return await asyncio.gather(*tasks)
-    except BaseException:
-        for t in tasks:
-            if not t.done():
-                t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        raise
-
-
 # -- entry points for the bridge ------------------------------------------------------------------
 async def execute(main, payload, bridge):
     """Run `main(rt, args)` for one `run` request; returns the reply value or raises FlowError."""
     rt = Runtime(bridge, payload)
     run_id = payload.get("run")
     deadline_ms = payload.get("deadline_ms")
-    task = _spawn(main(rt, payload.get("args") or {}))
+    task = _tasks.spawn(main(rt, payload.get("args") or {}))
     _active[run_id] = (rt, task)
     if deadline_ms:
         bridge.arm(deadline_ms)
@@ -770,7 +707,7 @@ async def execute(main, payload, bridge):
                 bridge.disarm()
     except FlowError as exc:
         error = exc
-    except (KeyboardInterrupt, Interrupted) as exc:  # the watchdog's interrupt: the deadline passed
+    except (KeyboardInterrupt, _tasks.Interrupted) as exc:  # the watchdog's interrupt: the deadline passed
         error = FlowError(rt.cancel_reason or "workflow-timeout", "the run was stopped: "
                           + ("it was cancelled" if rt.cancel_reason == "cancelled" else "it ran past its deadline"))
         error.__traceback__ = exc.__traceback__
