@@ -138,6 +138,9 @@ class SandboxProcess:
         self._ready = asyncio.get_running_loop().create_future()
         self._tasks: set[asyncio.Task[Any]] = set()
         self._outbox: list[str] = []  # lines waiting for `_flush`, at the end of this loop turn
+        self._held = 0  # lines written in this loop turn (see `_write`)
+        self._early = 1  # the count of this turn's lines at which they next go out at once
+        self._dispatching = False  # the reader is handing one read's lines out (`_take_lines`)
         self._reader: asyncio.Task[None] | None = None
         self._stderr_reader: asyncio.Task[None] | None = None
 
@@ -193,11 +196,23 @@ class SandboxProcess:
         if not self.alive or self.proc is None or self.proc.stdin is None:
             raise FlowWorkerCrashedError(f"the sandbox process is gone ({self.dead or 'not running'})")
         line = _encode(message)
-        # Lines written in one turn of the event loop go out in one pipe write: replies to a
-        # burst of concurrent agent calls cost one syscall (and one wake-up of Node), not one each.
-        if not self._outbox:
-            asyncio.get_running_loop().call_soon(self._flush)
+        # Lines written in one turn of the event loop go out together at its end: replies to a
+        # burst of concurrent agent calls cost few syscalls (and wake-ups of Node), not one each.
+        # Replies to the requests of one read (calls that end at once) wait for that end. A line
+        # written after a wait (an agent's reply when its latency is over, a request) goes out at
+        # once, and a burst of them as the turn's 1st, 2nd, 4th, 8th … line: the sandbox starts
+        # on the first replies while the host still finishes the others.
         self._outbox.append(line)
+        self._held += 1
+        if self._held == 1:
+            asyncio.get_running_loop().call_soon(self._end_turn)
+        if self._held >= self._early and not self._dispatching:
+            self._early = 2 * self._held
+            self._flush()
+
+    def _end_turn(self) -> None:
+        self._held, self._early = 0, 1
+        self._flush()
 
     def _flush(self) -> None:
         lines, self._outbox = self._outbox, []
@@ -261,6 +276,13 @@ class SandboxProcess:
     def _take_lines(self, lines: list[bytes]) -> str | None:
         """Each complete line, in order, to `_dispatch`; why the bridge must end, at the first
         line that breaks the protocol (None: all were messages)."""
+        self._dispatching = True
+        try:
+            return self._dispatch_lines(lines)
+        finally:
+            self._dispatching = False
+
+    def _dispatch_lines(self, lines: list[bytes]) -> str | None:
         for raw in lines:
             if len(raw) > MAX_LINE + 1:
                 return _too_long()
