@@ -183,3 +183,16 @@ def test_a_copy_loads_the_compiled_modules_until_a_source_changes(tmp_path: Path
     assert lexer == str(tmp_path / "flow_kernel/lang/lexer.py")
     assert why == f"pure Python ({Path('flow_kernel/lang/graphs.py')} changed since the build: rebuild)"
     assert ok == "True"
+
+
+@needs_build
+def test_the_doors_of_the_agent_path_hold_compiled() -> None:
+    """Compiled code checks its annotations at each call: what a bypassed sandbox sends
+    (tests/security/test_forged_requests.py) must still end as a `capability-violation`,
+    never a host TypeError, with the agent call's path compiled."""
+    environ = {k: v for k, v in os.environ.items() if k != "FLOW_PURE_PYTHON"}
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           "tests/security/test_forged_requests.py::test_forged_requests_are_capability_violations",
+                           "tests/security/test_forged_requests.py::test_the_declared_agent_still_answers"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300, env={**environ, "FLOW_PURE_PYTHON": "0"})
+    assert proc.returncode == 0, proc.stdout[-3000:]

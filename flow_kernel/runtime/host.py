@@ -230,7 +230,9 @@ class HostServices:
             return False
         return self.agents.runs_at_once(payload)
 
-    async def handle(self, op: str, payload: dict[str, Any]) -> Any:
+    async def handle(self, op: str, payload: Any) -> Any:
+        """Answer one request of the sandbox. `payload` is whatever the line held: anything
+        but an object is a `capability-violation` (never a host TypeError)."""
         if not isinstance(payload, dict):  # the bootstrap sends objects only: a bypassed sandbox
             raise CapabilityViolationError(f"the host operation {str(op)[:40]!r} takes an object")
         if self.cancel_watch is not None and (request := self.cancel_watch.check()) is not None:
