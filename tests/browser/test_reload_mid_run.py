@@ -26,6 +26,21 @@ from flow_kernel.views.run_view import LIVE_MIME  # noqa: E402
 from tests.browser.test_saved_mid_run import CELL, saved_outputs  # noqa: E402
 
 
+def click_until_answered(button: Any) -> None:
+    """Click once it shows, again until the prompt closes: right after a reload the page's
+    kernel connection may still be coming up, and a click then goes nowhere (the status bar
+    says "Unknown"); a second click on an answered prompt changes nothing."""
+    button.wait_for(state="visible", timeout=60_000)
+    for _ in range(20):
+        button.click()
+        try:
+            button.wait_for(state="detached", timeout=3_000)
+            return
+        except Exception:
+            continue
+    raise AssertionError("clicking Approve did nothing")
+
+
 def test_approve_clicked_after_a_reload_shows_the_decision_and_the_result(lab: tuple[Any, str, Path]) -> None:
     browser, url, root = lab
     path = root / "reload-mid-run.ipynb"
@@ -38,11 +53,11 @@ def test_approve_clicked_after_a_reload_shows_the_decision_and_the_result(lab: t
         cell.locator("button.jupyter-button", has_text="Approve").wait_for(state="visible", timeout=60_000)
         mark = next(o["data"][LIVE_MIME] for o in saved_outputs(path, view) if LIVE_MIME in o.get("data", {}))
         assert set(mark) == {"run", "display", "parent"} and mark["display"].startswith(f"flow-run-{mark['run']}-"), mark
-        view.page.reload()
+        # The page loaded again (F5, with `?reset`: the shared server's workspace would also
+        # bring back the other tests' notebooks, and `.jp-Cell` would find theirs first).
+        view.page.goto(f"{url}/lab/tree/{path.name}?reset", timeout=60_000)
         cell.locator(".flow-run-view .fr-approval").wait_for(timeout=60_000)  # the view is back, replayed
-        approve = cell.locator("button.jupyter-button", has_text="Approve")
-        approve.wait_for(state="visible", timeout=60_000)
-        approve.click()
+        click_until_answered(cell.locator("button.jupyter-button", has_text="Approve"))
         view.wait_for_text("archived", index=0, timeout=30_000)
         view.wait_for_text("by interactive", index=0)  # the summary in the view's place
         cell.locator(".flow-run-view").wait_for(state="detached", timeout=10_000)
