@@ -172,7 +172,9 @@ class HostServices:
         if self.failure is None:
             self._number(kind, span, stage, data, order, False)
 
-    def _number(self, kind: str, span: dict[str, Any], stage: Any, data: Any, order: list[Any], last: bool) -> None:
+    def _number(self, kind: Any, span: Any, stage: Any, data: Any, order: Any, last: bool) -> None:
+        # Any: an event the sandbox announced comes as it was sent (compiled code would
+        # refuse a forged `type`, `span` or `order` of another type that pure code keeps).
         self.output_bytes += len(_data_text(data))
         if self.output_bytes > self.context.ceilings.output_bytes and not last:
             self.fail(self.context.ceilings.exceeded("output", self.output_bytes))
