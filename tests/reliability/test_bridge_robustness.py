@@ -269,7 +269,6 @@ def test_a_flood_of_requests_and_events_from_the_sandbox_loses_nothing(sandbox: 
     assert [e["seq"] for e in host.events] == list(range(1, len(host.events) + 1))
 
 
-@pytest.mark.alone  # a sandbox died under the other worker's load once: the other test worker waits (tests/workers.py)
 def test_a_flood_of_requests_and_garbage_from_the_host_is_answered(sandbox: Sandbox) -> None:
     async def flood() -> list[Any]:
         process = sandbox.ensure_alive()
