@@ -22,7 +22,7 @@ REASON = missing()
 if REASON:
     pytest.skip(REASON, allow_module_level=True)
 
-CELL = 'let ok = approve "Archive the March tickets?"\nok ? "archived" : "kept"'
+CELL = 'let ok = approve "Archive the April tickets?"\nok ? "archived" : "kept"'  # its own: `%resume last` finds this run
 
 
 def test_a_restart_takes_the_approval_buttons_away_and_the_resumed_run_asks_again(lab: tuple[Any, str, Path]) -> None:
@@ -54,6 +54,7 @@ def test_a_restart_takes_the_approval_buttons_away_and_the_resumed_run_asks_agai
         again.click()
         view.wait_for_text("archived", index=1)
         view.wait_for_text("by interactive", index=1)
+        assert "Archive the April tickets?" in view.output_text(1)
     except Exception:
         view.screenshot("restart-approval-failed.png")
         raise
