@@ -162,8 +162,9 @@ def unlinked_text(run_id: str | None) -> str:
     while the run went on and opened again, or a front end without the widget shows it. True
     however the run went on: its journal, not this display, knows how it ended."""
     run = run_id or "RUN"
-    return (f"Flow run {run}: its live view was saved while the run was going on, and is not "
-            "connected to a kernel now. The run's journal keeps what it did: "
+    return (f"Flow run {run} (live view). Where the view itself cannot be shown (a notebook "
+            "saved while the run went on and opened again, or a front end without Jupyter "
+            "widgets), the run's journal keeps what it did: "
             f"%resume {run} goes on with it if it was interrupted (a kernel restart does not "
             "cancel it); %runs (or flow runs) says how it ended.")
 
