@@ -56,6 +56,9 @@ def summary(reply: Any) -> str:
     live = [c for c in reply.of("display_data") if "application/vnd.jupyter.widget-view+json" in c["data"]]
     assert live, reply.outputs
     assert_unlinked_fallback(live[0]["data"])
+    mark = live[0]["data"][LIVE_MIME]  # what a page reloaded mid-run shows the run's outputs by
+    assert mark["display"] == live[0]["transient"]["display_id"], mark
+    assert mark["parent"] == reply.reply["parent_header"]["msg_id"], mark  # the cell's request
     display_id = live[0]["transient"]["display_id"]
     updates = [c["data"] for c in reply.of("update_display_data") if c["transient"]["display_id"] == display_id]
     texts = [data["text/plain"] for data in updates if data["text/plain"].startswith("Flow run:")]
