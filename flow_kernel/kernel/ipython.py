@@ -28,6 +28,7 @@ import contextvars
 import json
 import shlex
 import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -182,7 +183,7 @@ class IPythonPort:
     prompts and the live view as widgets when a person is at a Jupyter frontend."""
 
     def __init__(self, shell: Any) -> None:
-        kernel = getattr(shell, "kernel", None)
+        self.kernel = kernel = getattr(shell, "kernel", None)
         # A person at the frontend: a Jupyter kernel's shell whose request allows input;
         # headless (nbclient, nbval, a terminal) the cell gets only the summary at the end.
         self.person_present = (shell.__class__.__name__ == "ZMQInteractiveShell"
@@ -213,8 +214,18 @@ class IPythonPort:
             view = RunView(run_id=run_id, agents=agents)  # the summary sits under its cell: no title
         except ImportError:
             return None
-        self.view_display = self.cell.run(display, view.mimebundle(), raw=True, display_id=True)
+        display_id = f"flow-run-{run_id}-{uuid.uuid4().hex[:12]}"
+        bundle = view.mimebundle(display_id, self.cell.run(self.request_id))  # a reloaded page adopts its outputs
+        self.view_display = self.cell.run(display, bundle, raw=True, display_id=display_id)
         return view
+
+    def request_id(self) -> str | None:
+        """The id of the request the cell runs for (its outputs' parent), if in a kernel."""
+        get_parent = getattr(self.kernel, "get_parent", None)
+        parent = get_parent() if callable(get_parent) else None
+        header = parent.get("header") if isinstance(parent, dict) else None
+        msg_id = header.get("msg_id") if isinstance(header, dict) else None
+        return msg_id if isinstance(msg_id, str) and msg_id else None
 
     def close_view(self, run_id: str, bundle: dict[str, Any] | None) -> None:
         if bundle is not None and self.view_display is not None:

@@ -128,11 +128,12 @@ def test_flow_cells_get_the_run_view_and_its_summary(python_kernel: Any) -> None
 
 
 def test_a_prompt_in_a_flow_cell_is_clicked(python_kernel: Any) -> None:
-    from tests.kernel.test_kernel_widgets import run_and_click
+    from tests.kernel.test_kernel_widgets import run_and_click, summary
 
     kc = python_kernel
     reply = run_and_click(kc, '%%flow --operator interactive\nlet ok = approve "Ship?"\nok', "Approve")
     assert reply.status == "ok" and reply.result == "true"
+    assert 'approve "Ship?" → yes (interactive)' in summary(reply)  # replacing the live view, named by its ids
 
 
 def test_prints_belong_to_their_own_cell(python_kernel: Any) -> None:
