@@ -13,14 +13,12 @@ import time
 
 from . import guard, loop, runtime
 from .errors import FlowError
+from .json_lines import decode, encode
 
 ABI = 1
 _bridge = None
 _loop = None
 _current_run = contextvars.ContextVar("flow_current_run", default=None)  # the run a task belongs to
-# One encoder for every line (json.dumps with these options builds a new one each time):
-# a line per host request and per event.
-_encode = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
 # The deepest nesting of arrays and objects a line from the host may have. json's parser
 # recurses once a level on the wasm stack, which V8 bounds on its own: a line about 5,000
 # levels deep overflows it once V8 has compiled the parser with TurboFan (about 8,000 under
@@ -37,6 +35,7 @@ _HEAD = re.compile(r'\{"id":(\d+),"(op|ok)"')  # how the host's encoder starts a
 class Bridge:
     def __init__(self, io):
         self.io = io
+        self.write = io.write  # one lookup on the JavaScript object, not one a line
         self.next_id = 0
         self.pending = {}
         self.code_cache = {}
@@ -49,14 +48,14 @@ class Bridge:
     # -- output -----------------------------------------------------------------------------
     def _send(self, message):
         try:
-            line = _encode(message)
+            line = encode(message)
         except (TypeError, ValueError) as exc:
             if "id" in message and "op" not in message:
                 line = json.dumps({"id": message["id"], "ok": False, "error": FlowError(
                     "isolate", f"the sandbox produced a non-JSON value: {exc}").to_dto()})
             else:
                 raise FlowError("isolate", f"a non-JSON value cannot leave the sandbox: {exc}") from None
-        self.io.write(line)
+        self.write(line)
         self.unflushed = True
         # The runner writes what one turn of its loop wrote at the start of the next; the
         # 1st, 2nd, 4th, 8th … line since it last called in goes out at once instead (with
@@ -126,7 +125,7 @@ class Bridge:
             self._refuse(line, f"a message from the host nests deeper than {MAX_DEPTH} levels")
             return
         try:
-            message = json.loads(line)
+            message = decode(line)
         except (ValueError, RecursionError):
             return  # the host never sends a bad line; ignoring keeps the sandbox alive
         if not isinstance(message, dict):
