@@ -123,20 +123,26 @@ print("same" if now == golden else report(golden, now))
 """
 
 
-def test_diagnostics_are_unchanged_compiled() -> None:
-    """The same diagnostics from the compiled front end (flow_kernel/compiled_front.py), every
-    family in one process, where scripts/build-front built one (the suite runs pure)."""
+def compare_compiled(script: str) -> None:
+    """Runs `script` (it prints "same" or the report) in a process that loads the compiled
+    modules; skips where scripts/build-front built none that is current (the suite runs pure)."""
     from flow_kernel.compiled_front import choose
 
     built = choose(REPO, environ={})
     if built.folder is None:
         pytest.skip(f"no current compiled build: {built.why}")
     environ = {k: v for k, v in os.environ.items() if k != "FLOW_PURE_PYTHON"}
-    proc = subprocess.run([sys.executable, "-c", COMPILED_DIAGNOSTICS], cwd=REPO, capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True,
                           timeout=600, env=environ)
     assert proc.returncode == 0, proc.stderr
     if proc.stdout.strip() != "same":
         pytest.fail(proc.stdout, pytrace=False)
+
+
+def test_diagnostics_are_unchanged_compiled() -> None:
+    """The same diagnostics from the compiled front end (flow_kernel/compiled_front.py), every
+    family in one process."""
+    compare_compiled(COMPILED_DIAGNOSTICS)
 
 
 def test_runs_are_unchanged() -> None:
@@ -161,18 +167,8 @@ print("same" if now == golden else report(golden, now))
 
 def test_runs_are_unchanged_compiled() -> None:
     """The same runs (status, result, events, errors) with the agent call's path on the host
-    compiled too (compiled_front.MODULES), where scripts/build-front built it."""
-    from flow_kernel.compiled_front import choose
-
-    built = choose(REPO, environ={})
-    if built.folder is None:
-        pytest.skip(f"no current compiled build: {built.why}")
-    environ = {k: v for k, v in os.environ.items() if k != "FLOW_PURE_PYTHON"}
-    proc = subprocess.run([sys.executable, "-c", COMPILED_RUNS], cwd=REPO, capture_output=True, text=True,
-                          timeout=600, env=environ)
-    assert proc.returncode == 0, proc.stderr
-    if proc.stdout.strip() != "same":
-        pytest.fail(proc.stdout, pytrace=False)
+    compiled too (compiled_front.MODULES), in one sandbox."""
+    compare_compiled(COMPILED_RUNS)
 
 
 def test_the_corpus_is_what_it_says() -> None:
