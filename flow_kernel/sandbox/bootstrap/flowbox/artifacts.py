@@ -23,6 +23,7 @@ def artifact(name, value, primary, published):
     if not isinstance(name, str) or not PUBLISH_NAME.match(name) or ".." in name.split("/"):
         raise FlowError("capability-violation", f"`publish`: {_values.render(name)} is not a relative artifact path "
                         "of [A-Za-z0-9._-] segments", {"name": name})
+    _values.check_depth(value, f"the artifact {name!r}")
     data = {"name": name, "text": value} if isinstance(value, str) else {"name": name, "json": value}
     if primary:
         if published:

@@ -7,11 +7,11 @@ import asyncio
 import contextvars
 import hashlib
 import itertools
-import json
 import re
 import time
 
 from . import guard, loop, runtime
+from . import values as _values
 from .errors import FlowError
 from .json_lines import decode, encode
 
@@ -19,13 +19,14 @@ ABI = 1
 _bridge = None
 _loop = None
 _current_run = contextvars.ContextVar("flow_current_run", default=None)  # the run a task belongs to
-# The deepest nesting of arrays and objects a line from the host may have. json's parser
-# recurses once a level on the wasm stack, which V8 bounds on its own: a line about 5,000
-# levels deep overflows it once V8 has compiled the parser with TurboFan (about 8,000 under
-# Liftoff, its first tier), a fatal error of Pyodide's that no `except` catches; the process
-# exits. So a line's depth is known before it is parsed. The host's encoder stops at its
-# recursion limit (1,000).
-MAX_DEPTH = 1000
+# The deepest nesting of arrays and objects a line from the host may have (values.MAX_DEPTH).
+# json's parser recurses once a level on the wasm stack, which V8 bounds on its own: a line
+# about 5,000 levels deep overflows it once V8 has compiled the parser with TurboFan (about
+# 8,000 under Liftoff, its first tier), a fatal error of Pyodide's that no `except` catches;
+# the process exits. So a line's depth is known before it is parsed. The host's encoder
+# stops at its recursion limit (1,000). Lines out are not walked (a walk a line costs more
+# than the encode): the values a run sends are bounded where they leave the runtime.
+MAX_DEPTH = _values.MAX_DEPTH
 _STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _NOT_BRACKET = re.compile(r"[^\[\]{}]")
 _LEVEL = {"[": 1, "{": 1, "]": -1, "}": -1}
@@ -51,7 +52,7 @@ class Bridge:
             line = encode(message)
         except (TypeError, ValueError) as exc:
             if "id" in message and "op" not in message:
-                line = json.dumps({"id": message["id"], "ok": False, "error": FlowError(
+                line = encode({"id": message["id"], "ok": False, "error": FlowError(
                     "isolate", f"the sandbox produced a non-JSON value: {exc}").to_dto()})
             else:
                 raise FlowError("isolate", f"a non-JSON value cannot leave the sandbox: {exc}") from None
@@ -242,7 +243,7 @@ def too_deep(line):
 def warm_up():
     """Run a tiny module once so the first real run finds everything imported (snapshot)."""
     compile("async def main(rt, args):\n    return None\n", "<flow>", "exec")
-    json.dumps(json.loads('{"a": [1, 2.5, "x", null, true]}'))
+    encode(decode('{"a": [1, 2.5, "x", null, true]}'))
 
 
 def on_watchdog():

@@ -172,8 +172,11 @@ class Runtime:
             # order keys of what follows do not move.
             self._here().next()
         else:
+            for value in values:
+                _values.check_depth(value, f"an input of `{name}`")
             await self._host("validate", {"workflow": name, "input": dict(zip(params or [], values, strict=True))})
         result = await self._frame(name, fn, values, limits)
+        _values.check_depth(result, f"the output of `{name}`")
         await self._host("validate", {"workflow": name, "output": result})
         return result
 
@@ -405,6 +408,10 @@ class Runtime:
         branch = _branch.get() or self.loose  # `_here`, inlined
         index = branch.next()
         call = f"c{branch.prefix}{index}"
+        if len(options) > 2:  # more than the compiler's `schema` and `label`: a run's values
+            for key, value in options.items():
+                if key != "schema":
+                    _values.check_depth(value, f"the `{key}` of an agent call")
         payload = dict(target, prompt=prompt, options=options, call=call, expect=check is not None,
                        order=branch.order(index))
         if branch.map_size is not None:
@@ -450,6 +457,7 @@ class Runtime:
         self.step()
         if not isinstance(question, str):
             raise evaluation(f"the question of `approve` must be a string, got {_values.type_of(question)}")
+        _values.check_depth(details, "the details of `approve`")
         answer = await self._host("approve", {"question": question, "details": details,
                                               **_deadline("approve", timeout, default)})
         if not isinstance(answer, bool):
@@ -734,6 +742,7 @@ async def execute(main, payload, bridge):
         rt_bindings = {} if error.code == "isolate" else rt.bindings  # the heap may be full: send nothing big
         error.extra = {"bindings": _values.json_bindings(rt_bindings), "steps": rt.steps}
         raise error
+    _values.check_depth(result, "the run's result")
     if not _values.is_json(result):
         raise FlowError("isolate", "the run's result is not a JSON value")
     return {"result": result, "bindings": _values.json_bindings(rt.bindings), "steps": rt.steps, "memory": bridge.memory()}

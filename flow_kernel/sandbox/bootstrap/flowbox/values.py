@@ -7,9 +7,17 @@ here uses exact types (`type(v) is int`) rather than isinstance on numbers.
 Shipped as source into Pyodide: imports only the standard library and the package."""
 
 import json
+from itertools import compress
 
-from .errors import evaluation
+from .errors import FlowError, evaluation
 
+# The deepest nesting of arrays and objects a value may have where it is encoded (the bridge's
+# lines, a value's text) or checked whole. json's C encoder and parser, repr, hashing and
+# comparison recurse once a level on the wasm stack, which V8 bounds on its own (about 5,000
+# to 10,000 levels): past it Pyodide ends the process, and no `except` sees it first. The
+# host's decoder stops at its recursion limit (1,000) as well.
+MAX_DEPTH = 1000
+_CONTAINERS = frozenset((list, dict, tuple))
 MAX_EXACT = 2**53  # integral floats up to this magnitude are normalised to ints
 NUMBER_TYPES = (int, float)  # compared with `type(v) in NUMBER_TYPES`: bool is not in it
 
@@ -49,7 +57,9 @@ def deep_norm(v):
 
 def render(v):
     """The text of a value (language.md §1): json.dumps with ", " / ": " separators,
-    non-ASCII kept, integral floats normalised to ints at any depth."""
+    non-ASCII kept, integral floats normalised to ints at any depth; `limit-exceeded`
+    past MAX_DEPTH."""
+    check_depth(v, "a value turned into text")
     try:
         s = _dumps(v)
         # Fast path: repr switches to exponent notation only from 1e16 > 2**53, so an
@@ -153,19 +163,60 @@ def truthy(v):
     return bool(v)
 
 
+def nests_deeper(v, limit):
+    """True if v nests lists, dicts and tuples more than `limit` levels deep (a container
+    is a level; a scalar is none). Level by level without recursion, so any depth is safe
+    to ask about; a cycle is deeper than any limit. Each container costs one step of
+    Python; its children are sorted out in C."""
+    level = [v] if type(v) in _CONTAINERS else []
+    depth, is_container = 0, _CONTAINERS.__contains__
+    while level:
+        depth += 1
+        if depth > limit:
+            return True
+        below = []
+        for c in level:
+            items = c.values() if type(c) is dict else c
+            below.extend(compress(items, map(is_container, map(type, items))))
+        level = below
+    return False
+
+
+def check_depth(v, what):
+    """A `limit-exceeded` error if v nests deeper than MAX_DEPTH; `what` names it."""
+    if type(v) in _CONTAINERS and nests_deeper(v, MAX_DEPTH):
+        raise too_deep(what)
+
+
+def too_deep(what):
+    """The error of a value nested deeper than MAX_DEPTH (`what`, e.g. "the run's result")."""
+    return FlowError("limit-exceeded", f"{what} nests arrays and objects deeper than {MAX_DEPTH} levels",
+                     {"limit": "depth", "value": MAX_DEPTH})
+
+
 def is_json(v):
     """True if v is a JSON value at any depth: exact JSON types, string keys, finite
-    floats."""
-    t = type(v)
-    if v is None or t is bool or t is int or t is str:
-        return True
-    if t is float:
-        return v - v == 0.0  # finite
-    if t is list:
-        return all(is_json(x) for x in v)
-    if t is dict:
-        return all(type(k) is str and is_json(x) for k, x in v.items())
-    return False
+    floats, and no deeper than MAX_DEPTH (so no cycle). Without recursion."""
+    if nests_deeper(v, MAX_DEPTH):
+        return False
+    stack = [v]
+    while stack:
+        v = stack.pop()
+        t = type(v)
+        if v is None or t is bool or t is int or t is str:
+            continue
+        if t is float:
+            if v - v != 0.0:  # not finite
+                return False
+        elif t is list:
+            stack.extend(v)
+        elif t is dict:
+            if not all(type(k) is str for k in v):
+                return False
+            stack.extend(v.values())
+        else:
+            return False
+    return True
 
 
 def expect_bool(v, what):

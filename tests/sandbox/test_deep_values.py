@@ -1,0 +1,102 @@
+"""A value nested deeper than values.MAX_DEPTH (1,000 levels) is a `limit-exceeded` error
+where it would be encoded — turned into text, sent to the host, returned — before json's
+C encoder recurses into it (past ~5,000 levels that overflows V8's stack and ends the
+sandbox). Real Flow source builds the values; the same sandbox process then runs the next
+program. (A value past ~5,500 levels still ends the sandbox when it is freed: CPython's
+deallocation recurses the same way; docs/sandbox.md.)"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+from typing import Any
+
+import pytest
+
+import tests.sandbox.bootstrap_import  # noqa: F401 - makes `flowbox` importable
+from flow_kernel import SourceFile
+from flow_kernel.lang.compiler import compile_source
+from flow_kernel.runtime.executors import SandboxExecutor
+from flow_kernel.runtime.run import run_compiled
+from flow_kernel.sandbox.pool import SandboxPool
+
+values = importlib.import_module("flowbox.values")
+FlowError = importlib.import_module("flowbox.errors").FlowError
+
+# 3,000 levels: past MAX_DEPTH, and below where the sandbox's C recursion (the encoder,
+# repr, hash, ==, deallocation) overflows V8's stack (~5,000–6,000).
+DEEP = """limits {{ steps: 1000000 }}
+var x: any = []
+var n = 0
+while n < 3000 {{
+  x = [x]
+  n = n + 1
+}}
+{use}
+"""
+CASES = {
+    "print": ("print(x)\n1", "a value turned into text", 8),
+    "interpolation": ('let s = "a ${x}"\nlen(s)', "a value turned into text", 8),
+    "result": ("x", "the run's result", None),
+    "record": ("{ deep: x }", "the run's result", None),
+    "artifact": ('publish "deep.json" x\n1', "the artifact 'deep.json'", 8),
+    "agent context": ('agent a { model: "scripted", output: number, script: [1] }\na("hi", context: x)',
+                      "the `context` of an agent call", 9),
+    "workflow input": ("workflow same(v: any) -> any {\n  return v\n}\nsame(x)", "an input of `same`", 11),
+}
+
+
+def test_the_depth_is_exact_and_cycles_and_wide_values_are_answered() -> None:
+    def chain(depth: int, wrap: Any = list) -> Any:
+        v: Any = 1
+        for _ in range(depth):
+            v = wrap(v)
+        return v
+
+    assert not values.nests_deeper(chain(1000, lambda v: [v]), 1000)
+    assert values.nests_deeper(chain(1001, lambda v: [v]), 1000)
+    assert values.nests_deeper(chain(1001, lambda v: {"k": v}), 1000)
+    assert values.nests_deeper(chain(1001, lambda v: (v,)), 1000)
+    assert not values.nests_deeper(chain(5, lambda v: [1, "x", v, {"a": 2}]), 6)  # the last dict: level 6
+    assert values.nests_deeper(chain(5, lambda v: [1, "x", v, {"a": 2}]), 5)
+    assert not values.nests_deeper("x" * 5000, 0) and not values.nests_deeper([], 1)
+    loop: list[Any] = []
+    loop.append(loop)
+    assert values.nests_deeper(loop, 1000)
+    assert not values.is_json(loop)
+    assert not values.is_json(chain(100_000, lambda v: [v]))  # no RecursionError: not recursive
+    assert values.is_json(chain(500, lambda v: {"k": [v, 2.5, None, True]}))  # 1,000 levels
+    assert not values.is_json([{"k": [1, float("inf")]}]) and not values.is_json({1: 2})
+    with pytest.raises(FlowError) as caught:
+        values.render(chain(1001, lambda v: [v]))
+    assert (caught.value.code, caught.value.details) == ("limit-exceeded", {"limit": "depth", "value": 1000})
+    assert values.render(chain(3, lambda v: [v])) == "[[[1]]]"
+
+
+def test_deep_values_from_flow_source_fail_with_limit_exceeded_and_the_sandbox_lives_on() -> None:
+    async def go() -> tuple[dict[str, Any], Any, list[int]]:
+        pool = SandboxPool(warm=1)
+        executor = SandboxExecutor(pool)
+        try:
+            pids = list(pool.pids())
+            failures = {}
+            for name, (use, _, _) in CASES.items():
+                compiled = compile_source(SourceFile(f"{name}.flow", DEEP.format(use=use)))
+                assert compiled.ok, [d.message for d in compiled.check.errors]
+                failures[name] = (await run_compiled(compiled, executor)).error
+            after = await run_compiled(compile_source(SourceFile("next.flow", "[[1], 2]")), executor)
+            return failures, after, pids + list(pool.pids())
+        finally:
+            await executor.close()
+
+    failures, after, pids = asyncio.run(go())
+    for name, (_, what, line) in CASES.items():
+        error = failures[name]
+        assert error is not None, name
+        assert (error.code, error.details.get("limit"), error.details.get("value")) == (
+            "limit-exceeded", "depth", 1000), (name, error.code, error.message)
+        assert error.message.startswith(what), (name, error.message)
+        if line is not None:
+            assert error.span is not None and error.span["line"] == line, (name, error.span)
+    assert after.error is None and after.result == [[1], 2]
+    assert len(set(pids)) == 1, pids  # one process throughout: none ended
