@@ -47,7 +47,7 @@ class Criterion:
 
     id: str
     description: str
-    weight: float
+    weight: int | float  # as written: a compiled `float` field would store 3 as 3.0
     low: int
     high: int
 
@@ -70,7 +70,9 @@ class PanelInfo:
     rubric: str | None = None
     judge: str | None = None
     rounds: int = 1
-    spread: float = 0  # converged when, on every criterion, the experts' scores differ by at most this
+    # Converged when, on every criterion, the experts' scores differ by at most this; kept as
+    # written (a compiled `float` field would store 1 as 1.0).
+    spread: int | float = 0
     result: T.Type = T.ANY  # the record a call returns
     verdict: T.Type = T.ANY  # what each expert answers (its output contract)
 

@@ -57,6 +57,31 @@ def check_input(item: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def generate_all(inputs: dict[str, dict[str, Any]]) -> dict[str, list[str | None]]:
+    """The Python generated for each cell that checks clean (None for one that does not),
+    cells of one input in one session as `check_all` takes them."""
+    from flow_kernel.lang.compiler import compile_checked
+
+    out: dict[str, list[str | None]] = {}
+    for key, item in inputs.items():
+        files: dict[str, str] = item.get("files", {})
+
+        def loader(path: str, importer: str | None, files: dict[str, str] = files) -> SourceFile | None:
+            name = path.removeprefix("./")
+            return SourceFile(name, files[name]) if name in files else None
+
+        session = SessionScope() if len(item["cells"]) > 1 else None
+        texts: list[str | None] = []
+        for name, text in item["cells"]:
+            result = check(SourceFile(name, text), session=session, loader=loader) if session is not None \
+                else check(SourceFile(name, text), loader=loader)
+            texts.append(compile_checked(result, session).python)
+            if session is not None and result.ok:
+                session.commit(result)
+        out[key] = texts
+    return out
+
+
 def _plain(value: Any, root: str) -> Any:
     """JSON-safe, with the checkout's path (it differs between checkouts) replaced."""
     text = json.dumps(value, sort_keys=True, ensure_ascii=False, default=repr)
