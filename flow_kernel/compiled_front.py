@@ -1,9 +1,8 @@
 """The compiled front end: which modules mypyc compiles (scripts/build-front), and the
 finder that imports them instead of their pure-Python sources, all or none.
 
-mypyc compiles the lexer, parser and checker, and the agent call's path on the host (the
-agent pipeline, the host's services, budgets, JSON text): `MODULES`, as one group. One
-shared library (`GROUP`) holds their native code and calls across modules directly, so a compiled module
+mypyc compiles the lexer, parser and checker (`MODULES`) as one group: one shared library
+(`GROUP`) holds their native code and calls across modules directly, so a compiled module
 beside a pure neighbour of the same group would disagree with it about its classes. The
 build (scripts/build-front, run by scripts/setup; a compiled wheel's hatch_build.py)
 writes the extensions outside the package, into `build/flow-front/` beside a checkout's
@@ -55,21 +54,6 @@ MODULES: tuple[str, ...] = (
     "flow_kernel.lang.static_budget",
     "flow_kernel.lang.fn_effects",
     "flow_kernel.lang.graphs",
-    # The agent call's path on the host: one call's ~30 steps of dict and attribute work.
-    # The event vocabulary and tree stay pure (views subclass the tree's classes and read
-    # the vocabulary's TypedDicts); so do the providers and the bridge.
-    "flow_kernel.json_text",
-    "flow_kernel.runtime.budgets",
-    "flow_kernel.runtime.agents.attempt",
-    "flow_kernel.runtime.agents.calls",
-    "flow_kernel.runtime.agents.cassette",
-    "flow_kernel.runtime.agents.cost",
-    "flow_kernel.runtime.agents.guard",
-    "flow_kernel.runtime.agents.journal",
-    "flow_kernel.runtime.agents.request",
-    "flow_kernel.runtime.agents.streaming",
-    "flow_kernel.runtime.agents.pipeline",
-    "flow_kernel.runtime.host",
 )
 GROUP = "flow_front"  # mypyc's shared library is the top-level module `flow_front__mypyc`
 MANIFEST = "manifest.json"
