@@ -2,8 +2,8 @@
 where it would be encoded — turned into text, sent to the host, returned — before json's
 C encoder recurses into it (past ~5,000 levels that overflows V8's stack and ends the
 sandbox). Real Flow source builds the values; the same sandbox process then runs the next
-program. (A value past ~5,500 levels still ends the sandbox when it is freed: CPython's
-deallocation recurses the same way; docs/sandbox.md.)"""
+program: what a run leaves behind nested that deep is emptied a container at a time once
+its reply is written, since freeing it whole would recurse the same way (docs/sandbox.md)."""
 
 from __future__ import annotations
 
@@ -23,17 +23,18 @@ from flow_kernel.sandbox.pool import SandboxPool
 values = importlib.import_module("flowbox.values")
 FlowError = importlib.import_module("flowbox.errors").FlowError
 
-# 3,000 levels: past MAX_DEPTH, and below where the sandbox's C recursion (the encoder,
-# repr, hash, ==, deallocation) overflows V8's stack (~5,000–6,000).
+# 20,000 levels: past where the sandbox's C recursion (json's encoder, repr, hash, ==, and
+# freeing the value) overflows V8's stack (~5,000–6,000).
 DEEP = """limits {{ steps: 1000000 }}
 var x: any = []
 var n = 0
-while n < 3000 {{
+while n < 20000 {{
   x = [x]
   n = n + 1
 }}
 {use}
 """
+SHARED = DEEP.replace("var x: any = []", 'let base = [1, [2]]\nvar x: any = base').format(use="{ base: base }")
 CASES = {
     "print": ("print(x)\n1", "a value turned into text", 8),
     "interpolation": ('let s = "a ${x}"\nlen(s)', "a value turned into text", 8),
@@ -84,12 +85,18 @@ def test_deep_values_from_flow_source_fail_with_limit_exceeded_and_the_sandbox_l
                 compiled = compile_source(SourceFile(f"{name}.flow", DEEP.format(use=use)))
                 assert compiled.ok, [d.message for d in compiled.check.errors]
                 failures[name] = (await run_compiled(compiled, executor)).error
+            # A result sharing its containers with a deep value the run leaves behind (which
+            # the sandbox empties once the reply is written) is sent whole.
+            shared = compile_source(SourceFile("shared.flow", SHARED))
+            failures["shared"] = await run_compiled(shared, executor)
             after = await run_compiled(compile_source(SourceFile("next.flow", "[[1], 2]")), executor)
             return failures, after, pids + list(pool.pids())
         finally:
             await executor.close()
 
     failures, after, pids = asyncio.run(go())
+    shared = failures.pop("shared")
+    assert shared.error is None and shared.result == {"base": [1, [2]]}, shared.error
     for name, (_, what, line) in CASES.items():
         error = failures[name]
         assert error is not None, name

@@ -740,12 +740,30 @@ async def execute(main, payload, bridge):
     if error is not None:
         error.loc = error.loc or context_location(error)
         rt_bindings = {} if error.code == "isolate" else rt.bindings  # the heap may be full: send nothing big
-        error.extra = {"bindings": _values.json_bindings(rt_bindings), "steps": rt.steps}
+        too_deep = []
+        error.extra = {"bindings": _values.json_bindings(rt_bindings, too_deep), "steps": rt.steps}
+        _release_later(too_deep)
         raise error
-    _values.check_depth(result, "the run's result")
+    too_deep = []
+    bindings = _values.json_bindings(rt.bindings, too_deep)
+    try:
+        _values.check_depth(result, "the run's result")
+    except FlowError:
+        too_deep.append(result)
+        raise
+    finally:
+        _release_later(too_deep)
     if not _values.is_json(result):
         raise FlowError("isolate", "the run's result is not a JSON value")
-    return {"result": result, "bindings": _values.json_bindings(rt.bindings), "steps": rt.steps, "memory": bridge.memory()}
+    return {"result": result, "bindings": bindings, "steps": rt.steps, "memory": bridge.memory()}
+
+
+def _release_later(deep_values):
+    """`values.release` of what a run leaves nested past MAX_DEPTH, once its reply is
+    written (the reply's values may share containers with them; the sandbox keeps nothing
+    of a run)."""
+    if deep_values:
+        asyncio.get_event_loop().call_soon(_values.release, deep_values)
 
 
 def cancel(run_id, reason):

@@ -194,6 +194,26 @@ def too_deep(what):
                      {"limit": "depth", "value": MAX_DEPTH})
 
 
+def release(deep_values):
+    """Empty every list and dict inside `deep_values`, one container at a time, so that no
+    free recurses: CPython frees a nested list a level per wasm frame, and past ~5,500
+    levels that overflows V8's stack and ends the process. For values a run leaves behind
+    and nothing reads again (every reference to them sees them emptied)."""
+    stack = list(deep_values)
+    is_container = _CONTAINERS.__contains__
+    while stack:
+        c = stack.pop()
+        t = type(c)
+        if t is dict:
+            items = c.values()
+        elif t is list:
+            items = c
+        else:
+            continue  # a tuple cannot be emptied (values never hold one)
+        stack.extend(compress(items, map(is_container, map(type, items))))
+        c.clear()
+
+
 def is_json(v):
     """True if v is a JSON value at any depth: exact JSON types, string keys, finite
     floats, and no deeper than MAX_DEPTH (so no cycle). Without recursion."""
@@ -230,13 +250,18 @@ def expect_bool(v, what):
 BINDINGS_BUDGET = 4 * 1024 * 1024  # bytes of session bindings a reply may carry
 
 
-def json_bindings(bindings):
+def json_bindings(bindings, too_deep_found=None):
     """The bindings worth sending back: JSON values, and not bigger than the budget in all
-    (a run that filled the heap must still be able to report)."""
+    (a run that filled the heap must still be able to report). Those left out for nesting
+    deeper than MAX_DEPTH are appended to `too_deep_found` if given."""
     out, budget = {}, BINDINGS_BUDGET
     for name, value in bindings.items():
         size = _size(value, budget)
-        if size is None or not is_json(value):
+        if size is None:
+            continue
+        if not is_json(value):
+            if too_deep_found is not None and nests_deeper(value, MAX_DEPTH):
+                too_deep_found.append(value)
             continue
         budget -= size
         out[name] = value
