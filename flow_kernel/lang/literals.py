@@ -49,11 +49,21 @@ MAX_EXACT = 2**53  # the largest integral float shown as an int
 
 def normalise(value: object) -> object:
     """Integral floats (|x| ≤ 2^53) become ints, at any depth: how Flow shows numbers
-    (language.md §1), on the host as in the sandbox."""
-    if isinstance(value, float) and value.is_integer() and abs(value) <= MAX_EXACT:
-        return int(value)
-    if isinstance(value, list):
-        return [normalise(v) for v in value]
-    if isinstance(value, dict):
-        return {k: normalise(v) for k, v in value.items()}
-    return value
+    (language.md §1), on the host as in the sandbox. Iterative: a value nested as deep
+    as the sandbox lets one be (1,000 levels) never meets Python's recursion limit."""
+    root: list[object] = [None]
+    todo: list[tuple[object, list[object] | dict[str, object], int | str]] = [(value, root, 0)]
+    while todo:
+        item, parent, key = todo.pop()
+        if isinstance(item, float) and item.is_integer() and abs(item) <= MAX_EXACT:
+            item = int(item)
+        elif isinstance(item, list):
+            copy: list[object] = [None] * len(item)
+            todo.extend((v, copy, i) for i, v in enumerate(item))
+            item = copy
+        elif isinstance(item, dict):
+            mapping: dict[str, object] = dict.fromkeys(item)
+            todo.extend((v, mapping, k) for k, v in item.items())
+            item = mapping
+        parent[key] = item  # type: ignore[index]
+    return root[0]

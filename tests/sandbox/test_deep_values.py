@@ -1,4 +1,4 @@
-"""A value nested deeper than values.MAX_DEPTH (1,000 levels) is a `limit-exceeded` error
+"""A value nested deeper than values.MAX_DEPTH (256 levels) is a `limit-exceeded` error
 where it would be encoded — turned into text, sent to the host, returned — before json's
 C encoder recurses into it (past ~5,000 levels that overflows V8's stack and ends the
 sandbox). Real Flow source builds the values; the same sandbox process then runs the next
@@ -66,11 +66,12 @@ def test_the_depth_is_exact_and_cycles_and_wide_values_are_answered() -> None:
     assert values.nests_deeper(loop, 1000)
     assert not values.is_json(loop)
     assert not values.is_json(chain(100_000, lambda v: [v]))  # no RecursionError: not recursive
-    assert values.is_json(chain(500, lambda v: {"k": [v, 2.5, None, True]}))  # 1,000 levels
+    assert values.is_json(chain(values.MAX_DEPTH // 2, lambda v: {"k": [v, 2.5, None, True]}))  # MAX_DEPTH levels
+    assert not values.is_json(chain(values.MAX_DEPTH // 2 + 1, lambda v: {"k": [v, 2.5, None, True]}))
     assert not values.is_json([{"k": [1, float("inf")]}]) and not values.is_json({1: 2})
     with pytest.raises(FlowError) as caught:
-        values.render(chain(1001, lambda v: [v]))
-    assert (caught.value.code, caught.value.details) == ("limit-exceeded", {"limit": "depth", "value": 1000})
+        values.render(chain(values.MAX_DEPTH + 1, lambda v: [v]))
+    assert (caught.value.code, caught.value.details) == ("limit-exceeded", {"limit": "depth", "value": values.MAX_DEPTH})
     assert values.render(chain(3, lambda v: [v])) == "[[[1]]]"
 
 
@@ -90,18 +91,25 @@ def test_deep_values_from_flow_source_fail_with_limit_exceeded_and_the_sandbox_l
             shared = compile_source(SourceFile("shared.flow", SHARED))
             failures["shared"] = await run_compiled(shared, executor)
             after = await run_compiled(compile_source(SourceFile("next.flow", "[[1], 2]")), executor)
+            # The deepest value allowed reaches the host whole (its decoder must take it).
+            deepest = DEEP.replace("20000", str(values.MAX_DEPTH - 1)).format(use="x")
+            failures["deepest"] = await run_compiled(compile_source(SourceFile("deepest.flow", deepest)), executor)
             return failures, after, pids + list(pool.pids())
         finally:
             await executor.close()
 
     failures, after, pids = asyncio.run(go())
-    shared = failures.pop("shared")
+    shared, deepest = failures.pop("shared"), failures.pop("deepest")
+    expected: Any = []
+    for _ in range(values.MAX_DEPTH - 1):
+        expected = [expected]
+    assert deepest.error is None and deepest.result == expected, deepest.error
     assert shared.error is None and shared.result == {"base": [1, [2]]}, shared.error
     for name, (_, what, line) in CASES.items():
         error = failures[name]
         assert error is not None, name
         assert (error.code, error.details.get("limit"), error.details.get("value")) == (
-            "limit-exceeded", "depth", 1000), (name, error.code, error.message)
+            "limit-exceeded", "depth", values.MAX_DEPTH), (name, error.code, error.message)
         assert error.message.startswith(what), (name, error.message)
         if line is not None:
             assert error.span is not None and error.span["line"] == line, (name, error.span)

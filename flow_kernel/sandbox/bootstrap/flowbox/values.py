@@ -15,8 +15,10 @@ from .errors import FlowError, evaluation
 # lines, a value's text) or checked whole. json's C encoder and parser, repr, hashing and
 # comparison recurse once a level on the wasm stack, which V8 bounds on its own (about 5,000
 # to 10,000 levels): past it Pyodide ends the process, and no `except` sees it first. The
-# host's decoder stops at its recursion limit (1,000) as well.
-MAX_DEPTH = 1000
+# host must take what passes whole: its decoder stops at its recursion limit (1,000 less
+# the caller's frames and the message's own levels: a 990-level result was refused as
+# malformed), and its recursive helpers take two frames a level; 256 leaves room for all.
+MAX_DEPTH = 256
 _CONTAINERS = frozenset((list, dict, tuple))
 MAX_EXACT = 2**53  # integral floats up to this magnitude are normalised to ints
 NUMBER_TYPES = (int, float)  # compared with `type(v) in NUMBER_TYPES`: bool is not in it
