@@ -39,8 +39,13 @@ def saved_outputs(path: Path, view: Lab, timeout: float = 30) -> list[dict[str, 
     while True:
         view.page.locator(".jp-Notebook .jp-Cell").first.locator(".jp-InputPrompt").click()
         view.page.keyboard.press("Control+s")
+        outputs: list[dict[str, Any]] = []
         for _ in range(20):
-            outputs: list[dict[str, Any]] = json.loads(path.read_text())["cells"][0]["outputs"]
+            try:  # the server may be writing the file right now (truncated, then written)
+                outputs = json.loads(path.read_text())["cells"][0]["outputs"]
+            except ValueError:
+                time.sleep(0.25)
+                continue
             if any(LIVE_MIME in o.get("data", {}) for o in outputs):
                 return outputs
             time.sleep(0.25)

@@ -11,7 +11,6 @@ import re
 import time
 
 from . import guard, loop, runtime
-from . import values as _values
 from .errors import FlowError
 from .json_lines import decode, encode
 
@@ -19,14 +18,15 @@ ABI = 1
 _bridge = None
 _loop = None
 _current_run = contextvars.ContextVar("flow_current_run", default=None)  # the run a task belongs to
-# The deepest nesting of arrays and objects a line from the host may have (values.MAX_DEPTH).
-# json's parser recurses once a level on the wasm stack, which V8 bounds on its own: a line
+# The deepest nesting of arrays and objects a line from the host may have: what the parser
+# can take safely, above the bound on a run's values (values.MAX_DEPTH, 256), which a value
+# the host sent meets where it leaves the run again. json's parser recurses once a level on the wasm stack, which V8 bounds on its own: a line
 # about 5,000 levels deep overflows it once V8 has compiled the parser with TurboFan (about
 # 8,000 under Liftoff, its first tier), a fatal error of Pyodide's that no `except` catches;
 # the process exits. So a line's depth is known before it is parsed. The host's encoder
 # stops at its recursion limit (1,000). Lines out are not walked (a walk a line costs more
 # than the encode): the values a run sends are bounded where they leave the runtime.
-MAX_DEPTH = _values.MAX_DEPTH
+MAX_DEPTH = 1000
 _STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _NOT_BRACKET = re.compile(r"[^\[\]{}]")
 _LEVEL = {"[": 1, "{": 1, "]": -1, "}": -1}
