@@ -46,8 +46,11 @@ def test_ray_gives_the_same_results_as_local(tmp_path: Path, ray_cluster: Any) -
 
 # Items 2 and 4 lose their sandbox mid-batch (killed past its `duration`; out of memory),
 # item 5 fails; the others of the batch run on, in fresh sandboxes where theirs died.
+# Item 4's memory bomb must meet the sandbox's memory ceiling (`isolate`) before the
+# deadline that ends item 2's loop (`workflow-timeout`): 3 s leaves it room on a loaded
+# machine, where 1 s did not (a CI run read `workflow-timeout` for it).
 FAILING_BATCH = """workflow item(n: int) -> int {
-  limits { steps: 100000000, duration: 1s }
+  limits { steps: 100000000, duration: 3s }
   if n == 2 {
     var i = 0
     while true { i = i + 1 }
