@@ -123,20 +123,30 @@ print("same" if now == golden else report(golden, now))
 """
 
 
-def compare_compiled(script: str) -> None:
-    """Runs `script` (it prints "same" or the report) in a process that loads the compiled
-    modules; skips where scripts/build-front built none that is current (the suite runs pure)."""
+def run_front(script: str, *, pure: bool = False) -> str:
+    """Runs `script` in a process of its own, on the compiled front end or (`pure`) on the pure
+    one, and returns what it printed; skips where scripts/build-front built none that is
+    current (the suite runs pure)."""
     from flow_kernel.compiled_front import choose
 
     built = choose(REPO, environ={})
     if built.folder is None:
         pytest.skip(f"no current compiled build: {built.why}")
     environ = {k: v for k, v in os.environ.items() if k != "FLOW_PURE_PYTHON"}
+    if pure:
+        environ["FLOW_PURE_PYTHON"] = "1"
     proc = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True,
                           timeout=600, env=environ)
     assert proc.returncode == 0, proc.stderr
-    if proc.stdout.strip() != "same":
-        pytest.fail(proc.stdout, pytrace=False)
+    return proc.stdout
+
+
+def compare_compiled(script: str) -> None:
+    """Runs `script` (it prints "same" or the report) on the compiled front end; fails with
+    the report unless it printed "same"."""
+    printed = run_front(script)
+    if printed.strip() != "same":
+        pytest.fail(printed, pytrace=False)
 
 
 def test_diagnostics_are_unchanged_compiled() -> None:
@@ -157,21 +167,7 @@ def test_generated_code_is_the_same_compiled() -> None:
     """The compiled front end hands the code generator the same program as the pure one: the
     Python generated for every golden input, compiled against pure, byte for byte (a field a
     compiled class stores in another type, say an int in a `float` field, changes it)."""
-    from flow_kernel.compiled_front import choose
-
-    built = choose(REPO, environ={})
-    if built.folder is None:
-        pytest.skip(f"no current compiled build: {built.why}")
-    texts = []
-    for pure in (True, False):
-        environ = {k: v for k, v in os.environ.items() if k != "FLOW_PURE_PYTHON"}
-        if pure:
-            environ["FLOW_PURE_PYTHON"] = "1"
-        proc = subprocess.run([sys.executable, "-c", GENERATED], cwd=REPO, capture_output=True, text=True,
-                              timeout=600, env=environ)
-        assert proc.returncode == 0, proc.stderr
-        texts.append(json.loads(proc.stdout))
-    pure_code, compiled_code = texts
+    pure_code, compiled_code = (json.loads(run_front(GENERATED, pure=pure)) for pure in (True, False))
     assert pure_code.keys() == compiled_code.keys()
     differ = [key for key in pure_code if pure_code[key] != compiled_code[key]]
     assert not differ, f"generated code differs compiled vs pure for {differ[:10]}"
