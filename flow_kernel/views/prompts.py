@@ -7,6 +7,14 @@ One machinery for both: a box of open prompts, each a Future resolved by a butto
 click (or by `answer`, from `%approve` in another cell). Every piece of text shown
 comes from the notebook or the run, so it is HTML-escaped; button labels are fixed
 strings or an `ask`'s choices, which ipywidgets shows as text.
+
+A click counts only while the kernel that asked is there. When it goes (Kernel ▸ Restart,
+a crash) the page takes every box of prompts away (the `PROMPTS_CLASS` boxes: hidden, their
+controls disabled; widgets/src/prompts.js, the one place): the run view's widget does it for
+its box, and a box shown on its own carries a guard widget beside it that does it and says
+why (`PromptsGuard`). A notebook saved with a box on its own and opened again, where no
+kernel has its widgets, shows the display's text instead (its `LIVE_MIME` marker, as a run
+view's: labextension/src/liveview.ts).
 """
 
 from __future__ import annotations
@@ -21,7 +29,13 @@ from flow_kernel.runtime.durable.deadlines import PromptDeadline
 
 # The capability prompt's answers (its buttons).
 ALLOW_ONCE, ALLOW_NOTEBOOK, DENY = "Allow once", "Allow for this notebook", "Deny"
-PROMPT_TEXT = "Flow asks the person (prompt)"  # a prompt's constant text/plain (for nbval, like the run view's)
+LIVE_MIME = "application/vnd.flow.run-view+json"  # marks a live display: a run view, a box of prompts (labextension/src/liveview.ts)
+PROMPTS_CLASS = "flow-prompts"  # every box of prompts: what the page takes away when its kernel goes (widgets/src/prompts.js `PROMPTS`)
+# A box of prompts' constant text/plain (for nbval, like the run view's): what a front end
+# shows where the buttons cannot be (a notebook opened again, a front end without widgets).
+PROMPT_TEXT = ("Flow asked the person here (a prompt, answered by its buttons while the cell that asked runs). "
+               "Where the buttons are not shown (the notebook opened again, its kernel gone, a front end "
+               "without Jupyter widgets) nothing answers it: run the cell again to be asked again.")
 
 
 def capability_request(asks: list[str]) -> dict[str, Any]:
@@ -43,6 +57,8 @@ class Prompts:
         self.w = w
         self.loop = asyncio.get_running_loop()
         self.box = w.VBox([])
+        self.box.add_class(PROMPTS_CLASS)
+        self.shown: Any = None  # the box with its guard, once displayed on its own (`mimebundle`)
         self.on_closed = on_closed  # after a prompt is answered (the run view re-renders)
         self._pending: list[asyncio.Future[Any]] = []
 
@@ -64,12 +80,20 @@ class Prompts:
                 future.cancel()
 
     def close(self) -> None:
+        """Cancel what is still open and close the box's widgets (its guard's too)."""
         self.cancel()
-        self.box.close()
+        close_widgets(self.box if self.shown is None else self.shown)
 
     def mimebundle(self) -> dict[str, Any]:
-        """The box to display on its own (outside a run view)."""
-        bundle: dict[str, Any] = dict(self.box._repr_mimebundle_())
+        """The box to display on its own (outside a run view): with its guard, which takes the
+        prompts away when the kernel goes, and the marker and text a front end shows where
+        the widgets are gone."""
+        if self.shown is None:
+            from flow_kernel.views.run_widget import PromptsGuard
+
+            self.shown = self.w.VBox([PromptsGuard(), self.box])
+        bundle: dict[str, Any] = dict(self.shown._repr_mimebundle_())
+        bundle[LIVE_MIME] = {"prompt": True}
         bundle["text/plain"] = PROMPT_TEXT
         return bundle
 
@@ -123,6 +147,25 @@ class Prompts:
             return await future
         finally:
             self.box.children = tuple(c for c in self.box.children if c is not prompt)
-            prompt.close()
+            close_widgets(prompt)
             if self.on_closed is not None:
                 self.on_closed()
+
+
+def close_widgets(*widgets: Any) -> None:
+    """Close widgets with their children, layouts and styles: each of those is a widget of
+    its own that `Widget.close()` leaves open, registered in the comm manager for the
+    kernel's life."""
+    from ipywidgets import Widget
+
+    todo, seen = list(widgets), set()
+    while todo:
+        widget = todo.pop()
+        if id(widget) in seen:
+            continue
+        seen.add(id(widget))
+        todo.extend(getattr(widget, "children", None) or ())
+        for part in (widget._trait_values.get("layout"), widget._trait_values.get("style")):
+            if isinstance(part, Widget):  # read without creating one that was never made
+                todo.append(part)
+        widget.close()

@@ -20,14 +20,12 @@ from typing import Any
 from flow_kernel.markup import escape
 from flow_kernel.short_text import shorten
 from flow_kernel.views.panel_view import panel_call_words
-from flow_kernel.views.prompts import Prompts
+from flow_kernel.views.prompts import LIVE_MIME, Prompts, close_widgets
 from flow_kernel.views.run_html import summary_bundle
 from flow_kernel.views.run_model import Node, RunModel
 from flow_kernel.views.run_stream import Batcher, Compactor
 from flow_kernel.views.wire import Detail, End
 
-LIVE_MIME = "application/vnd.flow.run-view+json"  # marks a live view's display (labextension/src/liveview.ts)
-PROMPTS_CLASS = "flow-prompts"  # the view's box of prompts (widgets/src/gone.js `PROMPTS`)
 DETAIL_TEXT = 4000  # characters of a card's prompt or instructions sent to the browser
 DETAIL_JSON = 16000  # bytes of a card's output sent as a tree; past that, its text shortened
 
@@ -47,8 +45,7 @@ class RunView:
         self.batcher = Batcher(self.widget.send, self.loop)
         self.ended: End | None = None
         self.widget.on_msg(self._on_message)
-        self.prompts = Prompts()
-        self.prompts.box.add_class(PROMPTS_CLASS)  # what the widget hides when its kernel goes away
+        self.prompts = Prompts()  # its box is what the widget hides when its kernel goes away
         self.box = w.VBox([self.widget, self.prompts.box])
 
     # -- display ---------------------------------------------------------------------------------
@@ -182,21 +179,3 @@ def unlinked_bundle(run_id: str | None, display: str | None = None, parent: str 
     return {LIVE_MIME: mark, "text/plain": text,
             "text/html": f'<div class="flow-run-unlinked" style="white-space:pre-wrap;opacity:.8">{escape(text)}</div>'}
 
-
-def close_widgets(*widgets: Any) -> None:
-    """Close widgets with their children, layouts and styles: each of those is a widget of
-    its own that `Widget.close()` leaves open, registered in the comm manager for the
-    kernel's life."""
-    from ipywidgets import Widget
-
-    todo, seen = list(widgets), set()
-    while todo:
-        widget = todo.pop()
-        if id(widget) in seen:
-            continue
-        seen.add(id(widget))
-        todo.extend(getattr(widget, "children", None) or ())
-        for part in (widget._trait_values.get("layout"), widget._trait_values.get("style")):
-            if isinstance(part, Widget):  # read without creating one that was never made
-                todo.append(part)
-        widget.close()

@@ -63,9 +63,12 @@ function marker(data: Json): Json | null {
   return mark !== null && typeof mark === 'object' && !Array.isArray(mark) ? (mark as Json) : null;
 }
 
-/** The cell showing a live view of request `parent` that this page did not send, or null
- * (no such view; or the page's own request, whose future shows its outputs). */
+/** The cell showing a live view of request `parent` that this page did not send, or null:
+ * no such view; the page's own request, whose future shows its outputs (whichever cell holds
+ * it); or more than one cell naming the request — a marker copied or forged in a notebook
+ * file, which the page cannot tell from the view's own, so neither is given the outputs. */
 export function orphanCell(cells: ReadonlyArray<ICellLike>, parent: string): ICellLike | null {
+  let found: ICellLike | null = null;
   for (const cell of cells) {
     const outputs = cell.model.outputs;
     if (cell.model.type !== 'code' || !outputs) {
@@ -76,11 +79,14 @@ export function orphanCell(cells: ReadonlyArray<ICellLike>, parent: string): ICe
     }
     for (let i = 0; i < outputs.length; i++) {
       if (marker(outputs.get(i).data)?.parent === parent) {
-        return cell;
+        if (found !== null && found !== cell) {
+          return null;
+        }
+        found = cell;
       }
     }
   }
-  return null;
+  return found;
 }
 
 /** Apply one output message to `cell`, as an output area applies its own request's. */

@@ -76,3 +76,15 @@ test('a page applies only its orphan request\'s output messages, to the one cell
   send(message('stream', 'req-1', { name: 'stdout', text: 'late' })); // nothing shows its view now
   assert.equal(cell.model.outputs.length, 2);
 });
+
+test('a marker naming the request in another cell too (copied or forged): no cell is given the outputs', () => {
+  const forged = codeCell([live('req-1', 'flow-run-r1-a')]);
+  const shows = codeCell([live('req-1', 'flow-run-r1-a')]);
+  assert.equal(orphanCell([forged, shows], 'req-1'), null);
+  assert.equal(orphanCell([shows, forged], 'req-1'), null);
+  // Two views of one request in one cell (two runs of the cell) are that cell's.
+  const both = codeCell([live('req-1', 'flow-run-r1-a'), live('req-1', 'flow-run-r2-b')]);
+  assert.equal(orphanCell([both], 'req-1'), both);
+  // The page's own request, its cell after a forged one naming it: left to its future.
+  assert.equal(orphanCell([forged, codeCell([live('req-1', 'flow-run-r1-a')], 'req-1')], 'req-1'), null);
+});

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 CHROMIUM = "/usr/bin/chromium"
+BUILT_LABEXTENSION = Path(__file__).resolve().parents[2] / "flow_kernel" / "labextension"  # the tree's flow-kernel-lab
 ARTIFACTS = Path(os.environ.get("FLOW_TEST_ARTIFACTS", Path(__file__).parent / "artifacts"))
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"]
@@ -56,8 +57,14 @@ def jupyter_server(app: str, root: Path, home: Path, options: tuple[str, ...] = 
     Notebook 7) serving `root`; yields its URL. A private HOME and Jupyter
     config/runtime/data dirs keep the user's settings out; the venv's kernel specs (the
     Flow kernel among them) and labextensions are still found through sys.prefix.
-    `environ`: variables the server, and so its kernels, get besides this process's."""
+    `environ`: variables the server, and so its kernels, get besides this process's.
+    flow-kernel-lab is the tree's build (linked into the private data dir, which JupyterLab
+    reads before the environment's copy, left from the last install)."""
     port = _free_port()
+    extensions = home / "data" / "labextensions"
+    extensions.mkdir(parents=True, exist_ok=True)
+    if not (extensions / "flow-kernel-lab").exists():
+        (extensions / "flow-kernel-lab").symlink_to(BUILT_LABEXTENSION, target_is_directory=True)
     env = {**os.environ, **(environ or {}), "HOME": str(home), "JUPYTER_CONFIG_DIR": str(home / "config"),
            "JUPYTER_RUNTIME_DIR": str(home / "runtime"), "JUPYTER_DATA_DIR": str(home / "data"),
            "JUPYTERLAB_SETTINGS_DIR": str(home / "settings"), "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces")}
@@ -109,6 +116,38 @@ class Lab:
             if time.time() > deadline:
                 raise AssertionError(f"the kernel never became idle: {status!r}")
             time.sleep(0.25)
+
+    def run_until_prompt(self, path: Path, cells: list[str], button: str = "Approve") -> Any:
+        """Write the notebook `path` of `cells`, open it, run its first cell and wait until
+        that cell shows the prompt's `button`; returns the button's locator."""
+        write_notebook(path, cells)
+        self.open(path.name)
+        self.run_cell(0)
+        shown = self.page.locator(".jp-Notebook .jp-Cell").first.locator("button.jupyter-button", has_text=button)
+        shown.wait_for(state="visible", timeout=60_000)
+        return shown
+
+    def saved_outputs(self, path: Path, index: int = 0, timeout: float = 30) -> list[dict[str, Any]]:
+        """Save the notebook (Ctrl+S, again while the file does not hold a live display in
+        cell `index` yet) and return that cell's outputs as saved."""
+        from flow_kernel.views.prompts import LIVE_MIME
+
+        deadline = time.time() + timeout
+        while True:
+            self.page.locator(".jp-Notebook .jp-Cell").nth(index).locator(".jp-InputPrompt").click()
+            self.page.keyboard.press("Control+s")
+            outputs: list[dict[str, Any]] = []
+            for _ in range(20):
+                try:  # the server may be writing the file right now (truncated, then written)
+                    outputs = json.loads(path.read_text())["cells"][index]["outputs"]
+                except ValueError:
+                    time.sleep(0.25)
+                    continue
+                if any(LIVE_MIME in o.get("data", {}) for o in outputs):
+                    return outputs
+                time.sleep(0.25)
+            if time.time() > deadline:
+                raise AssertionError(f"the notebook was never saved with its live display: {outputs}")
 
     def run_cell(self, index: int, timeout: float = 90) -> None:
         """Click into cell `index` and Shift+Enter, until the cell's prompt shows it is

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.browser.lab import Lab, missing, write_notebook
+from tests.browser.lab import Lab, missing
 
 pytestmark = pytest.mark.browser
 
@@ -23,7 +23,7 @@ if REASON:
     pytest.skip(REASON, allow_module_level=True)
 
 from flow_kernel.views.run_view import LIVE_MIME  # noqa: E402
-from tests.browser.test_saved_mid_run import CELL, saved_outputs  # noqa: E402
+from tests.browser.test_saved_mid_run import CELL  # noqa: E402
 
 
 def click_until_answered(button: Any) -> None:
@@ -44,14 +44,11 @@ def click_until_answered(button: Any) -> None:
 def test_approve_clicked_after_a_reload_shows_the_decision_and_the_result(lab: tuple[Any, str, Path]) -> None:
     browser, url, root = lab
     path = root / "reload-mid-run.ipynb"
-    write_notebook(path, [CELL])
     view = Lab(browser, url)
     try:
-        view.open(path.name)
-        view.run_cell(0)
+        view.run_until_prompt(path, [CELL])
         cell = view.page.locator(".jp-Notebook .jp-Cell").first
-        cell.locator("button.jupyter-button", has_text="Approve").wait_for(state="visible", timeout=60_000)
-        mark = next(o["data"][LIVE_MIME] for o in saved_outputs(path, view) if LIVE_MIME in o.get("data", {}))
+        mark = next(o["data"][LIVE_MIME] for o in view.saved_outputs(path) if LIVE_MIME in o.get("data", {}))
         assert set(mark) == {"run", "display", "parent"} and mark["display"].startswith(f"flow-run-{mark['run']}-"), mark
         # The page loaded again (F5, with `?reset`: the shared server's workspace would also
         # bring back the other tests' notebooks, and `.jp-Cell` would find theirs first).

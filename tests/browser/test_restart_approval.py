@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.browser.lab import Lab, missing, wait_idle, write_notebook
+from tests.browser.lab import Lab, missing, wait_idle
 
 pytestmark = pytest.mark.browser
 
@@ -27,14 +27,10 @@ CELL = 'let ok = approve "Archive the April tickets?"\nok ? "archived" : "kept"'
 
 def test_a_restart_takes_the_approval_buttons_away_and_the_resumed_run_asks_again(lab: tuple[Any, str, Path]) -> None:
     browser, url, root = lab
-    write_notebook(root / "restart-approval.ipynb", [CELL, "%resume last"])
     view = Lab(browser, url)
     try:
-        view.open("restart-approval.ipynb")
-        view.run_cell(0)
+        approve = view.run_until_prompt(root / "restart-approval.ipynb", [CELL, "%resume last"])
         first = view.page.locator(".jp-Notebook .jp-Cell").first.locator(".jp-OutputArea")
-        approve = first.locator("button.jupyter-button", has_text="Approve")
-        approve.wait_for(state="visible", timeout=60_000)
         view.restart_kernel()
         gone = first.locator(".fr-gone")
         gone.wait_for(timeout=30_000)

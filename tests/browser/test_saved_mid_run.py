@@ -10,15 +10,13 @@ mid-run")."""
 
 from __future__ import annotations
 
-import json
 import re
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.browser.lab import Lab, missing, write_notebook
+from tests.browser.lab import Lab, missing
 
 pytestmark = pytest.mark.browser
 
@@ -32,36 +30,12 @@ CELL = 'let ok = approve "Archive the March tickets?"\nok ? "archived" : "kept"'
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 
 
-def saved_outputs(path: Path, view: Lab, timeout: float = 30) -> list[dict[str, Any]]:
-    """Save the notebook (Ctrl+S, again while the file does not hold the live display yet)
-    and return its first cell's outputs as saved."""
-    deadline = time.time() + timeout
-    while True:
-        view.page.locator(".jp-Notebook .jp-Cell").first.locator(".jp-InputPrompt").click()
-        view.page.keyboard.press("Control+s")
-        outputs: list[dict[str, Any]] = []
-        for _ in range(20):
-            try:  # the server may be writing the file right now (truncated, then written)
-                outputs = json.loads(path.read_text())["cells"][0]["outputs"]
-            except ValueError:
-                time.sleep(0.25)
-                continue
-            if any(LIVE_MIME in o.get("data", {}) for o in outputs):
-                return outputs
-            time.sleep(0.25)
-        if time.time() > deadline:
-            raise AssertionError(f"the notebook was never saved with its live view: {outputs}")
-
-
 def test_a_view_saved_after_a_restart_mid_run_says_what_became_of_the_run(lab: tuple[Any, str, Path]) -> None:
     browser, url, root = lab
     path = root / "saved-mid-run.ipynb"
-    write_notebook(path, [CELL])
     view = Lab(browser, url)
     try:
-        view.open(path.name)
-        view.run_cell(0)
-        view.page.locator("button.jupyter-button", has_text="Approve").first.wait_for(state="visible", timeout=60_000)
+        view.run_until_prompt(path, [CELL])
         output = view.page.locator(".jp-Notebook .jp-Cell").first.locator(".jp-OutputArea")
         assert output.locator(".flow-run-view").count() == 1 and output.locator(".flow-run-unlinked").count() == 0
         view.restart_kernel()
@@ -70,7 +44,7 @@ def test_a_view_saved_after_a_restart_mid_run_says_what_became_of_the_run(lab: t
         found = re.search(r"%resume (r[0-9a-f]+)", gone.inner_text())
         assert found, gone.inner_text()
         run = found.group(1)
-        outputs = saved_outputs(path, view)
+        outputs = view.saved_outputs(path)
     except Exception:
         view.screenshot("saved-mid-run-failed.png")
         raise

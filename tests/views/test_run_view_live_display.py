@@ -1,5 +1,5 @@
 """What the live view's display carries for the front end: the class on its box of prompts
-that the widget looks for when its kernel goes away (widgets/src/gone.js hides and disables
+that the widget looks for when its kernel goes away (widgets/src/prompts.js hides and disables
 the prompts in it: a click there would reach no kernel), and the ids by which a page that did
 not send the run's request shows its outputs (labextension/src/adopt.ts)."""
 
@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from flow_kernel.views.run_view import LIVE_MIME, PROMPTS_CLASS, unlinked_bundle
+from flow_kernel.views.prompts import PROMPTS_CLASS
+from flow_kernel.views.run_view import LIVE_MIME, unlinked_bundle
 
 pytest.importorskip("ipywidgets")
 
-GONE_JS = Path(__file__).resolve().parents[2] / "widgets" / "src" / "gone.js"
+PROMPTS_JS = Path(__file__).resolve().parents[2] / "widgets" / "src" / "prompts.js"
 
 
 def test_the_prompts_box_has_the_class_the_front_end_hides() -> None:
@@ -30,7 +31,7 @@ def test_the_prompts_box_has_the_class_the_front_end_hides() -> None:
 
     prompts, widget = asyncio.run(classes())
     assert PROMPTS_CLASS in prompts and PROMPTS_CLASS not in widget
-    declared = re.search(r'export const PROMPTS = "([^"]+)"', GONE_JS.read_text(encoding="utf-8"))
+    declared = re.search(r'export const PROMPTS = "([^"]+)"', PROMPTS_JS.read_text(encoding="utf-8"))
     assert declared and declared.group(1) == PROMPTS_CLASS
 
 

@@ -39,11 +39,16 @@ def test_the_shipped_bundle_is_built_from_the_sources(tmp_path: Path) -> None:
     source = tmp_path / "widgets" / "src" / "format.js"
     source.write_text(source.read_text() + "\nexport const EXTRA = 1;\n")
     stale = node("widgets/build.mjs", "--check", cwd=tmp_path)
-    assert stale.returncode == 1 and "run_view.js" in stale.stderr
+    assert stale.returncode == 1 and "run_view.js" in stale.stderr and "prompts_guard.js" not in stale.stderr
+    source = tmp_path / "widgets" / "src" / "prompts.js"  # in both bundles
+    source.write_text(source.read_text() + "\nexport const EXTRA_TOO = 1;\n")
+    stale = node("widgets/build.mjs", "--check", cwd=tmp_path)
+    assert stale.returncode == 1 and "run_view.js" in stale.stderr and "prompts_guard.js" in stale.stderr
 
 
-def test_the_bundle_is_one_module_with_nothing_fetched() -> None:
-    js = (ROOT / "flow_kernel" / "views" / "static" / "run_view.js").read_text()
-    assert "\nimport " not in js and "export default { render };" in js
-    for fetch in ("fetch(", "http://", "https://", "import(", "XMLHttpRequest", "WebSocket"):
-        assert fetch not in js, fetch
+def test_each_bundle_is_one_module_with_nothing_fetched() -> None:
+    for bundle in ("run_view.js", "prompts_guard.js"):  # the run view; the guard of prompts on their own
+        js = (ROOT / "flow_kernel" / "views" / "static" / bundle).read_text()
+        assert "\nimport " not in js and js.count("export default { render };") == 1, bundle
+        for fetch in ("fetch(", "http://", "https://", "import(", "XMLHttpRequest", "WebSocket"):
+            assert fetch not in js, (bundle, fetch)

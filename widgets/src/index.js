@@ -8,7 +8,8 @@ import { applyMessage, emptyState } from "./reducer.js";
 import { elapsed, emptyClock, heard, stop } from "./clock.js";
 import { duration } from "./format.js";
 import { emptyUi, renderRun } from "./render.js";
-import { closePrompts, kernelGone } from "./gone.js";
+import { kernelGone } from "./gone.js";
+import { closePrompts } from "./prompts.js";
 
 const FRAME = 100; // ms: at most ten redraws a second, whatever the run's rate of events
 const TICK = 250; // ms: the clock
@@ -44,7 +45,7 @@ function render({ model, el }) {
   // The widget manager marks the model's comm dead when the kernel restarts or dies (a front
   // end drops what the dying kernel still sends): a run that had not ended was interrupted,
   // and the view says so, with what goes on with it.
-  // Its prompts' buttons would answer nobody: they are taken away (gone.js).
+  // Its prompts' buttons would answer nobody: they are taken away (prompts.js).
   const onGone = () => {
     if (clock.total !== null) return;
     kernelGone(state, model.get("run"), stop(clock, performance.now()));

@@ -1,13 +1,15 @@
 // The kernel goes away while the run waits for an approval (Kernel ▸ Restart): the view says
 // the run was interrupted and that the resumed run asks the approval again, and the prompt's
-// controls, whose clicks would reach no kernel, are hidden and disabled (gone.js).
+// controls, whose clicks would reach no kernel, are hidden and disabled (gone.js, prompts.js).
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
 
 import { applyMessage, emptyState } from "../src/reducer.js";
 import { emptyUi, renderRun } from "../src/render.js";
-import { closePrompts, kernelGone, PROMPTS } from "../src/gone.js";
+import { kernelGone } from "../src/gone.js";
+import { closePrompts, PROMPTS } from "../src/prompts.js";
+import guard, { guardGone, PROMPTS_GONE } from "../src/guard.js";
 
 const asked = [
   { e: "s", i: "w1", p: null, k: "workflow", n: "<cell>", t: 0 },
@@ -74,4 +76,39 @@ test("the prompts' boxes are hidden and every control in them disabled; the view
   assert.ok(approve.disabled && deny.disabled && text.disabled);
   assert.equal(filter.disabled, false);
   assert.equal(closePrompts(null), 0); // a view not in a box yet
+});
+
+// A box of prompts shown on its own (the capability prompt): its guard widget beside it.
+function guarded() {
+  const allow = element("button"), deny = element("button");
+  const prompts = element(`.${PROMPTS}`, [element("div", [allow, deny])]);
+  const guardEl = { textContent: "", parentElement: null };
+  guardEl.parentElement = element("div", [prompts]);
+  return { allow, deny, prompts, guardEl };
+}
+
+test("a box of prompts on its own: its guard takes the controls away and says why, once", () => {
+  const { allow, deny, prompts, guardEl } = guarded();
+  assert.equal(guardGone(guardEl), true);
+  assert.ok(prompts.hidden && allow.disabled && deny.disabled);
+  assert.equal(guardEl.textContent, PROMPTS_GONE);
+  assert.ok(PROMPTS_GONE.includes("Run the cell again to be asked again"));
+  assert.equal(guardGone(guardEl), false); // said once
+  assert.equal(guardGone({ textContent: "", parentElement: null }), false); // nothing beside it: says nothing
+});
+
+test("the guard acts on the widget manager's comm_live_update, and lets go of it when removed", () => {
+  const { allow, guardEl } = guarded();
+  const handlers = new Map();
+  const model = {
+    on: (name, f) => handlers.set(name, f),
+    off: (name, f) => { if (handlers.get(name) === f) handlers.delete(name); },
+  };
+  const dispose = guard.render({ model, el: guardEl });
+  assert.equal(guardEl.textContent, ""); // the kernel is there: nothing shown
+  assert.equal(allow.disabled, false);
+  handlers.get("comm_live_update")();
+  assert.ok(allow.disabled && guardEl.textContent === PROMPTS_GONE);
+  dispose();
+  assert.equal(handlers.size, 0);
 });

@@ -647,15 +647,36 @@ function stop(clock, now) {
   return clock.total;
 }
 
+// ---- widgets/src/prompts.js
+// The boxes of prompts a person answers while a cell runs (flow_kernel/views/prompts.py:
+// Approve / Deny, an `ask`'s choices, a text box, the capability prompt), once their kernel
+// is gone (Kernel ▸ Restart, a crash): a click would reach no kernel, so nothing may offer a
+// decision any more. The one place that takes them away, for the run view (index.js) and
+// for a box of prompts shown on its own (guard.js).
+
+const PROMPTS = "flow-prompts"; // the class of every box of prompts (views/prompts.py `PROMPTS_CLASS`)
+
+// Take the prompts' controls out of the page: `box` is the element holding the prompts (the
+// widget's parent); each box of prompts in it is hidden and its controls disabled. Returns
+// how many boxes it closed.
+function closePrompts(box) {
+  if (!box || typeof box.querySelectorAll !== "function") return 0;
+  const found = box.querySelectorAll(`.${PROMPTS}`);
+  for (const prompts of found) {
+    for (const control of prompts.querySelectorAll("button, input, select, textarea")) control.disabled = true;
+    prompts.hidden = true;
+    prompts.style.display = "none";
+  }
+  return found.length;
+}
+
 // ---- widgets/src/gone.js
 // The kernel went away before the run ended (Kernel ▸ Restart, a crash): the widget manager
 // marks the model's comm dead and drops what the dying kernel still sends. The run is
 // journaled interrupted; an approval it was waiting for has no answer in its journal, so the
-// resumed run asks it again (in the cell that runs `%resume`): the view says so, and the
-// prompt's buttons, whose clicks would now go nowhere, are taken away.
+// resumed run asks it again (in the cell that runs `%resume`): the view says so (the
+// prompt's buttons, whose clicks would now go nowhere, are taken away by prompts.js).
 
-
-const PROMPTS = "flow-prompts"; // the class of the run view's box of prompts (views/prompts.py)
 
 // Fold the kernel's going into the state: the run ends interrupted at `ms`, its open
 // approvals left for the resumed run. Returns false when the run had already ended.
@@ -669,20 +690,6 @@ function kernelGone(state, run, ms) {
   }
   state.gone = run || "RUN";
   return true;
-}
-
-// Take the prompts' controls out of the page: `box` is the element holding the view and its
-// prompts (the widget's parent); each prompt box in it is hidden and its controls disabled,
-// so nothing offers a decision that goes nowhere. Returns how many prompt boxes it closed.
-function closePrompts(box) {
-  if (!box || typeof box.querySelectorAll !== "function") return 0;
-  const found = box.querySelectorAll(`.${PROMPTS}`);
-  for (const prompts of found) {
-    for (const control of prompts.querySelectorAll("button, input, select, textarea")) control.disabled = true;
-    prompts.hidden = true;
-    prompts.style.display = "none";
-  }
-  return found.length;
 }
 
 // ---- widgets/src/index.js
@@ -727,7 +734,7 @@ function render({ model, el }) {
   // The widget manager marks the model's comm dead when the kernel restarts or dies (a front
   // end drops what the dying kernel still sends): a run that had not ended was interrupted,
   // and the view says so, with what goes on with it.
-  // Its prompts' buttons would answer nobody: they are taken away (gone.js).
+  // Its prompts' buttons would answer nobody: they are taken away (prompts.js).
   const onGone = () => {
     if (clock.total !== null) return;
     kernelGone(state, model.get("run"), stop(clock, performance.now()));
