@@ -259,8 +259,9 @@ class SandboxPool:
                   deadline_ms: int | None = None,
                   bind: Callable[[SandboxProcess], None] | None = None,
                   abort: asyncio.Future[FlowError] | None = None) -> dict[str, Any]:
-        """Run a module; `bind` receives the process (for host → sandbox calls during the run).
-        When `abort` is done first (the host stopped the run), the process is killed at once,
+        """Run a module; `bind` receives the process (for host → sandbox calls during the run)
+        once the run's request is written, before any line of the sandbox is read. When
+        `abort` is done first (the host stopped the run), the process is killed at once,
         with no grace (it may be flooding the host), and its error is raised."""
         self._refuse_past_the_cap()
         self._reserved += 1
@@ -270,15 +271,14 @@ class SandboxPool:
             self._reserved -= 1
         self.running.add(process)
         process.handler, process.on_notify = handler, on_notify
-        if bind is not None:
-            bind(process)
         recycle = False
         run_id = payload.get("run")
-        request = asyncio.ensure_future(process.request("run", {**payload, "module": module}))
         try:
-            timeout = deadline_ms / 1000 if deadline_ms else None
-            await asyncio.wait({request} if abort is None else {request, abort}, timeout=timeout,
-                               return_when=asyncio.FIRST_COMPLETED)
+            # Written now, in this turn: no task of its own, and Node has it a turn sooner.
+            request = process.send("run", {**payload, "module": module})
+            if bind is not None:
+                bind(process)
+            await _settled(request, abort, deadline_ms / 1000 if deadline_ms else None)
             if not request.done() and abort is not None and abort.done():
                 recycle = True
                 await process.kill()
@@ -343,3 +343,31 @@ class SandboxPool:
         self.idle.clear()
         self._idle_since.clear()
         await asyncio.gather(*self._closing, return_exceptions=True)
+
+
+async def _settled(reply: asyncio.Future[Any], abort: asyncio.Future[FlowError] | None, timeout: float | None) -> None:
+    """Return once `reply` or `abort` is done, or after `timeout` seconds (None: no limit),
+    whichever comes first: what `asyncio.wait(..., return_when=FIRST_COMPLETED)` does, with
+    one future and a timer instead of a waiter, callbacks and a set, and one loop turn less
+    between the reply and the caller. Cancelled, it leaves `reply` and `abort` as they are."""
+    if reply.done() or (abort is not None and abort.done()):
+        return
+    loop = asyncio.get_running_loop()
+    woken: asyncio.Future[None] = loop.create_future()
+
+    def wake(_: object = None) -> None:
+        if not woken.done():
+            woken.set_result(None)
+
+    reply.add_done_callback(wake)
+    if abort is not None:
+        abort.add_done_callback(wake)
+    timer = loop.call_later(timeout, wake) if timeout is not None else None
+    try:
+        await woken
+    finally:
+        reply.remove_done_callback(wake)
+        if abort is not None:
+            abort.remove_done_callback(wake)
+        if timer is not None:
+            timer.cancel()

@@ -221,6 +221,14 @@ class SandboxProcess:
             self.proc.stdin.write(("\n".join(lines) + "\n").encode())
 
     async def request(self, op: str, payload: dict[str, Any]) -> Any:
+        """Ask the sandbox and wait for its reply (its value, or its error raised)."""
+        return await self.send(op, payload)
+
+    def send(self, op: str, payload: dict[str, Any]) -> asyncio.Future[Any]:
+        """Write a request now (it leaves with this loop turn's first line: `_write`) and
+        return the future of its reply, which leaves `pending` when it is done. For a caller
+        that waits for the reply beside other things (SandboxPool.run) without a task of its
+        own; `FlowIsolateError` at once for a payload that is not JSON."""
         self.next_id += 1
         rid = self.next_id
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
@@ -233,10 +241,12 @@ class SandboxProcess:
         except FlowError:
             self.pending.pop(rid, None)
             raise
-        try:
-            return await future
-        finally:
-            self.pending.pop(rid, None)
+        future.add_done_callback(lambda _: self._forget(rid, future))
+        return future
+
+    def _forget(self, rid: int, future: asyncio.Future[Any]) -> None:
+        if self.pending.get(rid) is future:
+            del self.pending[rid]
 
     def notify(self, op: str, payload: dict[str, Any]) -> None:
         self._write({"op": op, "payload": payload})

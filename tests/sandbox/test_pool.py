@@ -72,6 +72,31 @@ def test_killed_sandbox_is_worker_crashed_and_the_next_run_works(env: tuple[Sand
     assert run(env, '"alive"').result == "alive"
 
 
+def test_the_run_request_is_written_before_bind_and_within_the_call(env: tuple[SandboxPool, asyncio.AbstractEventLoop]) -> None:
+    """`bind` sees the run's request already written (its reply pending): the run needs no
+    loop turn of its own before Node has it."""
+    pool, loop = env
+    compiled = compile_source(SourceFile("pool.flow", "1 + 1"))
+    executor = SandboxExecutor(pool)
+    original = executor.pool.run
+    seen: list[int] = []
+
+    async def run_and_look(*a: Any, **kw: Any) -> Any:
+        bind = kw["bind"]
+
+        def bind_and_look(process: Any) -> None:
+            seen.append(len(process.pending))
+            bind(process)
+
+        kw["bind"] = bind_and_look
+        return await original(*a, **kw)
+
+    executor.pool = type("P", (), {"run": staticmethod(run_and_look)})()  # type: ignore[assignment]
+    outcome = loop.run_until_complete(run_compiled(compiled, executor))
+    assert outcome.result == 2 and seen == [1]
+    assert all(not p.pending for p in pool.idle)  # the reply's future left `pending`
+
+
 def test_busy_loop_meets_the_steps_limit(env: tuple[SandboxPool, asyncio.AbstractEventLoop]) -> None:
     outcome = run(env, "var i = 0\nwhile true { i = i + 1 }")
     assert outcome.error is not None and outcome.error.code == "limit-exceeded"

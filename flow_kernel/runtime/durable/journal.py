@@ -52,7 +52,7 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from flow_kernel.json_text import encoder
 from flow_kernel.runtime.durable.nofollow import (
@@ -185,27 +185,27 @@ class Journal:
         self.run_id = run_id
         directory = directory if isinstance(directory, Path) else Path(directory)
         self.path = directory / f"{run_id}.jsonl"
-        folder = open_folder(directory, own=OWN_FOLDERS)
-        try:
-            if append:
+        if append:
+            folder = open_folder(directory, own=OWN_FOLDERS)
+            try:
                 fd = open_existing_file(folder, self.path)
-            else:
-                fd = create_new_file(folder, self.path.name, self.path)
-        finally:
-            os.close(folder)
+            finally:
+                os.close(folder)
+        else:
+            fd = _create_in_runs_folder(directory, self.path)
         _lock_run(fd, run_id)
         if append:
             _cut_torn_tail(fd)
-        self._file: TextIO | None = open(fd, "a", encoding="utf-8")  # noqa: SIM115 - open for the run's lifetime
+        # The file's descriptor itself (O_APPEND): each line is one `write`, with the OS at once.
+        self._fd: int | None = fd
         self._key: bytes | None = None
         self.last_mac = last_mac
         self.synced = False  # a record went to the disk: the run had an effect, waited, or resumed
 
     def __call__(self, event: dict[str, Any]) -> None:
-        if self._file is None:
+        if self._fd is None:
             return
-        self._file.write(_line(event) + "\n")
-        self._file.flush()  # to the OS at once: a crash of this process keeps every line written
+        _write_all(self._fd, (_line(event) + "\n").encode())  # a crash of this process keeps every line written
 
     def record(self, kind: str, fields: dict[str, Any], *, sync: bool = True) -> dict[str, Any]:
         """Write one sealed checkpoint record and put it on the disk before returning.
@@ -216,11 +216,10 @@ class Journal:
             self._key = _seal_key()
         record = {RECORD: kind, "run": self.run_id, **fields}
         record["mac"] = self.last_mac = _mac(self._key, self.last_mac, record)
-        if self._file is not None:
-            self._file.write(_line(record) + "\n")
-            self._file.flush()
+        if self._fd is not None:
+            _write_all(self._fd, (_line(record) + "\n").encode())
             if sync:
-                os.fdatasync(self._file.fileno())
+                os.fdatasync(self._fd)
                 self.synced = True
         return record
 
@@ -232,15 +231,65 @@ class Journal:
         synced nothing (no effect: a cell that only computes and prints) is left with the
         OS: a killed process keeps it whole, and what a power cut could take is a run
         that did nothing a resume would skip (docs/durability.md)."""
-        if self._file is not None:
-            file, self._file = self._file, None
-            file.flush()
-            fcntl.flock(file.fileno(), fcntl.LOCK_UN)  # `flow runs`/`flow answer` see an ended run at once
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            fcntl.flock(fd, fcntl.LOCK_UN)  # `flow runs`/`flow answer` see an ended run at once
             if not self.synced:
-                file.close()
+                os.close(fd)
                 return
-            _syncs.append(_syncer().submit(_sync_and_close, file))
+            _syncs.append(_syncer().submit(_sync_and_close, fd))
             del _syncs[:-64]
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """All of `data` to the file (a `write` may take less: a signal, a nearly full disk)."""
+    written = os.write(fd, data)
+    while written < len(data):
+        data = data[written:]
+        written = os.write(fd, data)
+
+
+# The runs folders entered last (`.flow/runs` by its path): a descriptor of each and the
+# identity (device, inode) it had. A run's file is created in the folder its path names now:
+# while one `lstat` of that path gives the same identity, the folder entered before is the
+# one the walk (`open_folder`, never through a link) would enter again.
+_runs_folders: dict[str, tuple[int, tuple[int, int]]] = {}
+_runs_folders_lock = threading.Lock()  # a kept descriptor is closed only while no file is made in it
+RUNS_FOLDERS_KEPT = 4
+
+
+def _create_in_runs_folder(directory: Path, path: Path) -> int:
+    """Create the run's new file `path` in the runs folder `directory` (made if missing, never
+    through a link: `open_folder`), entering a folder kept from an earlier run when the path
+    still names it (one `lstat` instead of the walk's three opens); an error there (the folder
+    was removed meanwhile) is answered by the walk."""
+    key = str(directory)
+    with _runs_folders_lock:
+        kept = _runs_folders.get(key)
+        if kept is not None:
+            with contextlib.suppress(OSError):
+                status = os.stat(key, follow_symlinks=False)
+                if (status.st_dev, status.st_ino) == kept[1]:
+                    return create_new_file(kept[0], path.name, path)
+            _forget_runs_folder(key)
+        folder = open_folder(directory, own=OWN_FOLDERS)
+        try:
+            fd = create_new_file(folder, path.name, path)
+        except BaseException:
+            os.close(folder)
+            raise
+        status = os.fstat(folder)
+        while len(_runs_folders) >= RUNS_FOLDERS_KEPT:
+            _forget_runs_folder(next(iter(_runs_folders)))
+        _runs_folders[key] = (folder, (status.st_dev, status.st_ino))
+        return fd
+
+
+def _forget_runs_folder(key: str) -> None:
+    kept = _runs_folders.pop(key, None)
+    if kept is not None:
+        with contextlib.suppress(OSError):
+            os.close(kept[0])
 
 
 # One thread puts closed journals on the disk. concurrent.futures joins it when the
@@ -259,13 +308,13 @@ def _syncer() -> ThreadPoolExecutor:
     return _pool
 
 
-def _sync_and_close(file: TextIO) -> None:
+def _sync_and_close(fd: int) -> None:
     try:
-        os.fsync(file.fileno())
+        os.fsync(fd)
     except OSError:  # a full or failing disk: the outcome stands; the journal may say `interrupted`
         pass
     finally:
-        file.close()
+        os.close(fd)
 
 
 # Set once this process is shutting down (a kernel's shutdown or restart): a run it ends
