@@ -192,10 +192,12 @@ async def run_compiled(compiled: Compiled, executor: Executor, context: RunConte
     if journal is not None:
         try:
             if resume is None:
-                # On the disk with the run's first effect or its end (Journal.record): before
-                # its first effect a run has done nothing a resume would have to skip.
-                journal.record("header", program_header(compiled.check, workflow, input, session_values,
-                                                        context.operator.policy), sync=False)
+                # Made and written while the sandbox starts the run (`_write_header`), before
+                # the journal's first event or effect either way; on the disk with the run's
+                # first effect or its end (Journal.record): before its first effect a run has
+                # done nothing a resume would have to skip.
+                journal.record_first("header", lambda: program_header(compiled.check, workflow, input, session_values,
+                                                                      context.operator.policy))
             else:
                 journal.record("resumed", {"execution": resume.executions + 1, "at": now_text()})
             checkpoint = RunCheckpoint(journal, resume)
@@ -217,6 +219,8 @@ async def run_compiled(compiled: Compiled, executor: Executor, context: RunConte
     watch = watch_for(journal_dir, run_id) if journal is not None else None
     watcher = asyncio.create_task(watch.watch(lambda request: host.fail(request.error()))) if watch else None
     host.cancel_watch = watch
+    if journal is not None:
+        asyncio.get_running_loop().call_soon(_write_header, journal, host)
     try:
         with older_objects_frozen():
             return await _run(compiled, executor, host, outcome, workflow, input, session_values)
@@ -280,6 +284,18 @@ async def _run(compiled: Compiled, executor: Executor, host: HostServices, outco
         outcome.bindings, outcome.steps = _bindings_and_steps(exc.dto)
         _record_failure(host, outcome.error, workflow)
     return outcome
+
+
+def _write_header(journal: Journal, host: HostServices) -> None:
+    """The run's header, once its request went to the sandbox (the loop's next turn: the
+    pool writes the request without waiting) and before any line of the sandbox is handled
+    (a line read waits a turn more). The host's own work for it (the program's digests,
+    the canonical text, the seal) then overlaps the sandbox's, not the way to it. A journal
+    that cannot take it (a full disk) stops the run."""
+    try:
+        journal.write_first()
+    except (OSError, ValueError) as exc:
+        host.fail(FlowIsolateError(f"the run's journal cannot be written: {exc}"))
 
 
 def _record_end(journal: Journal, outcome: RunOutcome, cancel: CancelRequested | None) -> None:

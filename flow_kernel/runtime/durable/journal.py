@@ -49,6 +49,7 @@ import re
 import secrets
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -199,12 +200,31 @@ class Journal:
         # The file's descriptor itself (O_APPEND): each line is one `write`, with the OS at once.
         self._fd: int | None = fd
         self._key: bytes | None = None
+        self._first: tuple[str, Callable[[], dict[str, Any]]] | None = None  # see `record_first`
         self.last_mac = last_mac
         self.synced = False  # a record went to the disk: the run had an effect, waited, or resumed
+
+    def record_first(self, kind: str, fields: Callable[[], dict[str, Any]]) -> None:
+        """The journal's first line is this record (not synced), its fields made when it is
+        written: by `write_first`, or before any other line or at `close`, whichever comes
+        first. A run's header, made while the sandbox starts the run. The key is read now, so
+        a journal that cannot be sealed says so here (OSError, ValueError), as `record` would."""
+        if self._key is None:
+            self._key = _seal_key()
+        self._first = (kind, fields)
+
+    def write_first(self) -> None:
+        """Write the record `record_first` left, if it is not written yet."""
+        if self._first is not None:
+            kind, fields = self._first
+            self._first = None
+            self.record(kind, fields(), sync=False)
 
     def __call__(self, event: dict[str, Any]) -> None:
         if self._fd is None:
             return
+        if self._first is not None:
+            self.write_first()
         _write_all(self._fd, (_line(event) + "\n").encode())  # a crash of this process keeps every line written
 
     def record(self, kind: str, fields: dict[str, Any], *, sync: bool = True) -> dict[str, Any]:
@@ -212,6 +232,8 @@ class Journal:
         `sync=False` (the header, the end) leaves it with the OS: the next synced record's
         `fdatasync` (the run's first effect) or `close`'s `fsync` puts it on the disk; a
         run with no synced record (no effect) pays no disk sync at all (docs/durability.md)."""
+        if self._first is not None:
+            self.write_first()
         if self._key is None:
             self._key = _seal_key()
         record = {RECORD: kind, "run": self.run_id, **fields}
@@ -232,6 +254,8 @@ class Journal:
         OS: a killed process keeps it whole, and what a power cut could take is a run
         that did nothing a resume would skip (docs/durability.md)."""
         if self._fd is not None:
+            with contextlib.suppress(OSError, ValueError):  # a full disk: the journal lacks its first line, as any other
+                self.write_first()
             fd, self._fd = self._fd, None
             fcntl.flock(fd, fcntl.LOCK_UN)  # `flow runs`/`flow answer` see an ended run at once
             if not self.synced:
