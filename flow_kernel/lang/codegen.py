@@ -28,9 +28,43 @@ from flow_kernel.lang.check_result import CheckResult
 from flow_kernel.lang.codegen_calls import LOAD, STORE, CallCodegen
 from flow_kernel.lang.env import DEFAULT_LIMITS
 from flow_kernel.lang.exact_ints import OPERATORS, IntTracker
+from flow_kernel.lang.schema import schema_for_decl
 from flow_kernel.source import Span
 
 CATCHABLE = tuple(c for c in RUNTIME_CODES if c not in FATAL)
+# JSON Schema types a value in the sandbox can be seen to satisfy by its Python class alone
+# (flowbox/runtime.py `LOCAL_TYPES` holds the classes); "any" stands for the empty schema.
+LOCAL_KINDS = frozenset({"integer", "string", "boolean"})
+
+
+def local_checks(schemas: Any, params: list[str]) -> list[Any]:
+    """`[input, output]` for a workflow's row of the table `rt.start` reads: `input` the
+    JSON type of each parameter, in order, when the input schema is an object of exactly
+    those parameters, all required, each `{"type": t}` for a t in LOCAL_KINDS or `{}`
+    ("any"); `output` likewise for the output schema (its `$schema` aside); None where a
+    schema is anything else. A value whose class is the type's passes the schema whatever
+    it holds, and every value passes `{}`, so the sandbox need not ask the host to validate
+    it; any other value is still asked about (flowbox/runtime.py `Runtime.workflow`)."""
+    if not isinstance(schemas, dict):
+        return [None, None]
+    inputs = schemas.get("input")
+    kinds = None
+    if (isinstance(inputs, dict) and inputs.get("required") == params and inputs.get("additionalProperties") is False
+            and isinstance(inputs.get("properties"), dict) and list(inputs["properties"]) == params):
+        found = [_local_kind(inputs["properties"][name]) for name in params]
+        kinds = found if params and None not in found else None
+    output = schemas.get("output")
+    return [kinds, _local_kind({k: v for k, v in output.items() if k != "$schema"}) if isinstance(output, dict) else None]
+
+
+def _local_kind(schema: Any) -> str | None:
+    """t when `schema` is exactly `{"type": t}` with t in LOCAL_KINDS, "any" when it is `{}`,
+    else None."""
+    if schema == {}:
+        return "any"
+    if isinstance(schema, dict) and len(schema) == 1 and schema.get("type") in LOCAL_KINDS:
+        return str(schema["type"])
+    return None
 
 
 @dataclass
@@ -239,8 +273,11 @@ class CodeGenerator(CallCodegen):
             limits = dict(ctx.limits) if ctx is not None else dict(DEFAULT_LIMITS)
             params = [p.name.name for p in node.params]
             table_keys.append(self.constant(entry.name))
-            table_values.append(py.List([self.load(self.workflow_names[entry.name]), self.literal(params),
-                                         self.literal(limits)], LOAD))
+            row = [self.load(self.workflow_names[entry.name]), self.literal(params), self.literal(limits)]
+            checks = local_checks(schema_for_decl(entry), params)
+            if checks != [None, None]:
+                row.append(self.literal(checks))
+            table_values.append(py.List(row, LOAD))
         body.append(self.cell())
         toplevel = self.result.toplevel
         entry_limits: dict[str, int | float] = dict(toplevel.limits) if toplevel is not None else dict(DEFAULT_LIMITS)

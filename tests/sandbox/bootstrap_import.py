@@ -12,10 +12,10 @@ _BOOTSTRAP = str(Path(__file__).parents[2] / "flow_kernel" / "sandbox" / "bootst
 if _BOOTSTRAP not in sys.path:
     sys.path.insert(0, _BOOTSTRAP)
 
-from flowbox import builtins, operators, values  # noqa: E402
+from flowbox import builtins, local_checks, operators, values  # noqa: E402
 from flowbox.errors import FlowError  # noqa: E402
 
-__all__ = ["FlowError", "builtins", "operators", "raises_evaluation", "values"]
+__all__ = ["FlowError", "builtins", "local_checks", "operators", "raises_evaluation", "values"]
 
 
 @contextmanager
