@@ -359,11 +359,24 @@ def _journal_refused(exc: OSError | RunLocked, journal_dir: Path | str | None) -
 def _locate(error: FlowError, compiled: Compiled) -> FlowError:
     """Give a sandbox error its Flow span, from the generated-code position it carries."""
     if error.span is None and compiled.source_map is not None:
-        loc = error.dto.get("loc")
+        loc = error.dto.get("loc") or _line_start(compiled.python, error.dto.get("line"))
         span = compiled.source_map.lookup(loc) if isinstance(loc, list) else None
         if span is not None:
             error.span = span_to_json(span)
     return error
+
+
+def _line_start(python: str | None, line: Any) -> list[int] | None:
+    """The position of the first statement on `line` of the generated module (all a dead
+    sandbox's report of where it was gives), as a sandbox error's `loc`."""
+    if python is None or not isinstance(line, int) or isinstance(line, bool) or line < 1:
+        return None
+    lines = python.splitlines()
+    if line > len(lines):
+        return None
+    text = lines[line - 1]
+    column = len(text) - len(text.lstrip())
+    return [line, column, line, column]
 
 
 __all__ = ["Executor", "RunOutcome", "new_run_id", "run_compiled"]

@@ -11,7 +11,7 @@ takes it over (`take`) when it would run the same command, and kills it otherwis
 snapshot already built and matching its record — building one takes seconds; without it
 the sandbox starts the ordinary way. A CLI command that ends without taking it (a refused
 run, a compile error, a usage error) kills it (`cancel`); it would die with the CLI anyway
-(`lifetime.preexec`).
+(`lifetime.preexec`, within `stack.preexec`: the same stack as `SandboxProcess.start`'s).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import contextlib
 import os
 import subprocess
 
-from flow_kernel.sandbox import lifetime
+from flow_kernel.sandbox import stack
 
 _early: tuple[list[str], subprocess.Popen[bytes]] | None = None
 
@@ -35,7 +35,7 @@ def launch(command: list[str], env: dict[str, str]) -> bool:
         return True
     try:
         proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                env=dict(env), start_new_session=True, preexec_fn=lifetime.preexec())
+                                env=dict(env), start_new_session=True, preexec_fn=stack.preexec())
     except (OSError, ValueError, subprocess.SubprocessError):  # the ordinary start reports it
         return False
     _early = (command, proc)

@@ -20,7 +20,7 @@ from typing import Any
 
 from flow_kernel.errors import FlowError, FlowIsolateError, FlowWorkerCrashedError
 from flow_kernel.json_text import encoder
-from flow_kernel.sandbox import early, lifetime
+from flow_kernel.sandbox import early, stack
 from flow_kernel.sandbox.install import (
     BOOTSTRAP_DIR,
     JS_DIR,
@@ -36,6 +36,8 @@ from flow_kernel.sandbox.node import NodeInfo, NodeNotFound, find_node, network_
 MAX_LINE = 16 * 1024 * 1024
 READ_SIZE = 256 * 1024  # bytes asked of the sandbox's stdout at a time (what is there comes at once)
 START_TIMEOUT = 60.0
+EXITED = "the sandbox process exited"  # the reader's reason when the process ends by itself
+STDERR_SCANNED = 60  # the last stderr lines read for a cause of death (Pyodide's report of one: ~30)
 EXIT_WAIT = 2.0  # seconds a dead sandbox's exit and pipes are awaited before they are closed anyway
 # The sandbox's whole environment. MALLOC_TRIM_THRESHOLD_ fixed at glibc's initial 128 KiB:
 # left dynamic, freeing the 30 MiB snapshot buffer raises it to 60 MiB, and from then on the
@@ -94,7 +96,9 @@ def sandbox_command(node: NodeInfo, *, snapshot: Path | None, memory_mb: int, is
     # No --allow-worker: the watchdog runs on the main thread (runner.mjs), so the permission
     # model refuses any Worker (each one a whole V8 isolate, ~12 MB resident).
     # node.wasm_flags: TurboFan's inlining for the WebAssembly CPython (sandbox/node.py).
+    # stack.v8_flags(): V8's stack, 64 MiB of the main thread's (`stack.preexec` raises its rlimit).
     command = [node.path, "--disallow-code-generation-from-strings", "--max-semi-space-size=1", "--expose-gc",
+               *stack.v8_flags(),
                *node.wasm_flags, node.permission_flag,
                *(f"--allow-fs-read={r}" for r in reads), "--no-warnings",
                str(RUNNER), "--pyodide", str(pyodide), "--bootstrap", str(BOOTSTRAP_DIR), "--memory-mb", str(memory_mb)]
@@ -135,6 +139,7 @@ class SandboxProcess:
         self.ready: dict[str, Any] = {}
         self.dead: str | None = None
         self.stderr_tail: list[str] = []
+        self.crash_line: int | None = None  # the generated module's line its stack overflowed at, if said
         self._ready = asyncio.get_running_loop().create_future()
         self._tasks: set[asyncio.Task[Any]] = set()
         self._outbox: list[str] = []  # lines waiting for `_flush`, at the end of this loop turn
@@ -160,7 +165,7 @@ class SandboxProcess:
             sandbox.proc = await asyncio.create_subprocess_exec(
                 *sandbox.command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE, env=dict(SANDBOX_ENV), limit=MAX_LINE + 1, start_new_session=True,
-                preexec_fn=lifetime.preexec())  # dies with the host, even while busy (sandbox/lifetime.py)
+                preexec_fn=stack.preexec())  # its stack; dies with the host, even while busy (sandbox/lifetime.py)
         sandbox._reader = asyncio.ensure_future(sandbox._read())
         sandbox._stderr_reader = asyncio.ensure_future(sandbox._read_stderr())
         try:
@@ -259,7 +264,7 @@ class SandboxProcess:
         The first line that fails ends the process; a partial last line at its exit is dropped."""
         assert self.proc is not None and self.proc.stdout is not None
         stdout = self.proc.stdout
-        reason = "the sandbox process exited"
+        reason = EXITED
         held = bytearray()  # the start of a line whose end has not come yet
         try:
             while True:
@@ -393,9 +398,21 @@ class SandboxProcess:
                 # that closes its loop at once (asyncio.run) must not leave the transport open.
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self.proc.wait(), EXIT_WAIT)
+            if reason == EXITED and self.dead == EXITED:
+                await self._name_the_cause()
         finally:
             self._close_pipes()
             self._fail_pending()
+
+    async def _name_the_cause(self) -> None:
+        """A process that exited by itself: its last stderr lines, read to their end (at most
+        EXIT_WAIT), say why when V8's stack overflowed inside Python (`stack.overflow_in`)."""
+        if self._stderr_reader is not None and not self._stderr_reader.done():
+            await asyncio.wait({self._stderr_reader}, timeout=EXIT_WAIT)
+        overflow = stack.overflow_in(self.stderr_tail[-STDERR_SCANNED:])
+        if overflow is not None:
+            self.dead = overflow.reason()
+            self.crash_line = overflow.line
 
     def _close_pipes(self) -> None:
         """Close the process's transport (its three pipes) while the loop still runs. Left to
@@ -408,7 +425,10 @@ class SandboxProcess:
     def _fail_pending(self) -> None:
         for future in list(self.pending.values()):
             if not future.done():
-                future.set_exception(FlowWorkerCrashedError(f"the sandbox process died: {self.dead}"))
+                error = FlowWorkerCrashedError(f"the sandbox process died: {self.dead}")
+                if self.crash_line is not None:  # the generated module's line: the host maps it to Flow
+                    error.dto = {"line": self.crash_line}
+                future.set_exception(error)
         self.pending.clear()
         if not self._ready.done():
             self._ready.set_exception(FlowWorkerCrashedError(self.dead or "the sandbox process died"))

@@ -1,9 +1,11 @@
 """A value nested deeper than values.MAX_DEPTH (256 levels) is a `limit-exceeded` error
 where it would be encoded — turned into text, sent to the host, returned — before json's
-C encoder recurses into it (past ~5,000 levels that overflows V8's stack and ends the
-sandbox). Real Flow source builds the values; the same sandbox process then runs the next
-program: what a run leaves behind nested that deep is emptied a container at a time once
-its reply is written, since freeing it whole would recurse the same way (docs/sandbox.md)."""
+C encoder recurses into it. Real Flow source builds the values; the same sandbox process
+then runs the next program: what a run leaves behind nested that deep is emptied a
+container at a time once its reply is written. A value built and freed within a run
+recurses on V8's stack as it is freed: the sandbox's 64 MiB stack (sandbox/stack.py) takes
+20,000 levels, which V8's default ~1 MiB does not — and a run that goes past the stack
+fails `worker-crashed` saying so, at its line (docs/sandbox.md, "The stack")."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from flow_kernel import SourceFile
 from flow_kernel.lang.compiler import compile_source
 from flow_kernel.runtime.executors import SandboxExecutor
 from flow_kernel.runtime.run import run_compiled
+from flow_kernel.sandbox import stack
 from flow_kernel.sandbox.pool import SandboxPool
 
 values = importlib.import_module("flowbox.values")
@@ -44,6 +47,33 @@ CASES = {
     "agent context": ('agent a { model: "scripted", output: number, script: [1] }\na("hi", context: x)',
                       "the `context` of an agent call", 9),
     "workflow input": ("workflow same(v: any) -> any {\n  return v\n}\nsame(x)", "an input of `same`", 11),
+}
+
+# Built and freed within the run, each at 20,000 levels; the run's own result comes back.
+FREED = {
+    "a variable rebound": (DEEP.format(use="x = 1\nn"), 20000),
+    "a function's local": ("""limits { steps: 1000000 }
+fn build(k: number) -> number {
+  var x: any = []
+  var i = 0
+  while i < k {
+    x = [x]
+    i = i + 1
+  }
+  return i
+}
+build(20000) + 1
+""", 20001),
+    "a chain of records": ("""limits { steps: 1000000 }
+var head: any = null
+var n = 0
+while n < 20000 {
+  head = { v: n, next: head }
+  n = n + 1
+}
+head = null
+n
+""", 20000),
 }
 
 
@@ -80,26 +110,32 @@ def test_deep_values_from_flow_source_fail_with_limit_exceeded_and_the_sandbox_l
         pool = SandboxPool(warm=1)
         executor = SandboxExecutor(pool)
         try:
-            pids = list(pool.pids())
+            pids: list[int] = []
             failures = {}
             for name, (use, _, _) in CASES.items():
                 compiled = compile_source(SourceFile(f"{name}.flow", DEEP.format(use=use)))
                 assert compiled.ok, [d.message for d in compiled.check.errors]
                 failures[name] = (await run_compiled(compiled, executor)).error
+                pids += pool.pids()
             # A result sharing its containers with a deep value the run leaves behind (which
             # the sandbox empties once the reply is written) is sent whole.
             shared = compile_source(SourceFile("shared.flow", SHARED))
             failures["shared"] = await run_compiled(shared, executor)
+            for name, (source, _) in FREED.items():
+                failures[name] = await run_compiled(compile_source(SourceFile(f"{name}.flow", source)), executor)
             after = await run_compiled(compile_source(SourceFile("next.flow", "[[1], 2]")), executor)
             # The deepest value allowed reaches the host whole (its decoder must take it).
             deepest = DEEP.replace("20000", str(values.MAX_DEPTH - 1)).format(use="x")
             failures["deepest"] = await run_compiled(compile_source(SourceFile("deepest.flow", deepest)), executor)
-            return failures, after, pids + list(pool.pids())
+            return failures, after, pids + pool.pids()
         finally:
             await executor.close()
 
     failures, after, pids = asyncio.run(go())
     shared, deepest = failures.pop("shared"), failures.pop("deepest")
+    for name, (_, result) in FREED.items():
+        outcome = failures.pop(name)
+        assert outcome.error is None and outcome.result == result, (name, outcome.error)
     expected: Any = []
     for _ in range(values.MAX_DEPTH - 1):
         expected = [expected]
@@ -114,4 +150,31 @@ def test_deep_values_from_flow_source_fail_with_limit_exceeded_and_the_sandbox_l
         if line is not None:
             assert error.span is not None and error.span["line"] == line, (name, error.span)
     assert after.error is None and after.result == [[1], 2]
-    assert len(set(pids)) == 1, pids  # one process throughout: none ended
+    assert len(pids) == len(CASES) + 1 and len(set(pids)) == 1, pids  # one process throughout: none ended
+
+
+def test_past_the_stack_a_run_fails_saying_why_at_its_line_and_the_next_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    # V8's own stack (~1 MiB), where freeing the 20,000-level value of FREED ends the process.
+    monkeypatch.setattr(stack, "plan", lambda: stack.StackPlan(None, None))
+
+    async def go() -> tuple[Any, Any, list[int]]:
+        pool = SandboxPool(warm=1)
+        executor = SandboxExecutor(pool)
+        try:
+            assert (await run_compiled(compile_source(SourceFile("first.flow", "1")), executor)).result == 1
+            pids = pool.pids()
+            source = FREED["a variable rebound"][0]
+            crashed = await run_compiled(compile_source(SourceFile("freed.flow", source)), executor)
+            after = await run_compiled(compile_source(SourceFile("next.flow", "[[1], 2]")), executor)
+            return crashed, after, pids + pool.pids()
+        finally:
+            await executor.close()
+
+    crashed, after, pids = asyncio.run(go())
+    error = crashed.error
+    assert error is not None and error.code == "worker-crashed", error
+    assert error.message.startswith("the sandbox process died: it ran out of stack (1 MiB): most likely a value "
+                                    "nested about 4,000 arrays or objects deep or more"), error.message
+    assert error.span is not None and (error.span["file"], error.span["line"]) == ("freed.flow", 8), error.span  # `x = 1`
+    assert after.error is None and after.result == [[1], 2]
+    assert len(pids) == 2 and pids[0] != pids[1], pids  # a fresh process for the next program
