@@ -22,6 +22,13 @@ Two of ipykernel's defaults cost every message and buy a Flow kernel nothing:
   made once (flow_kernel/json_text.py), and hands anything it cannot encode to
   `json_packer`, whose fallback and warning stay as they are.
 
+- **A request's header packed once.** Every message that answers a request (its `busy`,
+  `execute_input`, result, reply and `idle`: five for a cell) carries the request's header
+  as its parent, and jupyter_client packs it again for each (its `date` through
+  `json_default`), and an empty metadata dict too. `FlowSession` keeps the bytes of the
+  last parent header it packed, for that same header object (a request's header is never
+  changed once received), and an empty metadata's `{}`: the same bytes, signed the same way.
+
 stdout and stderr are `FlowOutStream`s (kernel/iopub.py): their flushes wait for the
 IOPub thread only when their own text is on its way.
 """
@@ -33,15 +40,52 @@ from typing import Any
 
 from ipykernel.kernelapp import IPKernelApp
 from jupyter_client.jsonutil import json_default
-from jupyter_client.session import json_packer
+from jupyter_client.session import DELIM, Session, json_packer
 
 from flow_kernel.json_text import encoder
 
 _encode = encoder(default=json_default, ensure_ascii=False, allow_nan=False)
 
 
+class FlowSession(Session):
+    """jupyter_client's `Session`, whose `serialize` packs the parent header of a run of
+    messages answering one request once (module docstring)."""
+
+    _parent_packed: tuple[object, bytes] | None = None  # the header object last packed as a parent, and its bytes
+
+    def serialize(self, msg: dict[str, Any], ident: list[bytes] | bytes | None = None) -> list[bytes]:
+        """`Session.serialize`: the same parts, the parent header's bytes kept for its next message."""
+        content = msg.get("content", {})
+        if content is None:
+            content = self.none
+        elif isinstance(content, dict):
+            content = self.pack(content)
+        elif isinstance(content, str):
+            content = content.encode("utf8")
+        elif not isinstance(content, bytes):
+            raise TypeError(f"Content incorrect type: {type(content)}")
+        parent = msg["parent_header"]
+        kept = self._parent_packed
+        if kept is not None and kept[0] is parent:
+            packed_parent = kept[1]
+        else:
+            packed_parent = self.pack(parent)
+            self._parent_packed = (parent, packed_parent)
+        metadata = msg["metadata"]
+        real_message = [self.pack(msg["header"]), packed_parent, b"{}" if metadata == {} else self.pack(metadata),
+                        content]
+        to_send: list[bytes] = [*ident] if isinstance(ident, list) else [ident] if ident is not None else []
+        to_send.append(DELIM)
+        to_send.append(self.sign(real_message))
+        to_send.extend(real_message)
+        return to_send
+
+
 class FlowKernelApp(IPKernelApp):
     outstream_class = "flow_kernel.kernel.iopub.FlowOutStream"
+
+    def _session_default(self) -> Session:
+        return FlowSession(parent=self)
 
     def init_control(self, context: Any) -> None:
         super().init_control(context)  # type: ignore[no-untyped-call]
@@ -73,4 +117,4 @@ def quiet_logger(log: logging.Logger | logging.LoggerAdapter[logging.Logger]) ->
             logger.setLevel(lowest)
 
 
-__all__ = ["FlowKernelApp", "pack", "quiet_logger"]
+__all__ = ["FlowKernelApp", "FlowSession", "pack", "quiet_logger"]

@@ -94,3 +94,26 @@ def test_pack_hands_what_json_cannot_hold_to_json_packer() -> None:
     for packer in (pack, json_packer):  # what neither can hold: the same error
         with pytest.raises(ValueError, match="Can't clean for JSON"):
             packer({"object": object()})
+
+
+@pytest.mark.parametrize("ident", [None, b"client", [b"a", b"b"]])
+def test_flow_session_serializes_as_jupyter_client_does(ident: Any) -> None:
+    from jupyter_client.session import Session
+
+    from flow_kernel.kernel.app import FlowSession
+
+    key = b"0123456789abcdef"
+    ours, theirs = FlowSession(key=key), Session(key=key)
+    ours.pack = theirs.pack = pack
+    request = theirs.msg("execute_request", {"code": "1 + 1"})
+    parent = theirs.deserialize(theirs.serialize(request)[1:])  # its header's date a datetime again
+    messages = [ours.msg("status", {"execution_state": "busy"}, parent),
+                ours.msg("execute_result", {"data": {"text/plain": "2"}}, parent, metadata={"k": [1]}),
+                {**ours.msg("stream", None, parent), "content": None},
+                {**ours.msg("stream", None, parent), "content": b'{"a":1}'},
+                {**ours.msg("stream", None, parent), "content": '{"b":2}'},
+                ours.msg("status", {"execution_state": "idle"}, {"header": {"msg_id": "other"}})]
+    for message in [*messages, *messages]:  # the second time, each parent header's bytes are kept
+        assert ours.serialize(message, ident) == theirs.serialize(message, ident)
+    with pytest.raises(TypeError, match="Content incorrect type"):
+        ours.serialize({**messages[0], "content": 3})
