@@ -87,6 +87,9 @@ def test_each_cpu_bound_program_in_cpu_time(quick_run: tuple[dict[str, Any], str
         ratio = sandbox["ratio_cpu_time" + prefix.removeprefix("cpu") + "_sandbox_to_cpython"]
         assert ratio == sandbox[f"{prefix}_sandbox_thread_cpu_s"]["median"] / sandbox[f"{prefix}_host_cpython_cpu_s"]["median"]
     assert printed.count("ratio sandbox / host CPython, CPU time") == 3
+    split = sandbox["cpu_sandbox_wall_split_ms"]  # the prime counter's wall clock, taken apart
+    assert split["wall"] > 0 and split["thread_cpu"] > 0 and split["waiting"] >= 0
+    assert "those sandboxed runs' wall clock" in printed
 
 
 def test_the_sandbox_main_thread_per_agent_call(quick_run: tuple[dict[str, Any], str, str]) -> None:

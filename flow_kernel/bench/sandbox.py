@@ -7,18 +7,21 @@
   CPython (the in-process executor), and their ratio; the target's figure is the prime
   counter (CPU_BOUND), two more programs are detail rows: string building and
   interpolation (TEXT_BOUND) and records in nested loops (RECORDS_BOUND).
-Ratios are what hold on a noisy machine. Each of the three programs is also measured in
-CPU time (detail rows, Linux): the sandbox's Node main thread against this process's, which
-the machine's load moves far less than the wall clock.
+Ratios are what hold on a noisy machine: each program's sandboxed and in-process runs
+alternate, run by run, so that a burst of other work on the machine falls on both sides.
+Each of the three programs is also measured in CPU time (detail rows, Linux): the sandbox's
+Node main thread against this process's, which the machine's load moves far less than the
+wall clock; for the prime counter a row splits those runs' wall clock into the main
+thread's CPU, its time waiting for a CPU, and the rest (the bridge, the host's side).
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
 import gc
 import statistics
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -148,65 +151,110 @@ async def _measure(quick: bool) -> Figures:
     await process.close()
 
     host = InProcessExecutor()
-    sandboxed = await timed_async(lambda: run_compiled(cpu, executor), repeat)
-    in_process = await timed_async(lambda: run_compiled(cpu, host), repeat)
+    sandboxed, in_process = await _alternated(cpu, executor, host, repeat)
     figures["cpu_sandbox_s"] = stats(sandboxed)
     figures["cpu_host_cpython_s"] = stats(in_process)
     figures["ratio_cpu_sandbox_to_cpython"] = statistics.median(sandboxed) / statistics.median(in_process)
     cpu_times = await _cpu_times(cpu, executor, host, repeat)
     if cpu_times is not None:
-        figures["cpu_sandbox_thread_cpu_s"] = stats(cpu_times[0])
-        figures["cpu_host_cpython_cpu_s"] = stats(cpu_times[1])
-        figures["ratio_cpu_time_sandbox_to_cpython"] = statistics.median(cpu_times[0]) / statistics.median(cpu_times[1])
+        figures["cpu_sandbox_thread_cpu_s"] = stats(cpu_times.sandbox)
+        figures["cpu_host_cpython_cpu_s"] = stats(cpu_times.in_process)
+        figures["ratio_cpu_time_sandbox_to_cpython"] = (statistics.median(cpu_times.sandbox)
+                                                        / statistics.median(cpu_times.in_process))
+        figures["cpu_sandbox_wall_split_ms"] = cpu_times.split()
     for key, source, quick_n, full_n, _label in MORE_PROGRAMS:
         program = compile_flow(source.replace("N", quick_n if quick else full_n))
-        sandboxed = await timed_async(functools.partial(run_compiled, program, executor), repeat)
-        in_process = await timed_async(functools.partial(run_compiled, program, host), repeat)
+        sandboxed, in_process = await _alternated(program, executor, host, repeat)
         figures[f"cpu_{key}_sandbox_s"] = stats(sandboxed)
         figures[f"cpu_{key}_host_cpython_s"] = stats(in_process)
         figures[f"ratio_cpu_{key}_sandbox_to_cpython"] = statistics.median(sandboxed) / statistics.median(in_process)
         cpu_times = await _cpu_times(program, executor, host, repeat)
         if cpu_times is not None:
-            figures[f"cpu_{key}_sandbox_thread_cpu_s"] = stats(cpu_times[0])
-            figures[f"cpu_{key}_host_cpython_cpu_s"] = stats(cpu_times[1])
-            figures[f"ratio_cpu_time_{key}_sandbox_to_cpython"] = (statistics.median(cpu_times[0])
-                                                                   / statistics.median(cpu_times[1]))
+            figures[f"cpu_{key}_sandbox_thread_cpu_s"] = stats(cpu_times.sandbox)
+            figures[f"cpu_{key}_host_cpython_cpu_s"] = stats(cpu_times.in_process)
+            figures[f"ratio_cpu_time_{key}_sandbox_to_cpython"] = (statistics.median(cpu_times.sandbox)
+                                                                   / statistics.median(cpu_times.in_process))
     await pool.close()
     return figures
 
 
-def thread_cpu_s(pid: int) -> float | None:
-    """CPU seconds the main thread of process `pid` has run (Linux `schedstat`, in ns), or None."""
+def thread_sched_s(pid: int) -> tuple[float, float] | None:
+    """(seconds run on a CPU, seconds waited on a run queue) of the main thread of process
+    `pid` (Linux `schedstat`, in ns), or None."""
     try:
-        return int(Path(f"/proc/{pid}/task/{pid}/schedstat").read_text().split()[0]) / 1e9
+        fields = Path(f"/proc/{pid}/task/{pid}/schedstat").read_text().split()
+        return int(fields[0]) / 1e9, int(fields[1]) / 1e9
     except (OSError, ValueError, IndexError):
         return None
 
 
-async def _cpu_times(program: Any, executor: SandboxExecutor, host: InProcessExecutor,
-                     repeat: int) -> tuple[list[float], list[float]] | None:
+def thread_cpu_s(pid: int) -> float | None:
+    """CPU seconds the main thread of process `pid` has run (Linux `schedstat`, in ns), or None."""
+    sched = thread_sched_s(pid)
+    return sched[0] if sched is not None else None
+
+
+async def _alternated(program: Any, executor: SandboxExecutor, host: InProcessExecutor,
+                      repeat: int) -> tuple[list[float], list[float]]:
+    """Wall seconds of `repeat` runs of `program` in the sandbox and in-process, one of each
+    in turn after one warm-up run each, a collection before each."""
+    sandboxed: list[float] = []
+    in_process: list[float] = []
+    for _ in range(repeat + 1):
+        for runner, samples in ((executor, sandboxed), (host, in_process)):
+            gc.collect()
+            started = time.perf_counter()
+            await run_compiled(program, runner)
+            samples.append(time.perf_counter() - started)
+    return sandboxed[1:], in_process[1:]
+
+
+@dataclass
+class CpuTimes:
+    """Per run, seconds: the sandbox's Node main thread on a CPU and waiting for one, the
+    sandboxed run's wall clock, and this process's CPU for the in-process run."""
+
+    sandbox: list[float] = field(default_factory=list)
+    waiting: list[float] = field(default_factory=list)
+    wall: list[float] = field(default_factory=list)
+    in_process: list[float] = field(default_factory=list)
+
+    def split(self) -> dict[str, float]:
+        """The sandboxed runs' wall clock as medians, ms: the main thread's CPU, its wait for a
+        CPU (other work on the machine, or the process's own V8 threads), and the rest — what
+        neither is: the bridge's lines, the host's side of the run, the wake-ups between."""
+        rest = [w - c - q for w, c, q in zip(self.wall, self.sandbox, self.waiting, strict=True)]
+        return {name: statistics.median(values) * 1000 for name, values in
+                (("wall", self.wall), ("thread_cpu", self.sandbox), ("waiting", self.waiting), ("rest", rest))}
+
+
+async def _cpu_times(program: Any, executor: SandboxExecutor, host: InProcessExecutor, repeat: int) -> CpuTimes | None:
     """CPU seconds of `repeat` runs of `program` each way, alternated, after the runs before
     (the warm-up): the sandbox's Node main thread (where Python runs; the bridge's and the
-    host's side of a run are not in it) and this process's for the in-process run. None
-    where the thread's CPU cannot be read, or the pool holds more than one sandbox."""
-    sandbox: list[float] = []
-    in_process: list[float] = []
+    host's side of a run are not in it) and this process's for the in-process run; with
+    the sandboxed runs' wall clock and the main thread's wait for a CPU. None where the
+    thread's CPU cannot be read, or the pool holds more than one sandbox."""
+    times = CpuTimes()
     for _ in range(repeat):
         pids = executor.pool.pids()
-        before = thread_cpu_s(pids[0]) if len(pids) == 1 else None
+        before = thread_sched_s(pids[0]) if len(pids) == 1 else None
         if before is None:
             return None
         gc.collect()
+        started = time.perf_counter()
         await run_compiled(program, executor)
-        after = thread_cpu_s(pids[0])
+        wall = time.perf_counter() - started
+        after = thread_sched_s(pids[0])
         if after is None or executor.pool.pids() != pids:  # the process ended or was replaced
             return None
-        sandbox.append(after - before)
+        times.sandbox.append(after[0] - before[0])
+        times.waiting.append(after[1] - before[1])
+        times.wall.append(wall)
         gc.collect()
         started = time.process_time()
         await run_compiled(program, host)
-        in_process.append(time.process_time() - started)
-    return sandbox, in_process
+        times.in_process.append(time.process_time() - started)
+    return times
 
 
 def rows(f: Figures) -> list[Row]:
@@ -228,6 +276,10 @@ def rows(f: Figures) -> list[Row]:
             Row("  CPU time: host CPython (this process)", f["cpu_host_cpython_cpu_s"], "s", "{:.3f}"),
             Row("    ratio sandbox / host CPython, CPU time", f["ratio_cpu_time_sandbox_to_cpython"], "×", "{:.2f}"),
         ]
+    if "cpu_sandbox_wall_split_ms" in f:  # absent from figures taken before it was added
+        split = f["cpu_sandbox_wall_split_ms"]
+        out.append(Row("  those sandboxed runs' wall clock", f"{split['wall']:.1f} ms = main thread {split['thread_cpu']:.1f} "
+                       f"+ waiting for a CPU {split['waiting']:.1f} + the rest (bridge, host) {split['rest']:.1f}"))
     for key, _source, _quick_n, _full_n, label in MORE_PROGRAMS:
         if f"cpu_{key}_sandbox_s" in f:  # absent from figures taken before these programs were added
             out += [
