@@ -28,8 +28,14 @@ def chromium() -> Iterator[Any]:
 
 
 @pytest.fixture(scope="package")
-def lab(chromium: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, str, Path]]:
+def lab_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The shared JupyterLab's private HOME (its Jupyter data dir, with the notebook secret
+    and signatures, is `data/` under it: `lab.sign`)."""
+    return tmp_path_factory.mktemp("lab-home")
+
+
+@pytest.fixture(scope="package")
+def lab(chromium: Any, lab_home: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, str, Path]]:
     root = tmp_path_factory.mktemp("lab-root")
-    home = tmp_path_factory.mktemp("lab-home")
-    with jupyter_lab(root, home) as url:
+    with jupyter_lab(root, lab_home) as url:
         yield chromium, url, root

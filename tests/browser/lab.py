@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 CHROMIUM = "/usr/bin/chromium"
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 BUILT_LABEXTENSION = Path(__file__).resolve().parents[2] / "flow_kernel" / "labextension"  # the tree's flow-kernel-lab
 ARTIFACTS = Path(os.environ.get("FLOW_TEST_ARTIFACTS", Path(__file__).parent / "artifacts"))
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
@@ -59,7 +60,7 @@ def jupyter_server(app: str, root: Path, home: Path, options: tuple[str, ...] = 
     Flow kernel among them) and labextensions are still found through sys.prefix.
     `environ`: variables the server, and so its kernels, get besides this process's.
     flow-kernel-lab is the tree's build (linked into the private data dir, which JupyterLab
-    reads before the environment's copy, left from the last install)."""
+    is told to read before the environment's copy, left from the last install)."""
     port = _free_port()
     extensions = home / "data" / "labextensions"
     extensions.mkdir(parents=True, exist_ok=True)
@@ -67,7 +68,8 @@ def jupyter_server(app: str, root: Path, home: Path, options: tuple[str, ...] = 
         (extensions / "flow-kernel-lab").symlink_to(BUILT_LABEXTENSION, target_is_directory=True)
     env = {**os.environ, **(environ or {}), "HOME": str(home), "JUPYTER_CONFIG_DIR": str(home / "config"),
            "JUPYTER_RUNTIME_DIR": str(home / "runtime"), "JUPYTER_DATA_DIR": str(home / "data"),
-           "JUPYTERLAB_SETTINGS_DIR": str(home / "settings"), "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces")}
+           "JUPYTERLAB_SETTINGS_DIR": str(home / "settings"), "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces"),
+           "JUPYTER_PREFER_ENV_PATH": "0"}  # the private data dir first (in a venv, jupyter_core puts it after)
     log_path = home / f"{app}.log"
     log = log_path.open("w")
     proc = subprocess.Popen(
@@ -127,9 +129,9 @@ class Lab:
         shown.wait_for(state="visible", timeout=60_000)
         return shown
 
-    def saved_outputs(self, path: Path, index: int = 0, timeout: float = 30) -> list[dict[str, Any]]:
+    def saved_display(self, path: Path, index: int = 0, timeout: float = 30) -> dict[str, Any]:
         """Save the notebook (Ctrl+S, again while the file does not hold a live display in
-        cell `index` yet) and return that cell's outputs as saved."""
+        cell `index` yet) and return the data of that cell's one live display as saved."""
         from flow_kernel.views.prompts import LIVE_MIME
 
         deadline = time.time() + timeout
@@ -143,11 +145,24 @@ class Lab:
                 except ValueError:
                     time.sleep(0.25)
                     continue
-                if any(LIVE_MIME in o.get("data", {}) for o in outputs):
-                    return outputs
+                live = [o["data"] for o in outputs if LIVE_MIME in o.get("data", {})]
+                if live:
+                    assert len(live) == 1, outputs
+                    return dict(live[0])
                 time.sleep(0.25)
             if time.time() > deadline:
                 raise AssertionError(f"the notebook was never saved with its live display: {outputs}")
+
+    @contextmanager
+    def closing(self, failed: str) -> Iterator[Lab]:
+        """Close the page after the block; a screenshot of it, named `failed`, if the block fails."""
+        try:
+            yield self
+        except BaseException:
+            self.screenshot(failed)
+            raise
+        finally:
+            self.page.close()
 
     def run_cell(self, index: int, timeout: float = 90) -> None:
         """Click into cell `index` and Shift+Enter, until the cell's prompt shows it is
@@ -224,6 +239,24 @@ class Notebook7(Lab):
         wait_idle(self.url)
 
 
+def reopened_output(browser: Any, url: str, notebook: str, screenshot: str) -> tuple[str, int]:
+    """Open `notebook` again in a page of its own (on the kernel its session has now) and,
+    once its first cell shows a live display's text where no kernel has the widget (or the
+    widget manager's own "Loading widget..." then "Error displaying widget: model not
+    found"), return that cell's output text and how many buttons it shows."""
+    page = Lab(browser, url)
+    try:
+        page.open(notebook)
+        area = page.page.locator(".jp-Notebook .jp-Cell").first.locator(".jp-OutputArea")
+        area.locator(".flow-run-unlinked").or_(area.get_by_text("model not found")).first.wait_for(timeout=60_000)
+        shown = page.output_text(0)
+        buttons = area.locator("button:visible").count()
+        page.screenshot(screenshot, index=0)
+    finally:
+        page.page.close()
+    return shown, buttons
+
+
 def wait_idle(url: str, timeout: float = 90) -> None:
     """Until every kernel of the server at `url` is idle (Notebook 7's toolbar shows the
     kernel's state only as an icon: ask the server). While a kernel is starting,
@@ -258,6 +291,17 @@ def write_notebook(path: Path, cells: list[str], kernel: str = "flow") -> None:
                                  "language": "flow" if kernel == "flow" else "python"}
     nb.cells = [nbformat.v4.new_code_cell(c) for c in cells]
     nbformat.write(nb, path)
+
+
+def sign(path: Path, home: Path) -> None:
+    """Trust the notebook file `path` as the server whose HOME is `home` does for one it
+    saved (its signature in that server's data dir): its outputs render as a trusted
+    notebook's."""
+    import nbformat
+    from nbformat.sign import NotebookNotary
+
+    nb = nbformat.read(path, as_version=4)
+    NotebookNotary(data_dir=str(home / "data")).sign(nb)
 
 
 def launch(playwright: Any) -> Any:

@@ -29,12 +29,16 @@ if REASON:
     pytest.skip(REASON, allow_module_level=True)
 
 
+def canary_script(canary: str) -> str:
+    """JavaScript that writes the file `canary` through the REST API (no double quotes)."""
+    return (f"fetch('/api/contents/{canary}',{{method:'PUT',headers:{{'Content-Type':'application/json',"
+            "'X-XSRFToken':(document.cookie.match(/_xsrf=([^;]+)/)||[])[1]},"
+            "body:JSON.stringify({type:'file',format:'text',content:'pwned'})})")
+
+
 def payload(canary: str) -> str:
     """Markdown whose image error handler writes `canary` through the REST API."""
-    script = (f"fetch('/api/contents/{canary}',{{method:'PUT',headers:{{'Content-Type':'application/json',"
-              "'X-XSRFToken':(document.cookie.match(/_xsrf=([^;]+)/)||[])[1]},"
-              "body:JSON.stringify({type:'file',format:'text',content:'pwned'})})")
-    return f'Quarterly numbers are up.\n\n<img src="x-missing.png" onerror="{script}">\n'
+    return f'Quarterly numbers are up.\n\n<img src="x-missing.png" onerror="{canary_script(canary)}">\n'
 
 
 def flow_string(text: str) -> str:

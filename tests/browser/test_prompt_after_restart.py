@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.browser.lab import Lab, missing
+from tests.browser.lab import Lab, missing, reopened_output
 
 pytestmark = pytest.mark.browser
 
@@ -32,8 +32,7 @@ def test_a_restart_takes_the_capability_prompt_away_and_the_saved_notebook_shows
         lab: tuple[Any, str, Path]) -> None:
     browser, url, root = lab
     path = root / "prompt-after-restart.ipynb"
-    view = Lab(browser, url)
-    try:
+    with Lab(browser, url).closing("prompt-after-restart-failed.png") as view:
         deny = view.run_until_prompt(path, [CELL], button="Deny")
         output = view.page.locator(".jp-Notebook .jp-Cell").first.locator(".jp-OutputArea")
         assert "This notebook asks to run the executable `sh`" in view.output_text(0)
@@ -46,25 +45,9 @@ def test_a_restart_takes_the_capability_prompt_away_and_the_saved_notebook_shows
         said = " ".join(view.output_text(0).split())
         assert "Run the cell again to be asked again" in said and "This notebook asks" not in said, said
         view.screenshot("prompt-after-restart.png", index=0)
-        outputs = view.saved_outputs(path)
-    except Exception:
-        view.screenshot("prompt-after-restart-failed.png")
-        raise
-    finally:
-        view.page.close()
-    shown = [o["data"] for o in outputs if LIVE_MIME in o.get("data", {})]
-    assert len(shown) == 1 and shown[0][LIVE_MIME] == {"prompt": True}, outputs
-    assert "".join(shown[0]["text/plain"]) == PROMPT_TEXT
+        saved = view.saved_display(path)
+    assert saved[LIVE_MIME] == {"prompt": True} and "".join(saved["text/plain"]) == PROMPT_TEXT, saved
 
-    reopened = Lab(browser, url)  # opened again, on the kernel the restart started
-    try:
-        reopened.open(path.name)
-        area = reopened.page.locator(".jp-Notebook .jp-Cell").first.locator(".jp-OutputArea")
-        area.locator(".flow-run-unlinked").or_(area.get_by_text("model not found")).first.wait_for(timeout=60_000)
-        text = " ".join(reopened.output_text(0).split())
-        buttons = area.locator("button").count()
-        reopened.screenshot("prompt-after-restart-reopened.png", index=0)
-    finally:
-        reopened.page.close()
-    assert text == PROMPT_TEXT, text
+    text, buttons = reopened_output(browser, url, path.name, "prompt-after-restart-reopened.png")
+    assert " ".join(text.split()) == PROMPT_TEXT, text
     assert buttons == 0

@@ -48,7 +48,7 @@ def test_approve_clicked_after_a_reload_shows_the_decision_and_the_result(lab: t
     try:
         view.run_until_prompt(path, [CELL])
         cell = view.page.locator(".jp-Notebook .jp-Cell").first
-        mark = next(o["data"][LIVE_MIME] for o in view.saved_outputs(path) if LIVE_MIME in o.get("data", {}))
+        mark = view.saved_display(path)[LIVE_MIME]
         assert set(mark) == {"run", "display", "parent"} and mark["display"].startswith(f"flow-run-{mark['run']}-"), mark
         # The page loaded again (F5, with `?reset`: the shared server's workspace would also
         # bring back the other tests' notebooks, and `.jp-Cell` would find theirs first).

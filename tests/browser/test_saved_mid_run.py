@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.browser.lab import Lab, missing
+from tests.browser.lab import WIDGET_MIME, Lab, missing, reopened_output
 
 pytestmark = pytest.mark.browser
 
@@ -27,14 +27,12 @@ if REASON:
 from flow_kernel.views.run_view import LIVE_MIME, unlinked_text  # noqa: E402
 
 CELL = 'let ok = approve "Archive the March tickets?"\nok ? "archived" : "kept"'
-WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 
 
 def test_a_view_saved_after_a_restart_mid_run_says_what_became_of_the_run(lab: tuple[Any, str, Path]) -> None:
     browser, url, root = lab
     path = root / "saved-mid-run.ipynb"
-    view = Lab(browser, url)
-    try:
+    with Lab(browser, url).closing("saved-mid-run-failed.png") as view:
         view.run_until_prompt(path, [CELL])
         output = view.page.locator(".jp-Notebook .jp-Cell").first.locator(".jp-OutputArea")
         assert output.locator(".flow-run-view").count() == 1 and output.locator(".flow-run-unlinked").count() == 0
@@ -44,27 +42,11 @@ def test_a_view_saved_after_a_restart_mid_run_says_what_became_of_the_run(lab: t
         found = re.search(r"%resume (r[0-9a-f]+)", gone.inner_text())
         assert found, gone.inner_text()
         run = found.group(1)
-        outputs = view.saved_outputs(path)
-    except Exception:
-        view.screenshot("saved-mid-run-failed.png")
-        raise
-    finally:
-        view.page.close()
-    live = [o["data"] for o in outputs if LIVE_MIME in o.get("data", {})]
-    assert len(live) == 1 and WIDGET_MIME in live[0] and live[0][LIVE_MIME]["run"] == run, outputs
-    assert "".join(live[0]["text/plain"]) == unlinked_text(run)
+        live = view.saved_display(path)
+    assert WIDGET_MIME in live and live[LIVE_MIME]["run"] == run, live
+    assert "".join(live["text/plain"]) == unlinked_text(run)
 
-    reopened = Lab(browser, url)  # the notebook opened again, on the kernel its restart started
-    try:
-        reopened.open(path.name)
-        area = reopened.page.locator(".jp-Notebook .jp-Cell").first.locator(".jp-OutputArea")
-        # What the widget manager alone shows there: "Loading widget...", then, its kernel
-        # connected, "Error displaying widget: model not found".
-        area.locator(".flow-run-unlinked").or_(area.get_by_text("model not found")).first.wait_for(timeout=60_000)
-        shown = reopened.output_text(0)
-        reopened.screenshot("saved-mid-run-reopened.png", index=0)
-    finally:
-        reopened.page.close()
+    shown, _ = reopened_output(browser, url, path.name, "saved-mid-run-reopened.png")  # on the kernel its restart started
     assert "model not found" not in shown and "Loading widget" not in shown, shown
     assert note_text(shown) == unlinked_text(run)
     assert f"%resume {run}" in shown
