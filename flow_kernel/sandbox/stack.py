@@ -112,7 +112,7 @@ class Overflow:
         kb = plan().v8_kb or V8_DEFAULT_KB
         levels = max(1, kb * 1024 // BYTES_PER_LEVEL // 1000) * 1000
         return (f"it ran out of stack ({kb // 1024 or 1} MiB): most likely a value nested about {levels:,} "
-                "arrays or objects deep or more (a loop like `x = [x]`) was freed, compared or encoded; "
+                "arrays or objects deep or more (a loop like `x = [x]`) was freed; "
                 "keep values shallower than that (docs/sandbox.md, \"The stack\")")
 
 

@@ -49,7 +49,7 @@ CASES = {
     "workflow input": ("workflow same(v: any) -> any {\n  return v\n}\nsame(x)", "an input of `same`", 11),
 }
 
-# Built and freed within the run, each at 20,000 levels; the run's own result comes back.
+# Built and freed (or compared) within the run, each at 20,000 levels; the run's own result comes back.
 FREED = {
     "a variable rebound": (DEEP.format(use="x = 1\nn"), 20000),
     "a function's local": ("""limits { steps: 1000000 }
@@ -74,6 +74,18 @@ while n < 20000 {
 head = null
 n
 """, 20000),
+    # Compared past Python's recursion limit (~480 levels): level by level, not `isolate`.
+    "values compared": ("""limits { steps: 1000000 }
+var x: any = []
+var y: any = []
+var n = 0
+while n < 20000 {
+  x = [x]
+  y = [y]
+  n = n + 1
+}
+[x == y, x != y, y in [x], contains([1, x], y), len(unique([x, y, 1])), x == [y], unique([1, 1.0, true])]
+""", [True, False, True, True, 2, False, [1, True]]),
 }
 
 

@@ -136,7 +136,7 @@ def test_generated_values_are_json(v):
 # --- equality ---------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("a", "b", "expected"), [
+EQUALITY = [
     (1, 1.0, True), (1, True, False), (0, False, False), (True, True, True),
     (True, False, False), (None, None, True), (None, False, False), (None, 0, False),
     ("a", "a", True), ("1", 1, False), ([], [], True), ([1, 2], [1, 2.0], True),
@@ -145,10 +145,32 @@ def test_generated_values_are_json(v):
     ({"a": 1}, {"b": 1}, False), ({"a": [1, {"c": None}]}, {"a": [1.0, {"c": None}]}, True),
     ({"a": None}, {}, False), ([], {}, False), ("", [], False), (2**53 + 1, 2.0**53, False),
     (10**20, 1e20, True),
-])
+]
+
+
+@pytest.mark.parametrize(("a", "b", "expected"), EQUALITY)
 def test_deep_eq(a, b, expected):
     assert values.deep_eq(a, b) is expected
     assert values.deep_eq(b, a) is expected
+
+
+def _wrapped(v, levels=2_000):
+    """v at the bottom of `levels` arrays and objects: past Python's recursion limit."""
+    for i in range(levels):
+        v = [v] if i % 2 else {"k": v}
+    return v
+
+
+@pytest.mark.parametrize(("a", "b", "expected"), EQUALITY)
+def test_deep_eq_past_the_recursion_limit_is_the_same(a, b, expected):
+    # Compared level by level once recursion runs out: the same answers at any depth.
+    assert values.deep_eq(_wrapped(a), _wrapped(b)) is expected
+    assert values.deep_eq(_wrapped(b), _wrapped(a)) is expected
+
+
+@given(json_values, json_values)
+def test_deep_eq_past_the_recursion_limit_agrees_with_shallow(a, b):
+    assert values.deep_eq(_wrapped(a, 600), _wrapped(b, 600)) is values.deep_eq(a, b)
 
 
 @given(json_values)

@@ -36,6 +36,7 @@ from .errors import FlowError, evaluation
 from .operators import in_
 from .values import (
     NUMBER_TYPES,
+    deep_eq,
     deep_norm,
     eq_key,
     expect_bool,
@@ -332,13 +333,20 @@ def b_sort(xs):
 
 
 def b_unique(xs):
+    items = _array("unique", xs)
     seen = set()
     out = []
-    for x in _array("unique", xs):
-        k = eq_key(x)  # equal keys exactly when deep_eq: 1 and 1.0 alike, true and 1 not
-        if k not in seen:
-            seen.add(k)
-            out.append(x)
+    try:
+        for x in items:
+            k = eq_key(x)  # equal keys exactly when deep_eq: 1 and 1.0 alike, true and 1 not
+            if k not in seen:
+                seen.add(k)
+                out.append(x)
+    except RecursionError:  # an item nested past Python's recursion limit (~480 levels) has no key
+        out = []
+        for x in items:
+            if not any(deep_eq(x, y) for y in out):
+                out.append(x)
     return out
 
 

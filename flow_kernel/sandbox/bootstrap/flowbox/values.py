@@ -20,6 +20,7 @@ from .errors import FlowError, evaluation
 # malformed), and its recursive helpers take two frames a level; 256 leaves room for all.
 MAX_DEPTH = 256
 _CONTAINERS = frozenset((list, dict, tuple))
+_SCALARS = frozenset((type(None), bool, int, float, str))
 MAX_EXACT = 2**53  # integral floats up to this magnitude are normalised to ints
 NUMBER_TYPES = (int, float)  # compared with `type(v) in NUMBER_TYPES`: bool is not in it
 
@@ -112,29 +113,81 @@ def is_number(v):
 
 def deep_eq(a, b):
     """Deep JSON equality (`==`): a bool equals only a bool, numbers compare by value
-    (1 == 1.0), arrays elementwise, objects by keys and values in any order."""
+    (1 == 1.0), arrays elementwise, objects by keys and values in any order — at any
+    depth: values nested past Python's recursion limit (~480 levels) are compared level
+    by level."""
+    if a is b:
+        return True
+    ta = type(a)
+    tb = type(b)
+    if ta is tb and ta is not list and ta is not dict:
+        return a == b  # None, bool, int, float, str
+    if ta in NUMBER_TYPES and tb in NUMBER_TYPES:
+        return a == b  # int vs float: Python compares exactly
+    if ta in _SCALARS and tb in _SCALARS:
+        return False  # two different kinds of scalar
+    try:
+        if ta is tb:
+            if ta is list:
+                return len(a) == len(b) and all(_eq(x, y) for x, y in zip(a, b, strict=True))
+            return len(a) == len(b) and all(k in b and _eq(x, b[k]) for k, x in a.items())
+        return _eq(a, b)
+    except RecursionError:
+        return _eq_level_by_level(a, b)
+
+
+def _eq(a, b):
+    """`deep_eq` by recursion: a level costs two Python frames."""
     if a is b:
         return True
     ta = type(a)
     tb = type(b)
     if ta is tb:
         if ta is list:
-            return len(a) == len(b) and all(deep_eq(x, y) for x, y in zip(a, b, strict=True))
+            return len(a) == len(b) and all(_eq(x, y) for x, y in zip(a, b, strict=True))
         if ta is dict:
             if len(a) != len(b):
                 return False
-            return all(k in b and deep_eq(x, b[k]) for k, x in a.items())
+            return all(k in b and _eq(x, b[k]) for k, x in a.items())
         return a == b  # None, bool, int, float, str
     if ta in NUMBER_TYPES and tb in NUMBER_TYPES:
         return a == b  # int vs float: Python compares exactly
     # Subclasses of containers or strings (not produced by the runtime).
     if isinstance(a, list) and isinstance(b, list):
-        return deep_eq(list(a), list(b))
+        return _eq(list(a), list(b))
     if isinstance(a, dict) and isinstance(b, dict):
-        return deep_eq(dict(a), dict(b))
+        return _eq(dict(a), dict(b))
     if isinstance(a, str) and isinstance(b, str):
         return str(a) == str(b)
     return False
+
+
+def _eq_level_by_level(a, b):
+    """`deep_eq` without recursion: pairs still to compare on a list."""
+    pairs = [(a, b)]
+    while pairs:
+        a, b = pairs.pop()
+        if a is b:
+            continue
+        ta = type(a)
+        tb = type(b)
+        if ta is tb and (ta is list or ta is dict):
+            if len(a) != len(b):
+                return False
+            if ta is list:
+                pairs.extend(zip(a, b, strict=True))
+            else:
+                for k, x in a.items():
+                    if k not in b:
+                        return False
+                    pairs.append((x, b[k]))
+        elif isinstance(a, list) and isinstance(b, list):
+            pairs.append((list(a), list(b)))
+        elif isinstance(a, dict) and isinstance(b, dict):
+            pairs.append((dict(a), dict(b)))
+        elif not _eq(a, b):  # scalars: no recursion
+            return False
+    return True
 
 
 def eq_key(v):
