@@ -41,6 +41,7 @@ def test_a_sandbox_child_gets_the_planned_rlimit_and_the_host_keeps_its_own() ->
     planned = stack.plan()
     host = resource.getrlimit(resource.RLIMIT_STACK)
     # `early.launch` starts the first sandbox with the same preexec as `SandboxProcess.start`.
+    early.cancel()  # no early sandbox of another test's in the way
     assert early.launch(["sleep", "30"], {})
     started = early.take(["sleep", "30"])
     assert started is not None
