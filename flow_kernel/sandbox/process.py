@@ -37,7 +37,6 @@ MAX_LINE = 16 * 1024 * 1024
 READ_SIZE = 256 * 1024  # bytes asked of the sandbox's stdout at a time (what is there comes at once)
 START_TIMEOUT = 60.0
 EXITED = "the sandbox process exited"  # the reader's reason when the process ends by itself
-STDERR_SCANNED = 60  # the last stderr lines read for a cause of death (Pyodide's report of one: ~30)
 EXIT_WAIT = 2.0  # seconds a dead sandbox's exit and pipes are awaited before they are closed anyway
 # The sandbox's whole environment. MALLOC_TRIM_THRESHOLD_ fixed at glibc's initial 128 KiB:
 # left dynamic, freeing the 30 MiB snapshot buffer raises it to 60 MiB, and from then on the
@@ -409,7 +408,7 @@ class SandboxProcess:
         EXIT_WAIT), say why when V8's stack overflowed inside Python (`stack.overflow_in`)."""
         if self._stderr_reader is not None and not self._stderr_reader.done():
             await asyncio.wait({self._stderr_reader}, timeout=EXIT_WAIT)
-        overflow = stack.overflow_in(self.stderr_tail[-STDERR_SCANNED:])
+        overflow = stack.overflow_in(self.stderr_tail)  # its last 200 lines (a report: ~30 to ~130)
         if overflow is not None:
             self.dead = overflow.reason()
             self.crash_line = overflow.line

@@ -80,6 +80,11 @@ def test_an_overflow_is_recognised_with_its_innermost_flow_line() -> None:
     assert found is not None and found.line == 9
     reason = found.reason()
     assert "ran out of stack" in reason and "nested" in reason and "x = [x]" in reason
+    # Python's stack as long as it is printed (100 frames) still leaves the banner in the
+    # 200 lines the host keeps.
+    at = PYODIDE_OVERFLOW.index('[python]   File "<flow>", line 14 in c_main')
+    deep = [*PYODIDE_OVERFLOW[:at], *['[python]   File "<flow>", line 9 in c_build'] * 100, *PYODIDE_OVERFLOW[at:]]
+    assert len(deep) < 200 and overflow_in(deep) == stack.Overflow(9)
     without_frames = [line for line in PYODIDE_OVERFLOW if "<flow>" not in line]
     assert overflow_in(without_frames) == stack.Overflow(None)
     # Another fatal error, or the RangeError alone (a user's text, say), is not an overflow.
