@@ -7,7 +7,8 @@ background, warmed up); one more than that sitting idle for `idle_release_s` is 
 
 A run owns its process: deadlines and cancellation first ask the sandbox to stop,
 then kill it after a grace period; a process is recycled after a run that ended
-in `isolate`, was killed, or grew the wasm heap a lot (wasm memory never shrinks).
+in `isolate`, was killed, or grew the wasm heap a lot (wasm memory never shrinks), or
+its stack past the OS's default (freeing a deeply nested value; sandbox/stack.py).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from flow_kernel.errors import (
     LimitExceededError,
     WorkflowTimeoutError,
 )
+from flow_kernel.sandbox import stack
 from flow_kernel.sandbox.install import ensure_snapshot
 from flow_kernel.sandbox.node import find_node
 from flow_kernel.sandbox.process import Handler, Notify, SandboxProcess
@@ -293,7 +295,8 @@ class SandboxPool:
             # Growth is measured from the fresh heap the sandbox reported when ready, so a
             # first run that grew it a lot is recycled too (wasm memory never shrinks).
             memory = int(reply.get("memory") or 0)
-            recycle = memory - int(process.ready.get("memory") or memory) > RECYCLE_GROWTH
+            recycle = memory - int(process.ready.get("memory") or memory) > RECYCLE_GROWTH \
+                or _stack_grew(process, reply)
             return reply
         except asyncio.CancelledError:
             recycle = True
@@ -343,6 +346,15 @@ class SandboxPool:
         self.idle.clear()
         self._idle_since.clear()
         await asyncio.gather(*self._closing, return_exceptions=True)
+
+
+def _stack_grew(process: SandboxProcess, reply: dict[str, Any]) -> bool:
+    """Whether a run of many steps left its process's main-thread stack grown past
+    `stack.RECYCLE_STACK` (asked only then: `stack.STACK_CHECK_STEPS`)."""
+    steps = reply.get("steps")
+    if not isinstance(steps, int) or steps < stack.STACK_CHECK_STEPS:
+        return False
+    return stack.stack_bytes(process.pid) > stack.RECYCLE_STACK
 
 
 async def _settled(reply: asyncio.Future[Any], abort: asyncio.Future[FlowError] | None, timeout: float | None) -> None:

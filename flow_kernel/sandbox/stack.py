@@ -93,6 +93,26 @@ def preexec() -> Callable[[], None] | None:
     return start
 
 
+# A sandbox whose main-thread stack grew past this (a deep free touched it) is recycled
+# after its run: Linux never gives a stack's pages back, so it would keep them resident.
+RECYCLE_STACK = 8 * MIB  # the OS's default stack: what a sandbox had before this module
+# Runs of fewer steps are not asked (`SandboxPool.run`): the read costs ~15–35 µs, and a
+# value deep enough to grow the stack that far (~55,000 levels) takes far more to build.
+STACK_CHECK_STEPS = 10_000
+
+
+def stack_bytes(pid: int | None) -> int:
+    """The size of process `pid`'s main-thread stack (Linux `VmStk`): how deep it has ever
+    recursed, since it never shrinks; 0 where it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as status:
+            data = status.read()
+        at = data.index(b"VmStk:")
+        return int(data[at + 6:data.index(b"kB", at)]) * 1024
+    except (OSError, ValueError):
+        return 0
+
+
 # What Pyodide writes on stderr when V8's stack overflowed inside Python (runner.mjs passes
 # it through): its fatal-error banner, then the RangeError, then Python's stack.
 _FATAL = "Pyodide has suffered a fatal error"

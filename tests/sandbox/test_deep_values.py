@@ -190,3 +190,25 @@ def test_past_the_stack_a_run_fails_saying_why_at_its_line_and_the_next_runs(mon
     assert error.span is not None and (error.span["file"], error.span["line"]) == ("freed.flow", 8), error.span  # `x = 1`
     assert after.error is None and after.result == [[1], 2]
     assert len(pids) == 2 and pids[0] != pids[1], pids  # a fresh process for the next program
+
+
+def test_a_run_that_grew_the_stack_past_the_default_leaves_its_process_behind() -> None:
+    # 60,000 levels freed touch ~9 MB of stack, which Linux never gives back: the pool
+    # recycles that process after the run (20,000 levels, ~3 MB, above: the same process).
+    async def go() -> tuple[Any, list[int], int]:
+        pool = SandboxPool(warm=1)
+        executor = SandboxExecutor(pool)
+        try:
+            assert (await run_compiled(compile_source(SourceFile("first.flow", "1")), executor)).result == 1
+            pids = pool.pids()
+            freed = await run_compiled(compile_source(SourceFile("freed.flow", DEEP.replace("20000", "60000").format(
+                use="x = 1\nn"))), executor)
+            assert (await run_compiled(compile_source(SourceFile("next.flow", "2")), executor)).result == 2
+            return freed, pids + pool.pids(), stack.stack_bytes(pool.pids()[0])
+        finally:
+            await executor.close()
+
+    freed, pids, stack_now = asyncio.run(go())
+    assert freed.error is None and freed.result == 60000, freed.error
+    assert len(pids) == 2 and pids[0] != pids[1], pids
+    assert 0 < stack_now <= stack.RECYCLE_STACK  # the new process's, read as the pool reads it

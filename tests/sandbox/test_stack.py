@@ -4,6 +4,7 @@ overflow is recognised in what the process wrote on stderr."""
 
 from __future__ import annotations
 
+import os
 import resource
 from pathlib import Path
 
@@ -93,3 +94,9 @@ def test_an_overflow_is_recognised_with_its_innermost_flow_line() -> None:
     assert overflow_in(other) is None
     assert overflow_in(["RangeError: Maximum call stack size exceeded"]) is None
     assert overflow_in([]) is None
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc/<pid>/status")
+def test_stack_bytes_reads_the_main_threads_stack_and_is_zero_when_it_cannot() -> None:
+    assert 0 < stack.stack_bytes(os.getpid()) < 1024 * MIB
+    assert stack.stack_bytes(None) == 0 and stack.stack_bytes(2**22 + 12345) == 0
