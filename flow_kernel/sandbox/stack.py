@@ -10,8 +10,9 @@ move). V8's flag only tells it how big the stack is (nodejs/node#17416, #33090):
 stack behind it is the main thread's, which grows up to RLIMIT_STACK (8 MiB by default).
 So the sandbox is started with a soft RLIMIT_STACK of `V8_STACK + HEADROOM` (never above
 the hard limit, never lowered) and V8 told `V8_STACK` less what the OS does not allow.
-Stack pages cost memory only once a recursion reaches them (and keep it while the process
-lives): a run that never nests deeply pays nothing.
+Stack pages cost memory only once a recursion reaches them, and keep it while the process
+lives: the pool recycles a process whose stack grew past `RECYCLE_STACK`. A run that never
+nests deeply pays nothing.
 """
 
 from __future__ import annotations
