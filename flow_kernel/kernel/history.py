@@ -19,7 +19,15 @@ person types the first cell (`open`).
 
 Never in the way: a file that cannot be opened, is corrupt or stays locked longer than
 `LOCK_WAIT` turns the history into an in-memory one for the rest of the kernel (this
-session's lines copied over), said once through `warn`; the person's file is left as it is.
+session's lines that the file still gives copied over), said once through `warn`; the
+person's file is left as it is.
+
+What the kernel keeps in its own memory does not grow with the cells: the lines are in the
+file alone (not a copy in a dict as well), and SQLite's page cache for the file is at most
+`CACHE_KIB` (its default, 2 MiB, filled up with the pages a long session appends: ~250 KB
+over 900 cells, a quarter of the kernel's growth; docs/performance.md, "The kernel's growth
+over cells"). Appends touch the last pages only, and a read of the whole file (`search`)
+is served by the operating system's cache.
 """
 
 from __future__ import annotations
@@ -35,6 +43,8 @@ from typing import Any
 
 # How long a write waits for another kernel's lock before the history moves to memory.
 LOCK_WAIT = 0.25
+# SQLite's page cache for the history file, at most (its default is 2 MiB).
+CACHE_KIB = 64
 MEMORY = ":memory:"
 _LATEST_FIRST = "ORDER BY history.session DESC, history.line DESC"
 
@@ -95,7 +105,6 @@ class KernelHistory:
         self.session = 0  # the file's number for this kernel, once open
         self.in_memory = location == MEMORY
         self._db: sqlite3.Connection | None = None
-        self._mine: dict[int, list[str | None]] = {}  # line -> [input, output]: this session's
         self._lost = False  # a statement failed in memory too (said once)
         # One worker, so statements run in the order they were handed over.
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="flow-history")
@@ -141,6 +150,7 @@ class KernelHistory:
             if location != MEMORY:
                 db.execute("PRAGMA journal_mode=WAL")
                 db.execute("PRAGMA synchronous=NORMAL")
+                db.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
             for statement in _SCHEMA:
                 db.execute(statement)
             cursor = db.execute("INSERT INTO sessions (start, num_cmds, remark) VALUES (?, 0, '')",
@@ -152,7 +162,9 @@ class KernelHistory:
         return db
 
     def _to_memory(self, problem: BaseException) -> None:
-        """The rest of this kernel's history in memory, this session's lines kept."""
+        """The rest of this kernel's history in memory, this session's lines that the file
+        still gives kept (a file that cannot be read keeps them itself)."""
+        lines = self._session_lines()
         if self._db is not None:
             with contextlib.suppress(sqlite3.Error):
                 self._db.close()
@@ -163,10 +175,23 @@ class KernelHistory:
         self._db = self._connect(MEMORY)
         self._db.execute("UPDATE sessions SET session = ?", (session,))
         self.session = session
-        for line, (source, output) in sorted(self._mine.items()):
+        for line, source, output in lines:
             self._db.execute("INSERT OR REPLACE INTO history VALUES (?, ?, ?, ?)", (session, line, source, source))
             if output is not None:
                 self._db.execute("INSERT OR REPLACE INTO output_history VALUES (?, ?, ?)", (session, line, output))
+
+    def _session_lines(self) -> list[tuple[int, str, str | None]]:
+        """This session's lines (line, input, output) as the open file gives them now; none
+        when there is no file open or it cannot be read."""
+        if self._db is None or not self.session:
+            return []
+        try:
+            rows = self._db.execute("SELECT history.line, history.source_raw, output_history.output FROM history"
+                                    " LEFT JOIN output_history USING (session, line)"
+                                    " WHERE history.session = ? ORDER BY history.line", (self.session,)).fetchall()
+        except sqlite3.Error:
+            return []
+        return [(int(line), str(source), None if output is None else str(output)) for line, source, output in rows]
 
     def _run(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         """One statement on the file, or on memory once the file has failed (on the thread)."""
@@ -190,7 +215,6 @@ class KernelHistory:
         self._later(self._store_input, line, source)
 
     def _store_input(self, line: int, source: str) -> None:
-        self._mine[line] = [source, None]
         self._run("INSERT OR REPLACE INTO history VALUES (?, ?, ?, ?)", (self._session(), line, source, source))
 
     def store_output(self, line: int, output: str) -> None:
@@ -198,8 +222,6 @@ class KernelHistory:
         self._later(self._store_output, line, output)
 
     def _store_output(self, line: int, output: str) -> None:
-        if line in self._mine:
-            self._mine[line][1] = output
         self._run("INSERT OR REPLACE INTO output_history VALUES (?, ?, ?)", (self._session(), line, output))
 
     def close(self) -> None:
@@ -211,8 +233,8 @@ class KernelHistory:
         if self._db is None:
             return
         try:
-            self._db.execute("UPDATE sessions SET end = ?, num_cmds = ? WHERE session = ?",
-                             (_now(), len(self._mine), self.session))
+            self._db.execute("UPDATE sessions SET end = ?, num_cmds = (SELECT COUNT(*) FROM history"
+                             " WHERE session = ?) WHERE session = ?", (_now(), self.session, self.session))
             self._db.close()
         except sqlite3.Error:
             pass
