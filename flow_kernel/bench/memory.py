@@ -5,7 +5,8 @@ jupyter_client, read from /proc (VmRSS), of the kernel process and of its sandbo
 - kernel RSS idle: the kernel process after its first runs, waiting for a cell;
 - sandbox RSS after a run: the largest sandbox process after those runs;
 - RSS growth over 1,000 consecutive cells (an agent call and a little data each):
-  kernel + sandboxes after the last cell against after the first 100;
+  kernel + sandboxes after the last cell against after the first 100 (the session's
+  history of runs is full by then); with --quick after cell 200 against cell 100;
 - PSS of one notebook after 100 small cells (kernel + its sandboxes), and of N notebooks
   open at once (10; 2 with --quick), per notebook (bench/notebooks.py).
 Linux only (/proc); elsewhere the section reports that it cannot measure.
@@ -21,6 +22,7 @@ import time
 from flow_kernel.bench.kernel import round_trip, start_kernel
 from flow_kernel.bench.measure import Figures, Row, Target, descendants, rss_mb
 from flow_kernel.bench.notebooks import BUDGET_MB, kernel_pid, notebooks_pss, settle
+from flow_kernel.runtime.session import HISTORY
 
 NAME = "memory"
 
@@ -35,8 +37,10 @@ def _sandboxes(pid: int) -> list[float]:
 def measure(quick: bool) -> Figures:
     if not sys.platform.startswith("linux"):
         return {"skipped": "reading RSS needs Linux /proc"}
-    cells = 150 if quick else 1000
-    first = cells // 10
+    # The first reading once the session's run history (its last HISTORY runs with their
+    # events) is full: what grows after it is what a long session keeps without a bound.
+    first = HISTORY
+    cells = 2 * first if quick else 10 * first
     with tempfile.TemporaryDirectory() as cwd:
         km, kc, _started = start_kernel("flow", cwd)
         try:
