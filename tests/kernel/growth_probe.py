@@ -1,11 +1,12 @@
 """The Flow kernel as `python -m flow_kernel` starts it, with one addition for
 tests/kernel/test_kernel_growth.py: on SIGUSR1 it collects its garbage and writes what it
 keeps to `$FLOW_GROWTH_PROBE_OUT/<n>.json` (n counting from 0) — gc-tracked objects,
-pymalloc's allocated blocks, the C allocator's bytes in use, SQLite's memory. The handler
-runs on the main thread between two bytecodes, while the kernel waits for a message."""
+pymalloc's allocated blocks, the C allocator's bytes in use, SQLite's memory. The signal
+hands the report to the kernel's event loop, which makes it between two of its turns."""
 
 from __future__ import annotations
 
+import asyncio
 import ctypes
 import ctypes.util
 import gc
@@ -50,7 +51,16 @@ def _sqlite_in_use() -> int | None:
     return int(used())
 
 
-def _report(_signum: int, _frame: FrameType | None) -> None:
+def _on_signal(_signum: int, _frame: FrameType | None) -> None:
+    """Report on the kernel's loop, after what the loop already has to do (the end of the
+    cell's frozen-heap window, runtime/gc_policy.py), never in the middle of a turn."""
+    asyncio.get_running_loop().call_soon_threadsafe(_report)
+
+
+def _report() -> None:
+    if gc.get_freeze_count():  # a run's window still open: the heap is counted whole once it closes
+        asyncio.get_running_loop().call_later(0.01, _report)
+        return
     out = Path(os.environ["FLOW_GROWTH_PROBE_OUT"])
     number = len(list(out.glob("*.json")))
     gc.collect()
@@ -62,7 +72,7 @@ def _report(_signum: int, _frame: FrameType | None) -> None:
 
 
 if __name__ == "__main__":
-    signal.signal(signal.SIGUSR1, _report)
+    signal.signal(signal.SIGUSR1, _on_signal)
     from flow_kernel.__main__ import main
 
     sys.exit(main(sys.argv[1:]))
