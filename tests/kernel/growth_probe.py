@@ -57,14 +57,14 @@ def _on_signal(_signum: int, _frame: FrameType | None) -> None:
     asyncio.get_running_loop().call_soon_threadsafe(_report)
 
 
-def _report() -> None:
-    if gc.get_freeze_count():  # a run's window still open: the heap is counted whole once it closes
-        asyncio.get_running_loop().call_later(0.01, _report)
+def _report(tries: int = 100) -> None:
+    if gc.get_freeze_count() and tries:  # a run's window still open: counted once it closes
+        asyncio.get_running_loop().call_later(0.01, _report, tries - 1)
         return
     out = Path(os.environ["FLOW_GROWTH_PROBE_OUT"])
     number = len(list(out.glob("*.json")))
     gc.collect()
-    figures = {"objects": len(gc.get_objects()), "blocks": sys.getallocatedblocks(),
+    figures = {"objects": len(gc.get_objects()) + gc.get_freeze_count(), "blocks": sys.getallocatedblocks(),
                "malloc": _malloc_in_use(), "sqlite": _sqlite_in_use()}
     partial = out / f"{number}.part"
     partial.write_text(json.dumps(figures))
