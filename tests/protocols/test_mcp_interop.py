@@ -21,7 +21,8 @@ from flow_kernel.serve.mcp import ProgressClock
 from tests.protocols.helpers import HERE
 from tests.protocols.serving import InProcess, flow_serve_child, journals, mcp
 
-NEVER_RETRIEVED = "Task exception was never retrieved"
+# asyncio's log line for a task's or a future's error nobody retrieved
+NEVER_RETRIEVED = "exception was never retrieved"
 
 
 def served(tmp_path: Path) -> Path:
