@@ -86,7 +86,8 @@ class InProcessExecutor:
     """Same interface as the sandbox pool's `run`, executed in this interpreter."""
 
     def __init__(self) -> None:
-        self.runtime, self.errors = load_flowbox()
+        _, self.errors = load_flowbox()
+        self.runs = importlib.import_module("flowbox.runs")  # the bridge's entry points
         self._code: dict[str, Any] = {}
 
     async def run(self, module: str, payload: dict[str, Any], host: Any) -> dict[str, Any]:
@@ -99,7 +100,7 @@ class InProcessExecutor:
         bridge = _InProcessBridge(host.handle, host.on_notify, self.errors)
         host.sandbox_call = self._sandbox_call
         try:
-            result: dict[str, Any] = await self.runtime.execute(namespace["main"], payload, bridge)
+            result: dict[str, Any] = await self.runs.execute(namespace["main"], payload, bridge)
         except self.errors.FlowError as exc:
             raise FlowError.from_dto(json.loads(json.dumps(exc.to_dto()))) from None
         return result
@@ -107,7 +108,7 @@ class InProcessExecutor:
     async def _sandbox_call(self, op: str, payload: dict[str, Any]) -> Any:
         if op != "expect":
             raise FlowError(f"unknown sandbox operation {op!r}")
-        return await self.runtime.expect(payload)
+        return await self.runs.expect(payload)
 
     async def close(self) -> None:
         await asyncio.sleep(0)

@@ -10,7 +10,7 @@ import itertools
 import re
 import time
 
-from . import guard, loop, runtime
+from . import guard, loop, runs
 from .errors import FlowError
 from .json_lines import decode, encode
 
@@ -108,7 +108,7 @@ class Bridge:
         off in whatever Python runs next."""
         run, self.armed_run = self.armed_run, None
         if run is not None:
-            runtime.cancel(run, "workflow-timeout")
+            runs.cancel(run, "workflow-timeout")
 
     # -- input ------------------------------------------------------------------------------
     def on_lines(self, text):
@@ -189,11 +189,11 @@ class Bridge:
     async def _dispatch(self, op, payload):
         if op == "run":
             _current_run.set(payload.get("run"))  # this task's context only
-            return await runtime.execute(self._main(payload), payload, self)
+            return await runs.execute(self._main(payload), payload, self)
         if op == "cancel":
-            return runtime.cancel(payload.get("run"), payload.get("reason", "cancelled"))
+            return runs.cancel(payload.get("run"), payload.get("reason", "cancelled"))
         if op == "expect":
-            return await runtime.expect(payload)
+            return await runs.expect(payload)
         if op == "ping":
             return payload
         if op == "echo_bench":
