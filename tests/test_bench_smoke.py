@@ -7,6 +7,8 @@ import argparse
 import contextlib
 import io
 import json
+import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +16,7 @@ import pytest
 
 from flow_kernel.bench import suite
 from flow_kernel.bench.frontend import flow_program, python_program
+from flow_kernel.bench.sandbox import thread_cpu_s, threads_cpu_s
 from flow_kernel.cli import main as flow_main
 
 TIMINGS = {
@@ -90,6 +93,29 @@ def test_each_cpu_bound_program_in_cpu_time(quick_run: tuple[dict[str, Any], str
     split = sandbox["cpu_sandbox_wall_split_ms"]  # the prime counter's wall clock, taken apart
     assert split["wall"] > 0 and split["thread_cpu"] > 0 and split["waiting"] >= 0
     assert "those sandboxed runs' wall clock" in printed
+
+
+def test_the_first_cpu_bound_run_after_a_sandbox_starts(quick_run: tuple[dict[str, Any], str, str]) -> None:
+    """On Linux the prime counter's first run in new sandboxes is a detail row, its CPU split
+    between the Node main thread and the process's other threads."""
+    result, printed, _path = quick_run
+    sandbox = result["sections"]["sandbox"]
+    if "cpu_first_run_after_start_s" not in sandbox:
+        pytest.skip("no per-thread CPU time here (not Linux)")
+    timing = sandbox["cpu_first_run_after_start_s"]
+    assert 0 < timing["min"] <= timing["median"] <= timing["max"]
+    split = sandbox["cpu_first_run_after_start_split_ms"]
+    assert split["wall"] == timing["median"] * 1000 and split["thread_cpu"] > 0
+    assert "first CPU-bound run after a sandbox starts" in printed and "V8's other threads" in printed
+
+
+def test_threads_cpu_counts_every_thread_of_a_process() -> None:
+    """All threads' CPU is at least the main thread's; a process that is not there reads None."""
+    if not sys.platform.startswith("linux"):
+        pytest.skip("Linux `schedstat` only")
+    main, every = thread_cpu_s(os.getpid()), threads_cpu_s(os.getpid())
+    assert main is not None and every is not None and every >= main > 0
+    assert threads_cpu_s(2**22 + 1) is None  # above Linux's largest pid
 
 
 def test_the_sandbox_main_thread_per_agent_call(quick_run: tuple[dict[str, Any], str, str]) -> None:

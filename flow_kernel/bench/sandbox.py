@@ -13,11 +13,15 @@ Each of the three programs is also measured in CPU time (detail rows, Linux): th
 Node main thread against this process's, which the machine's load moves far less than the
 wall clock; for the prime counter a row splits those runs' wall clock into the main
 thread's CPU, its time waiting for a CPU, and the rest (the bridge, the host's side).
+The prime counter's first run in a sandbox just started (as a kernel's first sandbox is)
+is a detail row beside the warm runs: compiled wasm code is not in the memory snapshot,
+so that run pays V8's lazy compiles and the tier-up of the interpreter's hot functions.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import statistics
 import time
@@ -162,6 +166,10 @@ async def _measure(quick: bool) -> Figures:
         figures["ratio_cpu_time_sandbox_to_cpython"] = (statistics.median(cpu_times.sandbox)
                                                         / statistics.median(cpu_times.in_process))
         figures["cpu_sandbox_wall_split_ms"] = cpu_times.split()
+    first = await _first_runs(cpu, 2 if quick else repeat)
+    if first is not None:
+        figures["cpu_first_run_after_start_s"] = stats(first.wall)
+        figures["cpu_first_run_after_start_split_ms"] = first.split()
     for key, source, quick_n, full_n, _label in MORE_PROGRAMS:
         program = compile_flow(source.replace("N", quick_n if quick else full_n))
         sandboxed, in_process = await _alternated(program, executor, host, repeat)
@@ -186,6 +194,19 @@ def thread_sched_s(pid: int) -> tuple[float, float] | None:
         return int(fields[0]) / 1e9, int(fields[1]) / 1e9
     except (OSError, ValueError, IndexError):
         return None
+
+
+def threads_cpu_s(pid: int) -> float | None:
+    """CPU seconds all threads of process `pid` have run (Linux `schedstat` of each task), or
+    None. A thread that ended is not counted: read it around work that ends no thread."""
+    total = 0
+    try:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            with contextlib.suppress(FileNotFoundError):  # a thread ending between the listing and the read
+                total += int((task / "schedstat").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    return total / 1e9
 
 
 def thread_cpu_s(pid: int) -> float | None:
@@ -257,6 +278,56 @@ async def _cpu_times(program: Any, executor: SandboxExecutor, host: InProcessExe
     return times
 
 
+@dataclass
+class FirstRuns:
+    """Per new sandbox, seconds, of the first run in it: the wall clock, the Node main
+    thread's CPU, and the CPU of the process's other threads (V8's compiles, GC helpers)."""
+
+    wall: list[float] = field(default_factory=list)
+    main: list[float] = field(default_factory=list)
+    others: list[float] = field(default_factory=list)
+
+    def split(self) -> dict[str, float]:
+        """Medians, ms."""
+        return {name: statistics.median(values) * 1000 for name, values in
+                (("wall", self.wall), ("thread_cpu", self.main), ("other_threads_cpu", self.others))}
+
+
+def _main_and_all_cpu_s(pid: int) -> tuple[float, float] | None:
+    """CPU seconds of process `pid`'s main thread and of all its threads, or None."""
+    main, every = thread_cpu_s(pid), threads_cpu_s(pid)
+    return None if main is None or every is None else (main, every)
+
+
+async def _first_runs(program: Any, starts: int) -> FirstRuns | None:
+    """The first run of `program` in each of `starts` new sandboxes, one at a time, each
+    started as a kernel's first sandbox is (a pool of one, prestarted from the snapshot, no
+    warm-up run: only spares run one) and run as soon as it is ready. None where the
+    threads' CPU cannot be read."""
+    first = FirstRuns()
+    for _ in range(starts):
+        executor = SandboxExecutor(max_processes=1)
+        try:
+            await executor.pool.prestart()
+            pids = executor.pool.pids()
+            if len(pids) != 1:
+                return None
+            before = _main_and_all_cpu_s(pids[0])
+            gc.collect()
+            started = time.perf_counter()
+            await run_compiled(program, executor)
+            wall = time.perf_counter() - started
+            after = _main_and_all_cpu_s(pids[0])
+            if before is None or after is None or executor.pool.pids() != pids:
+                return None
+            first.wall.append(wall)
+            first.main.append(after[0] - before[0])
+            first.others.append((after[1] - after[0]) - (before[1] - before[0]))
+        finally:
+            await executor.close()
+    return first
+
+
 def rows(f: Figures) -> list[Row]:
     out = [Row("cold start (spawn → ready, no snapshot)", f["cold_start_s"], "s", "{:.3f}")]
     if "snapshot_start_s" in f:
@@ -280,6 +351,16 @@ def rows(f: Figures) -> list[Row]:
         split = f["cpu_sandbox_wall_split_ms"]
         out.append(Row("  those sandboxed runs' wall clock", f"{split['wall']:.1f} ms = main thread {split['thread_cpu']:.1f} "
                        f"+ waiting for a CPU {split['waiting']:.1f} + the rest (bridge, host) {split['rest']:.1f}"))
+    if "cpu_first_run_after_start_s" in f:  # Linux only, and absent from figures taken before it was added
+        first = f["cpu_first_run_after_start_split_ms"]
+        warm = f"warm {f['cpu_sandbox_s']['median'] * 1000:.0f} ms"
+        if "cpu_sandbox_thread_cpu_s" in f:
+            warm += f", main thread {f['cpu_sandbox_thread_cpu_s']['median'] * 1000:.0f} ms"
+        out += [
+            Row("  first CPU-bound run after a sandbox starts", f["cpu_first_run_after_start_s"], "s", "{:.3f}"),
+            Row("    its CPU", f"main thread {first['thread_cpu']:.0f} ms + V8's other threads "
+                f"{first['other_threads_cpu']:.0f} ms (wall {first['wall']:.0f} ms; {warm})"),
+        ]
     for key, _source, _quick_n, _full_n, label in MORE_PROGRAMS:
         if f"cpu_{key}_sandbox_s" in f:  # absent from figures taken before these programs were added
             out += [
