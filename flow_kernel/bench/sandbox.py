@@ -13,9 +13,11 @@ Each of the three programs is also measured in CPU time (detail rows, Linux): th
 Node main thread against this process's, which the machine's load moves far less than the
 wall clock; for the prime counter a row splits those runs' wall clock into the main
 thread's CPU, its time waiting for a CPU, and the rest (the bridge, the host's side).
-The prime counter's first run in a sandbox just started (as a kernel's first sandbox is)
-is a detail row beside the warm runs: compiled wasm code is not in the memory snapshot,
-so that run pays V8's lazy compiles and the tier-up of the interpreter's hot functions.
+The prime counter's first run in a sandbox just started (as a kernel's first sandbox is),
+sent as soon as it is ready, is a detail row beside the warm runs: compiled wasm code is
+not in the memory snapshot, so that run pays V8's lazy compiles, and while the optimizing
+tier's code for the interpreter is still being compiled in the background it runs at the
+baseline tier (docs/performance.md, "The first CPU-heavy run after a start").
 """
 
 from __future__ import annotations
