@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from flow_kernel.lang.compiler import Compiled, compile_source
+from flow_kernel.sandbox.procfs import proc_kib
 from flow_kernel.source import SourceFile
 
 Stats = dict[str, float]  # {"median", "min", "max"}
@@ -70,13 +71,8 @@ def compile_flow(source: str) -> Compiled:
 def _proc_mb(path: str, key: str) -> float:
     """The kB figure on the line of a /proc file that starts with `key`, in MiB; 0 when the
     process is gone or the file unreadable."""
-    try:
-        for line in Path(path).read_text().splitlines():
-            if line.startswith(key):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return 0.0
+    kib = proc_kib(path, key)
+    return 0.0 if kib is None else kib / 1024
 
 
 def rss_mb(pid: int) -> float:

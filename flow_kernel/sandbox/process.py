@@ -32,6 +32,7 @@ from flow_kernel.sandbox.install import (
     usable_snapshot,
 )
 from flow_kernel.sandbox.node import NodeInfo, NodeNotFound, find_node, network_namespace
+from flow_kernel.sandbox.procfs import status_bytes
 
 MAX_LINE = 16 * 1024 * 1024
 READ_SIZE = 256 * 1024  # bytes asked of the sandbox's stdout at a time (what is there comes at once)
@@ -187,13 +188,8 @@ class SandboxProcess:
         return self.proc.pid if self.proc is not None else None
 
     def rss_bytes(self) -> int:
-        try:
-            for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) * 1024
-        except (OSError, ValueError):
-            pass
-        return 0
+        """The process's resident memory in bytes; 0 where it cannot be read."""
+        return status_bytes(self.pid, "VmRSS:")
 
     # -- output ------------------------------------------------------------------------------
     def _write(self, message: dict[str, Any]) -> None:

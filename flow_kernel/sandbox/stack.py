@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from flow_kernel.sandbox import lifetime
+from flow_kernel.sandbox.procfs import status_bytes
 
 try:
     import resource
@@ -105,13 +106,7 @@ STACK_CHECK_STEPS = 10_000
 def stack_bytes(pid: int | None) -> int:
     """The size of process `pid`'s main-thread stack (Linux `VmStk`): how deep it has ever
     recursed, since it never shrinks; 0 where it cannot be read."""
-    try:
-        with open(f"/proc/{pid}/status", "rb") as status:
-            data = status.read()
-        at = data.index(b"VmStk:")
-        return int(data[at + 6:data.index(b"kB", at)]) * 1024
-    except (OSError, ValueError):
-        return 0
+    return status_bytes(pid, "VmStk:")
 
 
 # What Pyodide writes on stderr when V8's stack overflowed inside Python (runner.mjs passes
