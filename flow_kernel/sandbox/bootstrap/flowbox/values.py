@@ -127,10 +127,6 @@ def deep_eq(a, b):
     if ta in _SCALARS and tb in _SCALARS:
         return False  # two different kinds of scalar
     try:
-        if ta is tb:
-            if ta is list:
-                return len(a) == len(b) and all(_eq(x, y) for x, y in zip(a, b, strict=True))
-            return len(a) == len(b) and all(k in b and _eq(x, b[k]) for k, x in a.items())
         return _eq(a, b)
     except RecursionError:
         return _eq_level_by_level(a, b)
