@@ -28,7 +28,6 @@ import contextvars
 import json
 import shlex
 import sys
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -209,23 +208,20 @@ class IPythonPort:
         try:
             from IPython.display import display
 
-            from flow_kernel.views.run_view import RunView
+            from flow_kernel.views.run_view import RunView, live_display_id, request_msg_id
 
             view = RunView(run_id=run_id, agents=agents)  # the summary sits under its cell: no title
         except ImportError:
             return None
-        display_id = f"flow-run-{run_id}-{uuid.uuid4().hex[:12]}"
-        bundle = view.mimebundle(display_id, self.cell.run(self.request_id))  # a reloaded page adopts its outputs
-        self.view_display = self.cell.run(display, bundle, raw=True, display_id=display_id)
+        display_id = live_display_id(run_id)
+        request = request_msg_id(self.cell.run(self.parent))  # a reloaded page adopts its outputs
+        self.view_display = self.cell.run(display, view.mimebundle(display_id, request), raw=True, display_id=display_id)
         return view
 
-    def request_id(self) -> str | None:
-        """The id of the request the cell runs for (its outputs' parent), if in a kernel."""
+    def parent(self) -> Any:
+        """The request the cell runs for (its outputs' parent), if in a kernel."""
         get_parent = getattr(self.kernel, "get_parent", None)
-        parent = get_parent() if callable(get_parent) else None
-        header = parent.get("header") if isinstance(parent, dict) else None
-        msg_id = header.get("msg_id") if isinstance(header, dict) else None
-        return msg_id if isinstance(msg_id, str) and msg_id else None
+        return get_parent() if callable(get_parent) else None
 
     def close_view(self, run_id: str, bundle: dict[str, Any] | None) -> None:
         if bundle is not None and self.view_display is not None:

@@ -28,7 +28,6 @@ import asyncio
 import contextlib
 import os
 import traceback
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -396,15 +395,13 @@ class KernelPort:
         if not self.widgets:
             return None
         try:
-            from flow_kernel.views.run_view import RunView
+            from flow_kernel.views.run_view import RunView, live_display_id, request_msg_id
 
             view = RunView(title, run_id, agents=agents)
         except ImportError:  # ipywidgets missing: the cell still runs, without a live view
             return None
-        # One display per execution: a resumed run keeps its id, and updating a display id
-        # shared with the cell that left it waiting would rewrite that cell's view too.
-        self.view_displays[run_id] = display_id = f"flow-run-{run_id}-{uuid.uuid4().hex[:12]}"
-        request = ((self.parent or {}).get("header") or {}).get("msg_id")  # a reloaded page adopts its outputs
+        self.view_displays[run_id] = display_id = live_display_id(run_id)  # one display per execution
+        request = request_msg_id(self.parent)  # a reloaded page adopts its outputs
         self.kernel.iopub("display_data", {"data": view.mimebundle(display_id, request), "metadata": {},
                                            "transient": {"display_id": display_id}}, self.parent)
         return view

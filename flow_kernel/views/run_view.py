@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import uuid
 from typing import Any
 
 from flow_kernel.markup import escape
@@ -164,6 +165,22 @@ def unlinked_text(run_id: str | None) -> str:
             "widgets), the run's journal keeps what it did: "
             f"%resume {run} goes on with it if it was interrupted (a kernel restart does not "
             "cancel it); %runs (or flow runs) says how it ended.")
+
+
+def live_display_id(run_id: str) -> str:
+    """A display id of one execution's live view: its own, since a resumed run keeps its run
+    id, and updating a display id shared with the cell that left the run waiting would
+    rewrite that cell's view too."""
+    return f"flow-run-{run_id}-{uuid.uuid4().hex[:12]}"
+
+
+def request_msg_id(parent: Any) -> str | None:
+    """The `msg_id` of the Jupyter request `parent` (what a cell's outputs answer), if it
+    has one: the live view's marker names it, so a page reloaded mid-run finds the view's
+    cell (`unlinked_bundle`)."""
+    header = parent.get("header") if isinstance(parent, dict) else None
+    msg_id = header.get("msg_id") if isinstance(header, dict) else None
+    return msg_id if isinstance(msg_id, str) and msg_id else None
 
 
 def unlinked_bundle(run_id: str | None, display: str | None = None, parent: str | None = None) -> dict[str, Any]:
