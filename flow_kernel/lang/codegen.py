@@ -33,7 +33,7 @@ from flow_kernel.source import Span
 
 CATCHABLE = tuple(c for c in RUNTIME_CODES if c not in FATAL)
 # JSON Schema types a value in the sandbox can be seen to satisfy by its Python class alone
-# (flowbox/runtime.py `LOCAL_TYPES` holds the classes); "any" stands for the empty schema.
+# (flowbox/local_checks.py `LOCAL_TYPES` holds the classes); "any" stands for the empty schema.
 LOCAL_KINDS = frozenset({"integer", "string", "boolean"})
 
 

@@ -50,7 +50,7 @@ MAX_EXACT = 2**53  # the largest integral float shown as an int
 def normalise(value: object) -> object:
     """Integral floats (|x| ≤ 2^53) become ints, at any depth: how Flow shows numbers
     (language.md §1), on the host as in the sandbox. Iterative: a value nested as deep
-    as the sandbox lets one be (1,000 levels) never meets Python's recursion limit."""
+    as the sandbox lets one be (256 levels) or deeper never meets Python's recursion limit."""
     root: list[object] = [None]
     todo: list[tuple[object, list[object] | dict[str, object], int | str]] = [(value, root, 0)]
     while todo:

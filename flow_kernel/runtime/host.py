@@ -173,8 +173,8 @@ class HostServices:
             self._number(kind, span, stage, data, order, False)
 
     def _number(self, kind: Any, span: Any, stage: Any, data: Any, order: Any, last: bool) -> None:
-        # Any: an event the sandbox announced comes as it was sent (compiled code would
-        # refuse a forged `type`, `span` or `order` of another type that pure code keeps).
+        # Any: an event the sandbox announced comes as it was sent (a forged `type`, `span`
+        # or `order` of another type is kept as it came; views and `canonical` cope with it).
         self.output_bytes += len(_data_text(data))
         if self.output_bytes > self.context.ceilings.output_bytes and not last:
             self.fail(self.context.ceilings.exceeded("output", self.output_bytes))

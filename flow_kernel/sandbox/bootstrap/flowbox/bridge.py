@@ -20,12 +20,13 @@ _loop = None
 _current_run = contextvars.ContextVar("flow_current_run", default=None)  # the run a task belongs to
 # The deepest nesting of arrays and objects a line from the host may have: what the parser
 # can take safely, above the bound on a run's values (values.MAX_DEPTH, 256), which a value
-# the host sent meets where it leaves the run again. json's parser recurses once a level on the wasm stack, which V8 bounds on its own: a line
-# about 5,000 levels deep overflows it once V8 has compiled the parser with TurboFan (about
-# 8,000 under Liftoff, its first tier), a fatal error of Pyodide's that no `except` catches;
-# the process exits. So a line's depth is known before it is parsed. The host's encoder
-# stops at its recursion limit (1,000). Lines out are not walked (a walk a line costs more
-# than the encode): the values a run sends are bounded where they leave the runtime.
+# the host sent meets where it leaves the run again. json's parser recurses once a level on
+# the wasm stack, which V8 bounds on its own: a line about 5,000 levels deep overflowed its
+# default stack once V8 had compiled the parser with TurboFan (about 8,000 under Liftoff, its
+# first tier), a fatal error of Pyodide's that no `except` catches; the process exits. So a
+# line's depth is known before it is parsed. The host's encoder stops at its recursion limit
+# (1,000). Lines out are not walked (a walk a line costs more than the encode): the values a
+# run sends are bounded where they leave the runtime.
 MAX_DEPTH = 1000
 _STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _NOT_BRACKET = re.compile(r"[^\[\]{}]")

@@ -35,7 +35,6 @@ _scope = contextvars.ContextVar("flow_scope", default=(None, None))  # (span id,
 _branch = contextvars.ContextVar("flow_branch", default=None)
 
 
-
 class Frame:
     """One running workflow (the implicit top-level one included)."""
 
