@@ -30,7 +30,9 @@ Two of ipykernel's defaults cost every message and buy a Flow kernel nothing:
   changed once received), and an empty metadata's `{}`: the same bytes, signed the same way.
 
 stdout and stderr are `FlowOutStream`s (kernel/iopub.py): their flushes wait for the
-IOPub thread only when their own text is on its way.
+IOPub thread only when their own text is on its way. The IOPub thread is a
+`FlowIOPubThread` (kernel/iopub.py): a message is sent from the thread that hands it over
+when nothing handed to the thread before waits to run, without waking the thread.
 """
 
 from __future__ import annotations
@@ -38,11 +40,13 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import zmq
 from ipykernel.kernelapp import IPKernelApp
 from jupyter_client.jsonutil import json_default
 from jupyter_client.session import DELIM, Session, json_packer
 
 from flow_kernel.json_text import encoder
+from flow_kernel.kernel.iopub import FlowIOPubThread
 
 _encode = encoder(default=json_default, ensure_ascii=False, allow_nan=False)
 
@@ -86,6 +90,18 @@ class FlowKernelApp(IPKernelApp):
 
     def _session_default(self) -> Session:
         return FlowSession(parent=self)
+
+    def init_iopub(self, context: Any) -> None:
+        """ipykernel's iopub channel (an XPUB socket, its thread, the socket's stand-in
+        that hands messages to the thread), with a `FlowIOPubThread`."""
+        socket = context.socket(zmq.XPUB)
+        socket.linger = 1000
+        self._apply_curve_server_options(socket)
+        self.iopub_port = self._bind_socket(socket, self.iopub_port)  # type: ignore[no-untyped-call]
+        self.configure_tornado_logger()  # type: ignore[no-untyped-call]
+        self.iopub_thread = FlowIOPubThread(socket, pipe=True, session=self.session)
+        self.iopub_thread.start()  # type: ignore[no-untyped-call]
+        self.iopub_socket = self.iopub_thread.background_socket
 
     def init_control(self, context: Any) -> None:
         super().init_control(context)  # type: ignore[no-untyped-call]

@@ -16,6 +16,22 @@ printed lines) go to the IOPub thread in the order they are made, before the rep
 made, and `idle` follows them on the same socket; the reply travels on the shell socket,
 whose order relative to iopub the protocol leaves open (front ends gather a request's
 outputs until its `idle`).
+
+The IOPub thread (`FlowIOPubThread`) sends a message on the socket from the thread that
+hands it over when nothing handed to the thread before is still waiting to run. ipykernel
+hands every message to the thread, which wakes, takes the interpreter's lock and sends:
+a thread hand-over for each of a cell's `busy`, `execute_input`, result and `idle`, while
+the main thread goes on with the cell. The order of all IOPub messages is kept: a message
+goes out at once only while the count of callables handed to the thread and not yet run
+is zero, read under the lock that every use of the socket holds (the thread's sends, its
+reads of subscriptions, the direct sends), so nothing handed over earlier can still be on
+its way; else it is handed to the thread behind them, as ipykernel does. zmq's rule that a
+socket is used by one thread at a time is the same lock. The XPUB socket's subscriptions
+are read on the thread, which answers each with its `iopub_welcome`; a send from another
+thread can take the wake-up that announced a subscription (zmq's descriptor signals
+changes, not states), so after every send the socket's events are read and a pending
+subscription is handed to the thread. A forked child, a stopped thread and the thread
+itself send as ipykernel does.
 """
 
 from __future__ import annotations
@@ -24,7 +40,101 @@ import os
 import threading
 from typing import Any
 
-from ipykernel.iostream import OutStream
+import zmq
+from ipykernel.iostream import IOPubThread, OutStream
+
+
+class FlowIOPubThread(IOPubThread):
+    """ipykernel's IOPub thread, whose `send_multipart` sends on the socket at once, from
+    the calling thread, when nothing handed to the thread before is waiting to run
+    (module docstring). What the thread runs and sends, in which order, is ipykernel's."""
+
+    def __init__(self, socket: Any, pipe: bool = False, session: Any = False) -> None:
+        # Before ipykernel's __init__, which sets up the subscription reader.
+        self._socket_lock = threading.RLock()  # every use of the socket; the count below
+        self._handed = 0  # callables handed to the thread and not run yet
+        super().__init__(socket, pipe=pipe, session=session)
+        os.register_at_fork(after_in_child=self._forked)
+
+    def _forked(self) -> None:
+        self._socket_lock = threading.RLock()
+        self._handed = 0
+
+    def schedule(self, f: Any) -> None:
+        """Run `f` on the thread, after everything handed to it before (at once when the
+        thread does not run); counted until it has run."""
+        def run() -> None:
+            try:
+                f()
+            finally:
+                with self._socket_lock:
+                    self._handed -= 1
+
+        with self._socket_lock:
+            self._handed += 1
+        super().schedule(run)
+
+    def send_multipart(self, *args: Any, **kwargs: Any) -> None:
+        """Send the message after every message handed over before it: now, from this
+        thread, when nothing handed to the IOPub thread waits to run; else on the thread."""
+        if threading.get_ident() != self.thread.ident and self._is_master_process():
+            with self._socket_lock:
+                if self._handed == 0 and not self._stopped and self.thread.is_alive() and self.socket is not None:
+                    self._send_on_socket(*args, **kwargs)
+                    return
+        super().send_multipart(*args, **kwargs)
+
+    def _really_send(self, *args: Any, **kwargs: Any) -> None:
+        """The thread's send (ipykernel's), under the socket's lock."""
+        with self._socket_lock:
+            super()._really_send(*args, **kwargs)
+            if self.socket is not None and self._is_master_process():
+                self._look_for_subscriptions()
+
+    def _send_on_socket(self, *args: Any, **kwargs: Any) -> None:
+        """Send with the socket's lock held; the socket may be closing at shutdown, where a
+        message is dropped as ipykernel's thread drops it."""
+        try:
+            self.socket.send_multipart(*args, **kwargs)
+        except zmq.ZMQError as exc:
+            if exc.errno == zmq.ENOTSOCK:
+                return
+            raise
+        self._look_for_subscriptions()
+
+    def _look_for_subscriptions(self) -> None:
+        """With the socket's lock held, after a send: the send may have consumed the
+        descriptor's signal of a subscription, so one waiting is handed to the thread."""
+        if self.socket.getsockopt(zmq.EVENTS) & zmq.POLLIN:
+            self.io_loop.add_callback(self._read_subscriptions)
+
+    def stop(self) -> None:
+        """ipykernel's stop; no send from another thread starts once it has begun."""
+        with self._socket_lock:
+            self._stopped = True
+        super().stop()
+
+    def _setup_xpub_listener(self) -> None:
+        """Read the XPUB socket's subscriptions on the thread, under the socket's lock (in
+        place of ipykernel's `ZMQStream`, which would use the socket without it)."""
+        if hasattr(self.socket, "getsockopt") and self.socket.getsockopt(zmq.TYPE) == zmq.XPUB:
+            self.io_loop.add_handler(self.socket, self._on_socket_events, self.io_loop.READ)
+
+    def _on_socket_events(self, _fd: Any, _events: int) -> None:
+        self._read_subscriptions()
+
+    def _read_subscriptions(self) -> None:
+        """On the thread: answer every subscription waiting on the socket with its welcome."""
+        while True:
+            with self._socket_lock:
+                socket = self.socket
+                if socket is None or socket.closed or not socket.getsockopt(zmq.EVENTS) & zmq.POLLIN:
+                    return
+                try:
+                    frames = socket.recv_multipart(zmq.NOBLOCK)
+                except zmq.Again:
+                    return
+                self._handle_subscription(frames)
 
 
 class FlowOutStream(OutStream):
@@ -85,4 +195,4 @@ class FlowOutStream(OutStream):
             return self._unsent == 0
 
 
-__all__ = ["FlowOutStream"]
+__all__ = ["FlowIOPubThread", "FlowOutStream"]

@@ -3,11 +3,14 @@ Jupyter protocol with jupyter_client."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 import time
 from pathlib import Path
 from typing import Any
 
+from ipykernel.iostream import IOPubThread
 from jupyter_client.blocking import BlockingKernelClient
 from jupyter_client.manager import KernelManager, start_new_kernel
 
@@ -79,3 +82,21 @@ def collect(kc: BlockingKernelClient, msg_id: str, started: float, timeout: floa
         if msg["msg_type"] not in ("status", "execute_input"):
             outputs.append(msg)
     return Reply(reply, outputs, seconds)
+
+
+def end_gc_task(thread: IOPubThread) -> None:
+    """Cancel the thread's event-pipe gc task on its own loop and wait until it has ended.
+    ipykernel's `stop()` cancels it only after the loop has stopped, so it is destroyed
+    pending and asyncio prints "Task was destroyed but it is pending!" at exit."""
+
+    async def end() -> None:
+        for _ in range(1000):  # the thread starts the task as it starts its loop: maybe not yet
+            if (task := thread._event_pipe_gc_task) is not None:
+                break
+            await asyncio.sleep(0.001)
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    asyncio.run_coroutine_threadsafe(end(), thread.io_loop.asyncio_loop).result(10)

@@ -4,8 +4,6 @@ thread round trip when nothing was (whatever else the thread has to send)."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import os
 import signal
 import threading
@@ -18,15 +16,16 @@ import zmq
 from ipykernel.iostream import IOPubThread
 from jupyter_client.session import Session
 
-from flow_kernel.kernel.iopub import FlowOutStream
+from flow_kernel.kernel.iopub import FlowIOPubThread, FlowOutStream
+from tests.kernel.kernel_helpers import end_gc_task
 
 
-@pytest.fixture
-def pub() -> Iterator[tuple[IOPubThread, list[Any], list[Callable[[], Any]]]]:
+@pytest.fixture(params=[IOPubThread, FlowIOPubThread])
+def pub(request: Any) -> Iterator[tuple[IOPubThread, list[Any], list[Callable[[], Any]]]]:
     context = zmq.Context()
     socket = context.socket(zmq.PUB)
     socket.bind("inproc://flow-iopub-test")
-    thread = IOPubThread(socket)
+    thread = request.param(socket)
     sent: list[Any] = []
     thread._really_send = lambda msg, *a, **k: sent.append(msg)  # type: ignore[method-assign]
     scheduled: list[Callable[[], Any]] = []
@@ -39,28 +38,10 @@ def pub() -> Iterator[tuple[IOPubThread, list[Any], list[Callable[[], Any]]]]:
     thread.schedule = counting  # type: ignore[method-assign]
     thread.start()
     yield thread, sent, scheduled
-    _end_gc_task(thread)
+    end_gc_task(thread)
     thread.stop()
     thread.close()
     context.term()
-
-
-def _end_gc_task(thread: IOPubThread) -> None:
-    """Cancel the thread's event-pipe gc task on its own loop and wait until it has ended.
-    ipykernel's `stop()` cancels it only after the loop has stopped, so it is destroyed
-    pending and asyncio prints "Task was destroyed but it is pending!" at exit."""
-
-    async def end() -> None:
-        for _ in range(1000):  # the thread starts the task as it starts its loop: maybe not yet
-            if (task := thread._event_pipe_gc_task) is not None:
-                break
-            await asyncio.sleep(0.001)
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-
-    asyncio.run_coroutine_threadsafe(end(), thread.io_loop.asyncio_loop).result(10)
 
 
 def _stream(thread: IOPubThread) -> FlowOutStream:
