@@ -38,6 +38,7 @@ from flow_kernel.runtime.events.vocabulary import (
     LAST,
     Event,
     is_live,
+    kept_order,
     sub_order,
 )
 from flow_kernel.runtime.policy import processes
@@ -175,6 +176,9 @@ class HostServices:
     def _number(self, kind: Any, span: Any, stage: Any, data: Any, order: Any, last: bool) -> None:
         # Any: an event the sandbox announced comes as it was sent (a forged `type`, `span`
         # or `order` of another type is kept as it came; views and `canonical` cope with it).
+        # Its order key, a list from JSON, is kept as tuples (`kept_order`).
+        if isinstance(order, list):
+            order = kept_order(order)
         self.output_bytes += len(_data_text(data))
         if self.output_bytes > self.context.ceilings.output_bytes and not last:
             self.fail(self.context.ceilings.exceeded("output", self.output_bytes))

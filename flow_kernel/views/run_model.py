@@ -50,7 +50,7 @@ class Node(Scope):
     @property
     def attempts(self) -> list[dict[str, Any]]:
         value = self.data.get("attempts")  # events are data: anything not an object is dropped
-        return [a for a in value if isinstance(a, dict)] if isinstance(value, list) else []
+        return [a for a in value if isinstance(a, dict)] if isinstance(value, list | tuple) else []
 
 
 @dataclass
@@ -485,15 +485,16 @@ def declared_agents(decls: dict[str, Any]) -> dict[str, dict[str, Any]]:
 def item_of(order: Any) -> tuple[str, int] | None:
     """A `parallelMap` item's (group, index) from an event's `order` (runtime/events/vocabulary.py):
     its innermost `[fork, key]` when the key is an int (a `parallel` branch or a task is
-    keyed by its name). The group is the path to the fork, so two maps are two groups."""
-    if not isinstance(order, list):
+    keyed by its name). The group is the path to the fork, so two maps are two groups.
+    The key and its steps are lists as JSON gives them or tuples as a run keeps them."""
+    if not isinstance(order, list | tuple):
         return None
     for k in range(len(order) - 1, -1, -1):
         step = order[k]
-        if isinstance(step, list) and len(step) == 2:
+        if isinstance(step, list | tuple) and len(step) == 2:
             fork, key = step
             if isinstance(key, int) and not isinstance(key, bool) and isinstance(fork, int | str):
-                path = ".".join(f"{s[0]}:{s[1]}" for s in order[:k] if isinstance(s, list) and len(s) == 2)
+                path = ".".join(f"{s[0]}:{s[1]}" for s in order[:k] if isinstance(s, list | tuple) and len(s) == 2)
                 return f"{path}/{fork}", key
             return None
     return None

@@ -215,7 +215,7 @@ def _call(phase: str, i: str, p: str | None, data: dict[str, Any], t: int | None
                 started["of"] = size
         return started
     attempts = data.get("attempts")
-    tried = [a for a in attempts if isinstance(a, dict)] if isinstance(attempts, list) else []
+    tried = [a for a in attempts if isinstance(a, dict)] if isinstance(attempts, list | tuple) else []
     latency = data.get("latency_ms")
     ended: CallEnded = {"record": "call_ended", "id": i, "state": phase,
                         "latency": latency if isinstance(latency, int) else None, "attempts": len(tried),

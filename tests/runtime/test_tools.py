@@ -75,7 +75,7 @@ def test_an_agent_calls_python_tools_through_the_provider_loop(tmp_path: Path) -
     completed = next(e for e in outcome.events if e["type"] == "agent.completed")
     assert [c["tool"] for c in completed["data"]["tool_calls"]] == ["search_kb", "refund"]
     started = next(e for e in outcome.events if e["type"] == "agent.started")
-    assert started["data"]["tools"] == ["search_kb", "refund"]
+    assert started["data"]["tools"] == ("search_kb", "refund")  # a run keeps it as a tuple (a list in JSON)
 
 
 def test_an_approval_gated_tool_asks_the_operator_and_every_decision_is_an_event(tmp_path: Path) -> None:

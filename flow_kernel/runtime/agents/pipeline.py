@@ -195,7 +195,7 @@ class AgentPipeline:
                 prepared = self._prepare(name, payload, options)
                 self._event("agent.started", payload, {"agent": name, "label": label, "prompt": payload.get("prompt"),
                                                        "provider": prepared.provider, "model": prepared.model,
-                                                       "tools": [t.name for t in prepared.tools]})
+                                                       "tools": tuple([t.name for t in prepared.tools])})
                 if name in self._degraded:
                     self._event("model.degraded", payload, {"agent": name, "label": label, "purpose": self._degraded[name],
                                                             "model": _model_name(prepared)})

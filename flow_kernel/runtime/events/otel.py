@@ -298,7 +298,7 @@ class OpenTelemetrySink:
         attributes: Attributes = {}
         if kind == "agent":
             log = data.get("attempts")
-            if isinstance(log, list):
+            if isinstance(log, list | tuple):
                 entries = [e for e in log if isinstance(e, dict)]
                 attempts = {e.get("attempt") for e in entries if e.get("kind") in ("attempt", "repair")}
                 attributes["flow.attempts"] = len(attempts)

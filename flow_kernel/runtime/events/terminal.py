@@ -168,7 +168,7 @@ def _safe(value: Any) -> Any:
     """`value` with every string in it made terminal-safe, keys included."""
     if isinstance(value, str):
         return terminal_safe(value)
-    if isinstance(value, list):
+    if isinstance(value, list | tuple):
         return [_safe(v) for v in value]
     if isinstance(value, dict):
         return {terminal_safe(str(k)): _safe(v) for k, v in value.items()}

@@ -32,6 +32,14 @@ key, `parallelMap` items by index, `async` tasks by launch — which is the same
 run of the same program with the same input and answers. `canonical` gives that
 sequence, `comparable` also drops what legitimately differs between runs (timestamps,
 durations).
+
+**The kept form.** A run keeps every event until it ends, so what its events hold stays
+in the cyclic collector's sight that long, unless CPython can untrack it: a tuple of
+atomic values is untracked by the first collection it survives, a list never is (nor a
+dict that holds a dict). So the host keeps an order key as tuples (`kept_order`,
+`sub_order`; an `agent.started`'s `tools` too): equal as JSON, and the readers here and
+in the views take either form. `canonical` and `comparable` give copies in the JSON form
+(lists), so a run's events and the same events read back from its journal compare equal.
 """
 
 from __future__ import annotations
@@ -327,41 +335,69 @@ def is_default_label(label: Any) -> bool:
 
 # -- the order ---------------------------------------------------------------------------------
 # Events the host adds after the sandbox has gone (a dead sandbox, an invalid result) sort last.
-LAST = [[1 << 62]]
+LAST: tuple[Any, ...] = ((1 << 62,),)
 TIMING_KEYS = ("latency_ms", "elapsed_ms", "duration_ms")
 
 
-def sub_order(payload: dict[str, Any]) -> list[Any]:
+def kept_order(order: Any) -> Any:
+    """An order key as a run keeps it: a list (as JSON gives it) becomes a tuple, and each
+    of its steps that is a list a tuple too; anything else is kept as it came. Equal as
+    JSON; tuples of atomic values drop out of the cyclic collector's sight after their
+    first collection, lists stay in it as long as the run keeps its events."""
+    if isinstance(order, list):
+        return tuple([tuple(step) if isinstance(step, list) else step for step in order])
+    return order
+
+
+def sub_order(payload: dict[str, Any]) -> tuple[Any, ...]:
     """The order key of the next host event for one sandbox request (an agent call, an
-    approval): under the request's own key, in the order the host emits them."""
-    base = payload.get("order")
+    approval): under the request's own key, in the order the host emits them (a kept key,
+    as `kept_order` makes them; the request's key is converted once, under `_order`)."""
     count = payload["_events"] = int(payload.get("_events", 0)) + 1
-    return [*base, [count]] if isinstance(base, list) else [*LAST, [count]]
+    base = payload.get("_order")
+    if not isinstance(base, tuple):
+        given = payload.get("order")
+        base = payload["_order"] = kept_order(given) if isinstance(given, list) else LAST
+    return (*base, (count,))
 
 
 def _key(event: Event) -> list[Any]:
     order = event.get("order")
-    return _comparable(order) if isinstance(order, list) else _comparable([*LAST, [event.get("seq", 0)]])
+    return _comparable(order) if isinstance(order, list | tuple) else _comparable([*LAST, (event.get("seq", 0),)])
 
 
-def _comparable(order: list[Any]) -> list[list[tuple[int, Any]]]:
+def _comparable(order: list[Any] | tuple[Any, ...]) -> list[list[tuple[int, Any]]]:
     """An order key that always compares: numbers before strings before anything else
-    (as text). Keys from the sandbox are lists of lists of numbers and branch names, whose
-    order this keeps; a forged key of mixed types sorts somewhere instead of raising
-    `TypeError` and taking the run view and `%events` down with it."""
+    (as text). Keys from the sandbox are lists of lists of numbers and branch names (tuples
+    of tuples once kept), whose order this keeps; a forged key of mixed types sorts
+    somewhere instead of raising `TypeError` and taking the run view and `%events` down
+    with it."""
     def part(item: Any) -> tuple[int, Any]:
         if isinstance(item, int | float) and not isinstance(item, bool):
             return (0, item)
         return (1, item) if isinstance(item, str) else (2, repr(item))
 
-    return [[part(x) for x in step] if isinstance(step, list) else [part(step)] for step in order]
+    return [[part(x) for x in step] if isinstance(step, list | tuple) else [part(step)] for step in order]
+
+
+def json_copy(value: Any) -> Any:
+    """A copy of an event's value in its JSON form: dicts and lists copied, tuples (the
+    sequences the host keeps, `kept_order`) made lists as `json` writes them, any other
+    value deep-copied."""
+    if isinstance(value, dict):
+        return {key: json_copy(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_copy(item) for item in value]
+    return value if value is None or isinstance(value, str | int | float) else copy.deepcopy(value)
 
 
 def canonical(events: list[Event]) -> list[Event]:
-    """The events in canonical order, renumbered 1…n (copies; the input is untouched).
-    Timing and live kinds (`Kind.timing`: provider waits, breakers, streamed deltas) are
-    left out: they depend on when things happened, not on the program and its answers."""
-    ordered = [copy.deepcopy(e) for e in sorted(events, key=_key) if not _timing(e)]
+    """The events in canonical order, renumbered 1…n (copies in their JSON form, `json_copy`:
+    a run's events and the same events read back from its journal give equal sequences;
+    the input is untouched). Timing and live kinds (`Kind.timing`: provider waits,
+    breakers, streamed deltas) are left out: they depend on when things happened, not on
+    the program and its answers."""
+    ordered = [json_copy(e) for e in sorted(events, key=_key) if not _timing(e)]
     for seq, event in enumerate(ordered, 1):
         event["seq"] = seq
     return ordered
