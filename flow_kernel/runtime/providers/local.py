@@ -10,7 +10,6 @@ once, in order, with schema-valid arguments seeded like its output.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import random
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from flow_kernel.lang import ast, patterns
 from flow_kernel.lang.literals import NOT_LITERAL, literal_value
 from flow_kernel.runtime.providers.base import ProviderReply, ProviderRequest
 from flow_kernel.runtime.providers.table import ProviderSetup
+from flow_kernel.runtime.providers.timer import precise_sleep
 
 
 @dataclass(frozen=True)
@@ -115,8 +115,8 @@ class ScriptedProvider:
         reply = self._take(agent, script, prompt)
         if reply is None:
             raise AgentInvocationError(f"the script of `{agent}` has no reply for this prompt")
-        if reply.delay_ms:
-            await asyncio.sleep(reply.delay_ms / 1000)
+        if reply.delay_ms:  # ends at its deadline (timer.py), as a provider's reply is heard
+            await precise_sleep(reply.delay_ms / 1000)
         if reply.fail is not None:
             code, message = reply.fail
             cls = OutputValidationError if code == "output-validation" else AgentInvocationError
