@@ -10,10 +10,10 @@ it is `history.sqlite` in the `flow` folder of the Jupyter data directory.
 
 Off the cell's way: every statement runs on one thread of the history's own (as IPython's
 history is saved on a thread of its own). Storing an input or an output hands it over and
-returns; the thread writes it while the cell runs (the input is stored before the cell's
-reply, whether or not the cell ever ends) or after its reply (the output). A read waits
-for the writes handed over before it, so it sees them; `drain` waits for them too. The
-file is in WAL mode with `synchronous=NORMAL` (a commit appends to the log and does not
+returns; a cell's input and output are handed over together once its reply is sent, or
+its input alone while it still runs after `INPUT_WAIT` (`CellHistory`). A read waits for
+the writes handed over before it, so it sees them; `drain` waits for them too. The file
+is in WAL mode with `synchronous=NORMAL` (a commit appends to the log and does not
 wait for the disk), one statement per stored input or output, and it is opened while the
 person types the first cell (`open`).
 
@@ -32,6 +32,7 @@ is served by the operating system's cache.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import datetime
 import os
@@ -45,6 +46,8 @@ from typing import Any
 LOCK_WAIT = 0.25
 # SQLite's page cache for the history file, at most (its default is 2 MiB).
 CACHE_KIB = 64
+# How long a running cell's input waits to be handed over with its output (`CellHistory`).
+INPUT_WAIT = 0.02
 MEMORY = ":memory:"
 _LATEST_FIRST = "ORDER BY history.session DESC, history.line DESC"
 
@@ -79,6 +82,36 @@ def _keep_private(location: str) -> None:
 # One history entry as the Jupyter protocol carries it: (session, line, input) or, with
 # output, (session, line, (input, output or None)).
 Entry = tuple[int, int, Any]
+
+
+class CellHistory:
+    """One running cell's line for the history: its input and its result's text handed to
+    the history's thread together once the cell has answered (`ended`), or the input alone
+    while it still runs `INPUT_WAIT` seconds after it began, so a quick cell's statements
+    do not compete with it for the interpreter's lock, and a long one's input is in the
+    history while it runs. `store_input` hands the input over now (a shutdown)."""
+
+    def __init__(self, history: KernelHistory, line: int, source: str, loop: asyncio.AbstractEventLoop) -> None:
+        self.history = history
+        self.line = line
+        self.output: str | None = None  # the result's text, once the cell has one
+        self._source: str | None = source  # until handed over
+        self._timer = loop.call_later(INPUT_WAIT, self.store_input)
+
+    def store_input(self) -> None:
+        """The input to the history now, unless it was handed over already."""
+        source, self._source = self._source, None
+        if source is not None:
+            self.history.store_input(self.line, source)
+
+    def ended(self) -> None:
+        """The cell has answered: what the history does not have of it, in one hand-over."""
+        self._timer.cancel()
+        source, self._source = self._source, None
+        if source is not None:
+            self.history.store_cell(self.line, source, self.output)
+        elif self.output is not None:
+            self.history.store_output(self.line, self.output)
 
 
 def default_location(environ: dict[str, str] | None = None) -> str:
@@ -216,6 +249,16 @@ class KernelHistory:
 
     def _store_input(self, line: int, source: str) -> None:
         self._run("INSERT OR REPLACE INTO history VALUES (?, ?, ?, ?)", (self._session(), line, source, source))
+
+    def store_cell(self, line: int, source: str, output: str | None) -> None:
+        """Line `line`'s input and its result's text (`None`: no result) in one hand-over
+        to the history's thread."""
+        self._later(self._store_cell, line, source, output)
+
+    def _store_cell(self, line: int, source: str, output: str | None) -> None:
+        self._store_input(line, source)
+        if output is not None:
+            self._store_output(line, output)
 
     def store_output(self, line: int, output: str) -> None:
         """The result of line `line`, as text. Handed to the history's thread."""

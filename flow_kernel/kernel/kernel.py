@@ -39,7 +39,7 @@ from flow_kernel.frontend.magics import MAGICS, notebook_trust
 from flow_kernel.frontend.outputs import result_bundle, waiting_text
 from flow_kernel.frontend.port import Bundle
 from flow_kernel.frontend.resume_magic import NOTEBOOK_ANSWER
-from flow_kernel.kernel.history import KernelHistory, default_location
+from flow_kernel.kernel.history import CellHistory, KernelHistory, default_location
 from flow_kernel.kernel.status import DispatchParents, StatusGate
 from flow_kernel.runtime.config import FlowConfig
 from flow_kernel.runtime.context import RunContext
@@ -102,7 +102,7 @@ class FlowKernel(Kernel):
         self._status_gate = StatusGate()
         self._dispatch_parents = DispatchParents()
         self.history = KernelHistory(default_location(), self.log.warning)
-        self._history_line: int | None = None  # the running cell's line in the history, when stored
+        self._history_cell: CellHistory | None = None  # the running cell's line in the history, when stored
         self._wire_comms()
 
     def _wire_comms(self) -> None:
@@ -183,9 +183,11 @@ class FlowKernel(Kernel):
         # Events reach the sink from the sandbox's reader task, whose context is the cell
         # that started the process: outputs carry this cell's parent explicitly.
         self._cell_parent = self.get_parent("shell")
-        self._history_line = self.execution_count if store_history and not silent else None
-        if self._history_line is not None:
-            self.history.store_input(self._history_line, code)
+        loop = asyncio.get_running_loop()
+        # Handed to the history's thread once the reply is sent, the input earlier when
+        # the cell runs on (kernel/history.py `CellHistory`).
+        cell = self._history_cell = CellHistory(self.history, self.execution_count, code, loop) \
+            if store_history and not silent else None
         # The whole cell in the runs' frozen-heap window (runtime/gc_policy.py): what it
         # leaves in reference cycles (its run view's widgets, the run's host objects) is
         # collected as the window closes, scanning only what it made. It closes on the loop's
@@ -199,7 +201,9 @@ class FlowKernel(Kernel):
             return self._error("InternalError", f"{type(exc).__name__}: {exc}",
                                traceback.format_exc().splitlines(), silent)
         finally:
-            asyncio.get_running_loop().call_soon(window.close)
+            loop.call_soon(window.close)
+            if cell is not None:  # once the reply is sent, before the next request is read
+                loop.call_soon(cell.ended)
 
     async def _execute(self, code: str, silent: bool) -> dict[str, Any]:
         if self.setup_error is not None:
@@ -224,9 +228,8 @@ class FlowKernel(Kernel):
         elif end.value is not None and not silent:
             data = result_bundle(end.value)
             self.iopub("execute_result", {"execution_count": self.execution_count, "data": data, "metadata": {}})
-            if self._history_line is not None:  # written once the reply is sent, before the next request is read
-                asyncio.get_running_loop().call_soon(self.history.store_output, self._history_line,
-                                                     str(data.get("text/plain", "")))
+            if self._history_cell is not None:
+                self._history_cell.output = str(data.get("text/plain", ""))
         return self._ok()
 
     @property
@@ -316,6 +319,8 @@ class FlowKernel(Kernel):
         the sandbox processes stop. Runs and sandboxes belong to the shell's loop, and
         shutdown comes on the control thread's, so the stopping is handed over to the shell loop."""
         process_ending()  # also when no cell ever ran: nothing of this process ends `failed` now
+        if (cell := self._history_cell) is not None:  # a cell still running: its input is kept
+            cell.store_input()
         loop = self._cell_loop
         if loop is not None and loop.is_running():
             future = asyncio.run_coroutine_threadsafe(self.runner.shutdown(), loop)

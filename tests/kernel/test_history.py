@@ -1,5 +1,6 @@
-"""The kernel's history file (kernel/history.py): IPython's access types and layout, and a
-file that cannot be used moving the history to memory without an error."""
+"""The kernel's history file (kernel/history.py): IPython's access types and layout, a
+file that cannot be used moving the history to memory without an error, and when a
+cell's input and output are handed to the history's thread (`CellHistory`)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,13 @@ from typing import Any
 
 import pytest
 
-from flow_kernel.kernel.history import MEMORY, KernelHistory, default_location
+from flow_kernel.kernel.history import (
+    INPUT_WAIT,
+    MEMORY,
+    CellHistory,
+    KernelHistory,
+    default_location,
+)
 
 
 def _history(path: Path | str, warnings: list[str] | None = None) -> KernelHistory:
@@ -186,4 +193,80 @@ def test_storing_hands_the_statement_to_the_historys_thread(tmp_path: Path, monk
     gate.set()  # only now can the thread's `connect` return
     assert history.tail(1, output=True) == [(1, 1, ("let a = 1", "1"))]
     assert len(opened_on) == 1 and opened_on[0][1] and opened_on[0][0].startswith("flow-history")
+    history.close()
+
+
+class RecordingHistory:
+    """A `KernelHistory` stand-in: what was handed over, in order."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[Any, ...]] = []
+
+    def store_input(self, line: int, source: str) -> None:
+        self.calls.append(("input", line, source))
+
+    def store_output(self, line: int, output: str) -> None:
+        self.calls.append(("output", line, output))
+
+    def store_cell(self, line: int, source: str, output: str | None) -> None:
+        self.calls.append(("cell", line, source, output))
+
+
+class RecordedTimer:
+    def __init__(self) -> None:
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
+class RecordingLoop:
+    """An event loop's `call_later`, recorded and never run on its own."""
+
+    def __init__(self) -> None:
+        self.timers: list[tuple[float, Any, RecordedTimer]] = []
+
+    def call_later(self, delay: float, callback: Any) -> RecordedTimer:
+        timer = RecordedTimer()
+        self.timers.append((delay, callback, timer))
+        return timer
+
+
+def _cell(source: str = "6 * 7") -> tuple[CellHistory, RecordingHistory, RecordingLoop]:
+    history, loop = RecordingHistory(), RecordingLoop()
+    cell = CellHistory(history, 3, source, loop)  # type: ignore[arg-type]
+    return cell, history, loop
+
+
+def test_a_quick_cells_input_and_output_are_handed_over_together_once_it_answered() -> None:
+    cell, history, loop = _cell()
+    [(delay, _callback, timer)] = loop.timers
+    assert delay == INPUT_WAIT and history.calls == []  # nothing handed over while the cell runs
+    cell.output = "42"
+    cell.ended()
+    assert history.calls == [("cell", 3, "6 * 7", "42")] and timer.cancelled
+
+
+def test_a_cell_without_a_result_hands_its_input_over_once() -> None:
+    cell, history, _loop = _cell("let a = 1")
+    cell.ended()
+    assert history.calls == [("cell", 3, "let a = 1", None)]
+
+
+def test_a_cell_still_running_after_the_wait_has_its_input_handed_over_then() -> None:
+    cell, history, loop = _cell()
+    [(_delay, callback, _timer)] = loop.timers
+    callback()  # the timer fires: the cell runs on
+    assert history.calls == [("input", 3, "6 * 7")]
+    cell.store_input()  # a shutdown meanwhile: nothing handed over twice
+    cell.output = "42"
+    cell.ended()
+    assert history.calls == [("input", 3, "6 * 7"), ("output", 3, "42")]
+
+
+def test_store_cell_writes_the_input_and_the_output(tmp_path: Path) -> None:
+    history = _history(tmp_path / "h.sqlite")
+    history.store_cell(1, "let a = 1", None)
+    history.store_cell(2, "a + 1", "2")
+    assert history.tail(2, output=True) == [(1, 1, ("let a = 1", None)), (1, 2, ("a + 1", "2"))]
     history.close()
