@@ -388,13 +388,15 @@ class CodeGenerator(CallCodegen):
         return [py.If(cond, then, other)]
 
     def s_For(self, s: ast.For) -> list[py.stmt]:
-        iterable = self.rt("iterate", self.expr(s.iterable), span=s.iterable.span)
+        # A loop that names no index iterates the list itself (`rt.each`): no pair per item.
+        iterable = self.rt("iterate" if s.index is not None else "each", self.expr(s.iterable), span=s.iterable.span)
         self.push()
         item = self.bind(s.var.name)
-        index = self.bind(s.index.name) if s.index is not None else self.fresh("d")
+        index = self.bind(s.index.name) if s.index is not None else None
         body = self.block(s.body.body) or [py.Pass()]
         self.pop()
-        target = py.Tuple([self.store(index), self.store(item)], STORE)
+        target: py.expr = (py.Tuple([self.store(index), self.store(item)], STORE) if index is not None
+                           else self.store(item))
         self.ints.bound_for(index, item, iterable)
         return [py.For(target, iterable, body, [])]
 

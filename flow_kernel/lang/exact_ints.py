@@ -51,10 +51,11 @@ class IntTracker:
     def bound(self, name: str, value: py.expr | None) -> None:
         self.values.setdefault(name, []).append(value)
 
-    def bound_for(self, index: str, item: str, iterable: py.expr) -> None:
-        over_range = (_rt_call(iterable) == "iterate" and len(iterable.args) == 1  # type: ignore[attr-defined]
+    def bound_for(self, index: str | None, item: str, iterable: py.expr) -> None:
+        over_range = (_rt_call(iterable) in ("iterate", "each") and len(iterable.args) == 1  # type: ignore[attr-defined]
                       and _rt_call(iterable.args[0]) == "fn_range")  # type: ignore[attr-defined]
-        self.bound(index, _INT)  # enumerate's index
+        if index is not None:
+            self.bound(index, _INT)  # enumerate's index
         self.bound(item, _INT if over_range else None)
 
     def parameters(self, names: list[str]) -> None:

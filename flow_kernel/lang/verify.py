@@ -24,7 +24,7 @@ ABI_VERSION = 1
 # Every name generated code may reach on `rt` (flowbox/runtime.py implements them; a
 # test checks the two lists agree).
 ABI_NAMES = frozenset({
-    "start", "workflow", "call", "session", "bind", "step", "loop", "cond", "iterate",
+    "start", "workflow", "call", "session", "bind", "step", "loop", "cond", "iterate", "each",
     "stage", "pipeline", "verify", "require", "emit", "print", "log", "publish",
     "agent", "team", "panel", "parallel", "parallel_map", "task", "await_task", "task_field",
     "approve", "ask", "run", "now", "uuid", "interp", "fill_prompt",

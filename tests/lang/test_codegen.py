@@ -145,3 +145,24 @@ def test_shared_literals_are_shared_only_between_values_written_alike() -> None:
     text = ModuleWriter({}).write(py.Module(body, []))
     expected = [py.unparse(n) for n in written]
     assert text.splitlines() == [*expected, *expected]
+
+
+def test_a_for_without_an_index_iterates_the_list_itself() -> None:
+    """`for x in xs` compiles to `rt.each(xs)`, which makes no (index, item) pair per item;
+    `for x, i in xs` keeps `rt.iterate`'s pairs. Both run alike, step alike, and refuse a
+    value that is not an array with the same error."""
+    import asyncio
+
+    from flow_kernel.runtime.run import run_compiled
+    from flow_kernel.sandbox.inprocess import InProcessExecutor
+
+    plain = compiled("var s = 0\nfor x in [5, 6, 7] { s = s + x }\nprint s")
+    indexed = compiled("var s = 0\nfor x, i in [5, 6, 7] { s = s + x + 0 * i }\nprint s")
+    assert "in rt.each(" in (plain.python or "") and "rt.iterate" not in (plain.python or "")
+    assert "in rt.iterate(" in (indexed.python or "") and "rt.each" not in (indexed.python or "")
+    runs = [asyncio.run(run_compiled(c, InProcessExecutor())) for c in (plain, indexed)]
+    assert [[e["data"]["text"] for e in run.events if e.get("type") == "print"] for run in runs] == [["18"], ["18"]]
+    assert runs[0].steps == runs[1].steps
+    for source in ("let v: any = \"abc\"\nfor x in v { print x }", "let v: any = \"abc\"\nfor x, i in v { print x }"):
+        failed = asyncio.run(run_compiled(compiled(source), InProcessExecutor())).error
+        assert failed is not None and (failed.code, failed.message) == ("evaluation", "`for` needs an array, got string")

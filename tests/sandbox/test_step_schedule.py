@@ -1,7 +1,7 @@
-"""The runtime's step fast path (`Runtime.step` compares with `next_check` only) runs the
+"""The runtime's step fast path (`Runtime.step` counts `left` down to `next_check`) runs the
 step check at exactly the step counts the plain rule names: past the lowest cap of the
 running frames, or every STEP_CLOCK_EVERY steps for the deadline — whatever caps frames
-push and pop in between, and through every path that counts a step."""
+push and pop in between, and through every path that counts a step; `steps` stays exact."""
 
 from __future__ import annotations
 
@@ -38,6 +38,7 @@ class Recording(runtime.Runtime):
 def test_checks_run_at_exactly_the_steps_the_rule_names(plan):
     rt = Recording()
     expected: list[int] = []
+    counted = 0
     for kind, n, path in plan:
         if kind == "cap":
             rt._set_lowest_cap(n)
@@ -49,6 +50,10 @@ def test_checks_run_at_exactly_the_steps_the_rule_names(plan):
                 assert rt.loop(True) is True
             else:
                 rt.fn_len([1])
+            counted += 1
+            # The count is exact, and what the fast path counts down stays a small int.
+            assert rt.steps == counted
+            assert 1 <= rt.left <= EVERY
             if rt.steps > rt.lowest_cap or rt.steps % EVERY == 0:
                 expected.append(rt.steps)
     assert rt.checked == expected

@@ -127,11 +127,11 @@ class Runtime:
     def __init__(self, bridge, payload):
         self.bridge = bridge
         self.run_id = payload.get("run")
-        self.steps = 0
         self.calls = 0  # user-function calls made (`call`)
         self.caps = []  # the step caps of the running frames (nested, and side by side in parallel)
         self.lowest_cap = 0  # min(self.caps): up to it, no running frame's cap can be exceeded
         self.next_check = 1  # the next step count at which `_check_step` must run (see `step`)
+        self.left = 1  # steps to go until then: the step count is `next_check - left` (`steps`)
         self.loose = Branch((("host", ""),), "h.")  # for code the host calls outside a run's branches
         self.bindings = {}
         self.session_values = (payload.get("args") or {}).get("session") or {}
@@ -194,9 +194,9 @@ class Runtime:
         """A user function (`fn`): one step, then the coroutine of its body for the caller
         to await in its own frame (limits, deadline, events). One Python frame a nested
         call: `steps` end a runaway recursion long before the stack (`stack_failure`)."""
-        steps = self.steps = self.steps + 1  # `step`, inlined
-        if steps >= self.next_check:
-            self._check_step(steps)
+        left = self.left = self.left - 1  # `step`, inlined
+        if left <= 0:
+            self._check_step(self.next_check - left)
         self.calls += 1
         return fn(self, *values)
 
@@ -257,16 +257,26 @@ class Runtime:
         # Generated code steps before every statement, so the common case reads no frame and
         # makes one comparison: a frame's step cap can only be exceeded past the lowest cap of
         # all running frames, and the deadline is only looked at every STEP_CLOCK_EVERY steps;
-        # `next_check` is the first step count where either happens (`_schedule`).
-        # `loop` and the builtins' wrapper repeat these two lines rather than call this.
-        steps = self.steps = self.steps + 1
-        if steps >= self.next_check:
-            self._check_step(steps)
+        # `next_check` is the first step count where either happens (`_schedule`), and `left`
+        # counts down to it. `left` is at most STEP_CLOCK_EVERY, so it stays one of CPython's
+        # cached small ints: counting a run's total up past 256 would make and free an int
+        # object every step, which costs the WebAssembly CPython ~3× what it costs the host.
+        # `loop`, `call`, `_agent` and the builtins' wrapper repeat these lines rather than call this.
+        left = self.left = self.left - 1
+        if left <= 0:
+            self._check_step(self.next_check - left)
+
+    @property
+    def steps(self):
+        """The steps counted so far in this run."""
+        return self.next_check - self.left
 
     def _schedule(self, steps):
         """The first step count after `steps` that is past the lowest cap or a multiple of
-        STEP_CLOCK_EVERY: exactly the counts at which `_check_step` must run."""
+        STEP_CLOCK_EVERY: exactly the counts at which `_check_step` must run; `left` becomes
+        the steps from `steps` to it (1 to STEP_CLOCK_EVERY)."""
         self.next_check = min(max(self.lowest_cap, steps) + 1, (steps // STEP_CLOCK_EVERY + 1) * STEP_CLOCK_EVERY)
+        self.left = self.next_check - steps
 
     def _set_lowest_cap(self, cap):
         self.lowest_cap = cap
@@ -285,9 +295,9 @@ class Runtime:
                 raise _timeout(frame)
 
     def loop(self, value):
-        steps = self.steps = self.steps + 1  # `step`, inlined
-        if steps >= self.next_check:
-            self._check_step(steps)
+        left = self.left = self.left - 1  # `step`, inlined
+        if left <= 0:
+            self._check_step(self.next_check - left)
         if value is True or value is False:  # expect_bool's own test, without its call
             return value
         return _values.expect_bool(value, "the condition of `while`")
@@ -300,9 +310,18 @@ class Runtime:
 
     @staticmethod
     def iterate(xs):
+        """The (index, item) pairs of a `for (i, x) in xs` loop."""
         if not isinstance(xs, list):
             raise evaluation(f"`for` needs an array, got {_values.type_of(xs)}")
         return enumerate(xs)
+
+    @staticmethod
+    def each(xs):
+        """The items of a `for x in xs` loop, which names no index: the list itself, so that
+        no (index, item) pair is made and unpacked per item."""
+        if not isinstance(xs, list):
+            raise evaluation(f"`for` needs an array, got {_values.type_of(xs)}")
+        return xs
 
     fill_prompt = staticmethod(_values.fill_prompt)  # `file(PATH, { name: value })`
 
@@ -410,9 +429,9 @@ class Runtime:
 
     def _agent(self, target, prompt, options, check):
         """The `agent` request's awaitable, after the call's step and prompt check."""
-        steps = self.steps = self.steps + 1  # `step`, inlined
-        if steps >= self.next_check:
-            self._check_step(steps)
+        left = self.left = self.left - 1  # `step`, inlined
+        if left <= 0:
+            self._check_step(self.next_check - left)
         if not isinstance(prompt, str):
             raise evaluation(f"the prompt must be a string, got {_values.type_of(prompt)}")
         branch = _branch.get() or self.loose  # `_here`, inlined
@@ -654,15 +673,15 @@ def _builtin(name, fn, is_async):
     # `Runtime.step`, inlined: a builtin call is one of the commonest operations.
     if is_async:
         async def call(self, *args):
-            steps = self.steps = self.steps + 1
-            if steps >= self.next_check:
-                self._check_step(steps)
+            left = self.left = self.left - 1
+            if left <= 0:
+                self._check_step(self.next_check - left)
             return await fn(*args)
     else:
         def call(self, *args):
-            steps = self.steps = self.steps + 1
-            if steps >= self.next_check:
-                self._check_step(steps)
+            left = self.left = self.left - 1
+            if left <= 0:
+                self._check_step(self.next_check - left)
             return fn(*args)
     call.__name__ = f"fn_{name}"
     return call
