@@ -227,3 +227,57 @@ def test_expect_bool_rejects_others(v, type_name):
 @pytest.mark.parametrize("n", [0, 7, -7, 10**18 - 1, -(10**18) + 1, 10**18, -(10**18), 2**63, 10**40])
 def test_text_of_an_int_is_its_json(n):
     assert values.text(n) == values.render(n) == json.dumps(n)
+
+
+# --- is_json and the bindings' size: the C fast paths over lists --------------------
+
+
+class Text(str):
+    """A str subclass: never made by the runtime, but the walks must treat it as before."""
+
+
+# Values that may not be JSON: non-finite floats, tuples, non-string keys, a str subclass.
+loose_scalars = scalars | st.sampled_from([math.inf, -math.nan, (1, 2), Text("ab"), b"x"])
+loose_values = st.recursive(
+    loose_scalars,
+    lambda inner: (st.lists(inner, max_size=5) | st.lists(st.text(max_size=4), max_size=6)
+                   | st.dictionaries(st.text(max_size=5) | st.integers(0, 3), inner, max_size=4)),
+    max_leaves=30,
+)
+
+
+def reference_is_json(v, depth=0):
+    """`values.is_json` written item by item (no fast path)."""
+    if depth > values.MAX_DEPTH:
+        return False
+    if v is None or type(v) in (bool, int, str):
+        return True
+    if type(v) is float:
+        return math.isfinite(v)
+    if type(v) is list:
+        return all(reference_is_json(x, depth + 1) for x in v)
+    if type(v) is dict:
+        return all(type(k) is str for k in v) and all(reference_is_json(x, depth + 1) for x in v.values())
+    return False
+
+
+def reference_size(v):
+    """`values._size` without a budget, item by item."""
+    if isinstance(v, str):
+        return len(v) + 2
+    if isinstance(v, list):
+        return 2 + len(v) + sum(reference_size(x) for x in v)
+    if isinstance(v, dict):
+        return 2 + len(v) * 4 + sum(len(k) + reference_size(x) for k, x in v.items())
+    return 8
+
+
+@given(loose_values)
+def test_is_json_and_size_agree_with_item_by_item_walks(v):
+    assert values.is_json(v) is reference_is_json(v)
+    if not values.is_json(v):
+        return
+    size = reference_size(v)
+    assert values._size(v, 10**9) == size
+    assert values._size(v, size) == size
+    assert values._size(v, size - 1) is None

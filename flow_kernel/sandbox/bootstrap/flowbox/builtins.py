@@ -48,6 +48,8 @@ from .values import (
 )
 
 RANGE_LIMIT = 10_000_000
+_NUMBER_TYPES = frozenset(NUMBER_TYPES)
+_INTS = frozenset((int,))
 
 # --- argument checks --------------------------------------------------------------
 
@@ -93,6 +95,8 @@ def _int(fn, v, what=None):
 
 def _numbers(fn, xs):
     xs = _array(fn, xs)
+    if _NUMBER_TYPES.issuperset(map(type, xs)):  # one pass in C; the loop below names the culprit
+        return xs
     for i, x in enumerate(xs):
         if type(x) not in NUMBER_TYPES:
             raise evaluation(f"{fn}: expected an array of numbers, item {i} is {type_of(x)}")
@@ -160,7 +164,7 @@ def b_range(*args):
 
 
 def _total(fn, xs):
-    if all(type(x) is int for x in xs):
+    if _INTS.issuperset(map(type, xs)):
         return sum(xs)  # exact
     try:
         return norm(math.fsum(xs))

@@ -20,6 +20,9 @@ from .errors import FlowError, evaluation
 # malformed), and its recursive helpers take two frames a level; 256 leaves room for all.
 MAX_DEPTH = 256
 _CONTAINERS = frozenset((list, dict, tuple))
+# JSON scalars with nothing to look at below or inside them (a float may be non-finite).
+_PLAIN_SCALARS = frozenset((str, int, bool, type(None)))
+_STRINGS = frozenset((str,))
 _SCALARS = frozenset((type(None), bool, int, float, str))
 MAX_EXACT = 2**53  # integral floats up to this magnitude are normalised to ints
 NUMBER_TYPES = (int, float)  # compared with `type(v) in NUMBER_TYPES`: bool is not in it
@@ -280,7 +283,8 @@ def is_json(v):
             if v - v != 0.0:  # not finite
                 return False
         elif t is list:
-            stack.extend(v)
+            if not _PLAIN_SCALARS.issuperset(map(type, v)):  # a list of plain scalars is settled in C
+                stack.extend(v)
         elif t is dict:
             if not all(type(k) is str for k in v):
                 return False
@@ -328,7 +332,10 @@ def _size(value, budget):
             total += len(v) + 2
         elif isinstance(v, list):
             total += 2 + len(v)
-            stack.extend(v)
+            if _STRINGS.issuperset(map(type, v)):  # a list of strings is sized in C, as the loop would
+                total += sum(map(len, v)) + 2 * len(v)
+            else:
+                stack.extend(v)
         elif isinstance(v, dict):
             total += 2 + len(v) * 4
             for k, item in v.items():
