@@ -29,6 +29,13 @@ Two of ipykernel's defaults cost every message and buy a Flow kernel nothing:
   last parent header it packed, for that same header object (a request's header is never
   changed once received), and an empty metadata's `{}`: the same bytes, signed the same way.
 
+- **A request's date read without dateutil.** jupyter_client reads every string of a
+  received header that looks like a date with dateutil's parser (a third of receiving a
+  request). The header's `date` in UTC, as jupyter_client writes it (`…Z`), is read by
+  `datetime.fromisoformat`: an equal value (in `timezone.utc` rather than dateutil's
+  `tzutc()`), written back in the replies' parent headers as the same bytes; any other
+  string goes to jupyter_client's `extract_dates` as before.
+
 stdout and stderr are `FlowOutStream`s (kernel/iopub.py): their flushes wait for the
 IOPub thread only when their own text is on its way. The IOPub thread is a
 `FlowIOPubThread` (kernel/iopub.py): a message is sent from the thread that hands it over
@@ -38,11 +45,16 @@ when nothing handed to the thread before waits to run, without waking the thread
 from __future__ import annotations
 
 import logging
+import pprint
+import re
+from datetime import datetime
+from hmac import compare_digest
 from typing import Any
 
 import zmq
 from ipykernel.kernelapp import IPKernelApp
-from jupyter_client.jsonutil import json_default
+from jupyter_client.adapter import adapt
+from jupyter_client.jsonutil import extract_dates, json_default
 from jupyter_client.session import DELIM, Session, json_packer
 
 from flow_kernel.json_text import encoder
@@ -51,11 +63,60 @@ from flow_kernel.kernel.iopub import FlowIOPubThread
 _encode = encoder(default=json_default, ensure_ascii=False, allow_nan=False)
 
 
+_UTC_DATE = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z\Z")
+_MIN_PARTS = 5  # signature, header, parent header, metadata, content
+
+
+def header_dates(header: Any) -> Any:
+    """jupyter_client's `extract_dates` of a received (parent) header: the same value,
+    except that a `date` in UTC written as jupyter_client writes it is read by
+    `datetime.fromisoformat` (an equal datetime in `timezone.utc`)."""
+    if isinstance(header, dict):
+        date = header.get("date")
+        if isinstance(date, str) and _UTC_DATE.match(date):
+            return {key: datetime.fromisoformat(value) if key == "date" else extract_dates(value)
+                    for key, value in header.items()}
+    return extract_dates(header)
+
+
 class FlowSession(Session):
     """jupyter_client's `Session`, whose `serialize` packs the parent header of a run of
-    messages answering one request once (module docstring)."""
+    messages answering one request once, and whose `deserialize` reads a header's UTC
+    date without dateutil (module docstring)."""
 
     _parent_packed: tuple[object, bytes] | None = None  # the header object last packed as a parent, and its bytes
+
+    def deserialize(self, msg_list: list[Any], content: bool = True, copy: bool = True) -> dict[str, Any]:
+        """`Session.deserialize`: the same checks (signature, replay, length), the same
+        message; the headers' dates read by `header_dates`."""
+        if not copy:  # zmq frames: the first parts copied, as jupyter_client does
+            msg_list = [bytes(frame.bytes) for frame in msg_list[:_MIN_PARTS]] + list(msg_list[_MIN_PARTS:])
+        if self.auth is not None:
+            signature = msg_list[0]
+            if not signature:
+                raise ValueError("Unsigned Message")
+            if signature in self.digest_history:
+                raise ValueError(f"Duplicate Signature: {signature!r}")
+            if content:  # a peek at a message does not count it as seen
+                self._add_digest(signature)
+            if not compare_digest(signature, self.sign(msg_list[1:_MIN_PARTS])):
+                raise ValueError(f"Invalid Signature: {signature!r}")
+        if len(msg_list) < _MIN_PARTS:
+            raise TypeError(f"malformed message, must have at least {_MIN_PARTS} elements")
+        header = self.unpack(msg_list[1])
+        message: dict[str, Any] = {"header": header_dates(header), "msg_id": header["msg_id"],
+                                   "msg_type": header["msg_type"],
+                                   "parent_header": header_dates(self.unpack(msg_list[2])),
+                                   "metadata": self.unpack(msg_list[3]),
+                                   "content": self.unpack(msg_list[4]) if content else msg_list[4]}
+        buffers = [memoryview(part) for part in msg_list[_MIN_PARTS:]]
+        if buffers and buffers[0].shape is None:  # zmq frames: copied (pyzmq #646, as jupyter_client)
+            buffers = [memoryview(bytes(frame.bytes)) for frame in msg_list[_MIN_PARTS:]]
+        message["buffers"] = buffers
+        if self.debug:
+            pprint.pprint(message)
+        adapted: dict[str, Any] = adapt(message)
+        return adapted
 
     def serialize(self, msg: dict[str, Any], ident: list[bytes] | bytes | None = None) -> list[bytes]:
         """`Session.serialize`: the same parts, the parent header's bytes kept for its next message."""
@@ -133,4 +194,4 @@ def quiet_logger(log: logging.Logger | logging.LoggerAdapter[logging.Logger]) ->
             logger.setLevel(lowest)
 
 
-__all__ = ["FlowKernelApp", "FlowSession", "pack", "quiet_logger"]
+__all__ = ["FlowKernelApp", "FlowSession", "header_dates", "pack", "quiet_logger"]

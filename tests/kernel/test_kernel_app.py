@@ -1,6 +1,7 @@
 """kernel/app.py: the kernel reads shell messages on its main loop and offers no
 subshells (a cell's runs belong to that loop), builds no log records its handlers
-would drop, and packs messages as jupyter_client does, with an encoder made once."""
+would drop, and packs and reads messages as jupyter_client does (an encoder made once,
+a UTC date read without dateutil)."""
 
 from __future__ import annotations
 
@@ -117,3 +118,62 @@ def test_flow_session_serializes_as_jupyter_client_does(ident: Any) -> None:
         assert ours.serialize(message, ident) == theirs.serialize(message, ident)
     with pytest.raises(TypeError, match="Content incorrect type"):
         ours.serialize({**messages[0], "content": 3})
+
+
+def _received(session: Any, message: dict[str, Any]) -> list[Any]:
+    """The parts a kernel reads for `message` (after the identities and the delimiter)."""
+    parts = session.serialize(message)
+    return parts[parts.index(b"<IDS|MSG>") + 1:] + list(message.get("buffers", []))
+
+
+def test_flow_session_deserializes_as_jupyter_client_does() -> None:
+    import zmq
+    from jupyter_client.session import Session
+
+    from flow_kernel.kernel.app import FlowSession
+
+    key = b"0123456789abcdef"
+    client = Session(key=key)
+    request = client.msg("execute_request", {"code": "1 + 1"})
+    answer = client.msg("input_reply", {"value": "y"}, parent=request)  # a parent header with its date
+    offset = {**client.msg("comm_msg", {"data": {}}), "buffers": [b"xyz"]}
+    offset["header"] = {**offset["header"], "date": "2026-12-05T17:24:02.5+02:00"}
+    naive = client.msg("kernel_info_request")
+    naive["header"] = {**naive["header"], "date": "2026-12-05T17:24:02"}
+    whole = client.msg("execute_request", {"code": "x"})
+    whole["header"] = {**whole["header"], "date": "2026-12-05T17:24:02Z"}
+    for message in (request, answer, offset, naive, whole):
+        parts = _received(client, message)
+        for content, copy in ((True, True), (False, True), (True, False)):
+            given = parts if copy else [zmq.Frame(part) for part in parts]
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)  # the naive date: local time, said
+                ours, theirs = FlowSession(key=key).deserialize(given, content, copy), \
+                    Session(key=key).deserialize(given, content, copy)
+            assert {k: v for k, v in ours.items() if k != "buffers"} == \
+                {k: v for k, v in theirs.items() if k != "buffers"}
+            assert [bytes(b) for b in ours["buffers"]] == [bytes(b) for b in theirs["buffers"]]
+            # Answered: the reply's parent header is written as the same bytes.
+            reply = client.msg("status", {"execution_state": "idle"}, parent=theirs)
+            assert client.serialize({**reply, "parent_header": ours["header"]}) == \
+                client.serialize({**reply, "parent_header": theirs["header"]})
+
+
+def test_flow_session_refuses_what_jupyter_client_refuses() -> None:
+    from jupyter_client.session import Session
+
+    from flow_kernel.kernel.app import FlowSession
+
+    key = b"0123456789abcdef"
+    client = Session(key=key)
+    parts = _received(client, client.msg("execute_request", {"code": "1"}))
+    ours = FlowSession(key=key)
+    ours.deserialize(parts)
+    with pytest.raises(ValueError, match="Duplicate Signature"):
+        ours.deserialize(parts)
+    with pytest.raises(ValueError, match="Invalid Signature"):
+        FlowSession(key=key).deserialize([b"0" * 64, *parts[1:]])
+    with pytest.raises(ValueError, match="Unsigned Message"):
+        FlowSession(key=key).deserialize([b"", *parts[1:]])
+    with pytest.raises(TypeError, match="malformed message"):
+        FlowSession(key=b"").deserialize(parts[:4])  # unsigned: the length is what is wrong
