@@ -97,6 +97,59 @@ def compiled_output_schemas(check: CheckResult) -> dict[str, dict[str, Any]]:
     return {sorted_json(schema): schema for schema in schemas}
 
 
+Path = tuple[str | int, ...]
+
+
+class CompiledSchemas:
+    """The program's output schemas (`compiled_output_schemas`) and which one a request's
+    `schema` names: the compiled schema whose sorted JSON text is the sent one's.
+
+    A request carries the same schema call after call, and its sorted text costs ~2 µs for
+    a bare `string` and ~9 µs for a record of four fields. So the schema an agent's last
+    call named is tried first, by value: equal as Python values, and each bool and number
+    in it written the same (True == 1 and 1 == 1.0 in Python, not in JSON text), which is
+    the same JSON text up to the order of keys, as the sorted text would have found."""
+
+    def __init__(self, check: CheckResult) -> None:
+        self.by_text = compiled_output_schemas(check)
+        self._recent: dict[str, tuple[dict[str, Any], str, list[Path]]] = {}  # agent -> schema, text, its scalars
+
+    def find(self, agent: str, sent: Any) -> tuple[dict[str, Any], str] | None:
+        """The compiled schema `sent` names and its sorted text; None if it names none."""
+        if not isinstance(sent, dict):
+            return None
+        recent = self._recent.get(agent)
+        if recent is not None and sent == recent[0] and _same_scalars(sent, recent[0], recent[2]):
+            return recent[0], recent[1]
+        text = sorted_json(sent)
+        found = self.by_text.get(text)
+        if found is None:
+            return None
+        self._recent[agent] = (found, text, _scalar_paths(found, ()))
+        return found, text
+
+
+def _scalar_paths(value: Any, path: Path) -> list[Path]:
+    """Where `value` holds a bool or a number (the values Python's == may confuse)."""
+    if isinstance(value, dict):
+        return [p for key, item in value.items() for p in _scalar_paths(item, (*path, key))]
+    if isinstance(value, list):
+        return [p for index, item in enumerate(value) for p in _scalar_paths(item, (*path, index))]
+    return [path] if isinstance(value, bool | int | float) else []
+
+
+def _same_scalars(sent: Any, compiled: Any, paths: list[Path]) -> bool:
+    """Whether two values already equal hold the same bools and numbers at `paths` (their
+    `repr` is their JSON text: `True`/`1`/`1.0`, `-0.0`/`0.0`)."""
+    for path in paths:
+        left, right = sent, compiled
+        for step in path:
+            left, right = left[step], right[step]
+        if repr(left) != repr(right):
+            return False
+    return True
+
+
 def _number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 

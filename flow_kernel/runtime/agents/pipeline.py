@@ -26,9 +26,9 @@ from flow_kernel.runtime.agents.attempt import Attempt, AttemptLayer, CallRefuse
 from flow_kernel.runtime.agents.calls import (
     AgentCall,
     AgentSpec,
+    CompiledSchemas,
     agent_spec,
     checked_options,
-    compiled_output_schemas,
     expect_messages,
     prompt_files_identity,
     sorted_json,
@@ -119,7 +119,7 @@ class AgentPipeline:
         self._plain: dict[str, bool] = {}  # schema key -> whether it is a bare `string` contract (`is_plain_text`)
         self._files_identity: dict[str, str] = {}  # agent -> its prompt files' part of a cassette identity
         self._systems: dict[tuple[str, str, tuple[str, ...]], str] = {}
-        self._compiled_schemas: dict[str, dict[str, Any]] | None = None  # made on the first call
+        self._compiled_schemas: CompiledSchemas | None = None  # made on the first call
         self._models: dict[str, tuple[str, str, Price | None]] = {}  # agent -> provider, model, price (`_prepare`)
         self._degraded: dict[str, str] = {}  # agent -> its purpose, when `for:… else default` fell back (`_model`)
         # MCP servers lending tools (`tool … from mcp "NAME"`), opened on first use, closed by `aclose`
@@ -311,11 +311,10 @@ class AgentPipeline:
         sandbox (a schema with `$ref: "file:///…"`), means the agent's declared output.
         With it, its sorted JSON text when known (a compiled schema's is its key), else None."""
         if self._compiled_schemas is None:
-            self._compiled_schemas = compiled_output_schemas(self.check)
-        key = sorted_json(sent) if isinstance(sent, dict) else None
-        found = self._compiled_schemas.get(key) if key is not None else None
+            self._compiled_schemas = CompiledSchemas(self.check)
+        found = self._compiled_schemas.find(name, sent)
         if found is not None:
-            return found, key
+            return found
         declared = self.check.decls[name].agent
         return (type_schema(declared.output) if declared is not None else {}), None
 
