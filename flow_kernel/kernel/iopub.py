@@ -30,8 +30,10 @@ socket is used by one thread at a time is the same lock. The XPUB socket's subsc
 are read on the thread, which answers each with its `iopub_welcome`; a send from another
 thread can take the wake-up that announced a subscription (zmq's descriptor signals
 changes, not states), so after every send the socket's events are read and a pending
-subscription is handed to the thread. A forked child, a stopped thread and the thread
-itself send as ipykernel does.
+subscription is handed to the thread. A message sent by a thread in the middle of its own
+send (a finalizer the garbage collector runs there) is handed to the thread too, so no
+message is sent inside another. A forked child, a stopped thread and the thread itself
+send as ipykernel does.
 """
 
 from __future__ import annotations
@@ -53,12 +55,14 @@ class FlowIOPubThread(IOPubThread):
         # Before ipykernel's __init__, which sets up the subscription reader.
         self._socket_lock = threading.RLock()  # every use of the socket; the count below
         self._handed = 0  # callables handed to the thread and not run yet
+        self._sending = False  # a send from another thread is on the socket
         super().__init__(socket, pipe=pipe, session=session)
         os.register_at_fork(after_in_child=self._forked)
 
     def _forked(self) -> None:
         self._socket_lock = threading.RLock()
         self._handed = 0
+        self._sending = False
 
     def schedule(self, f: Any) -> None:
         """Run `f` on the thread, after everything handed to it before (at once when the
@@ -76,11 +80,19 @@ class FlowIOPubThread(IOPubThread):
 
     def send_multipart(self, *args: Any, **kwargs: Any) -> None:
         """Send the message after every message handed over before it: now, from this
-        thread, when nothing handed to the IOPub thread waits to run; else on the thread."""
+        thread, when nothing handed to the IOPub thread waits to run; else on the thread.
+        A message sent while this thread's own send is under way (a finalizer the
+        garbage collector ran in it, a signal handler) is handed to the thread, which
+        sends it once that send is complete."""
         if threading.get_ident() != self.thread.ident and self._is_master_process():
             with self._socket_lock:
-                if self._handed == 0 and not self._stopped and self.thread.is_alive() and self.socket is not None:
-                    self._send_on_socket(*args, **kwargs)
+                if self._handed == 0 and not self._sending and not self._stopped and self.thread.is_alive() \
+                        and self.socket is not None:
+                    self._sending = True
+                    try:
+                        self._send_on_socket(*args, **kwargs)
+                    finally:
+                        self._sending = False
                     return
         super().send_multipart(*args, **kwargs)
 

@@ -137,3 +137,24 @@ def test_a_subscription_is_welcomed_when_a_direct_send_took_the_sockets_wake_up(
         thread.stop()
         thread.close()
         context.term()
+
+
+def test_a_message_sent_in_the_middle_of_a_send_waits_for_it_to_end(recorded: Any) -> None:
+    """A finalizer the garbage collector runs inside a send (a widget's `comm_close`) sends
+    from the same thread while the socket is mid-message: it goes after the message."""
+    thread, socket = recorded
+    steps: list[tuple[str, bytes]] = []
+    record = socket.send_multipart
+
+    def send(msg: list[bytes], *args: Any, **kwargs: Any) -> None:
+        steps.append(("begin", msg[0]))
+        if msg == [b"outer"]:
+            thread.send_multipart([b"nested"])
+        record(msg, *args, **kwargs)
+        steps.append(("end", msg[0]))
+
+    socket.send_multipart = send  # type: ignore[method-assign]
+    thread.send_multipart([b"outer"])
+    _drain(thread)
+    assert steps == [("begin", b"outer"), ("end", b"outer"), ("begin", b"nested"), ("end", b"nested")]
+    assert [name for name, _parts in socket.sent] == [threading.current_thread().name, "IOPub"]
