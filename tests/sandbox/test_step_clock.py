@@ -35,13 +35,14 @@ class Clock:
     last_reads: list[int] = []
 
     def __init__(self, rt: Any, per_step: float) -> None:
-        self.rt, self.per_step, self.reads = rt, per_step, []
+        self.rt, self.per_step = rt, per_step
+        self.reads: list[int] = []
         self.offset = 0.0
 
     def monotonic(self) -> float:
         self.reads.append(self.rt.steps)
         Clock.last_reads = self.reads
-        return self.offset + self.rt.steps * self.per_step
+        return float(self.offset + self.rt.steps * self.per_step)
 
 
 def in_frame(deadline: float, per_step: float, body: Any, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, Clock]:
@@ -109,12 +110,12 @@ def test_a_workflow_that_starts_is_looked_at_the_next_check(monkeypatch: pytest.
     monkeypatch.setattr(runtime, "time", clock)
 
     async def inner(rt: Any) -> int:
-        start = rt.steps
+        start: int = rt.steps
         for _ in range(3 * EVERY):
             rt.step()
         return start
 
-    async def outer(rt: Any) -> int:
+    async def outer(rt: Any) -> Any:
         for _ in range(EVERY * 3 + 5):
             rt.step()
         return await rt._frame("inner", inner, [], dict(LIMITS, duration=1))  # 1 ms: 1,000 steps
