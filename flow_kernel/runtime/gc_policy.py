@@ -1,6 +1,7 @@
 """Runs keep the objects that were alive before them out of the cyclic collector's way.
 
-A run records every event it makes (two per agent call, each a few dicts and lists),
+A run records every event it makes (two per agent call, each a few dicts; their order
+keys are tuples, which a collection untracks: events/vocabulary.py, "The kept form"),
 and they stay alive until the run ends. That growth triggers full collections in the
 middle of the run, and each of them scans the whole heap — the kernel's, IPython's,
 every module's objects — to find nothing: measured, two full collections took about

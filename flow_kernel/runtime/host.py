@@ -167,7 +167,7 @@ class HostServices:
         self._number(event["type"], event.get("span") or {"id": None, "parent": None}, event.get("stage"),
                      event.get("data"), event.get("order") or LAST, last)
 
-    def emit_kept(self, kind: str, span: dict[str, Any], stage: Any, data: dict[str, Any], order: list[Any]) -> None:
+    def emit_kept(self, kind: str, span: dict[str, Any], stage: Any, data: dict[str, Any], order: tuple[Any, ...]) -> None:
         """`emit` of a kind that is not live, given in parts: the agent pipeline's events are
         built once, here, rather than as a dict that `emit` copies."""
         if self.failure is None:

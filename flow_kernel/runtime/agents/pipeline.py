@@ -64,7 +64,7 @@ if TYPE_CHECKING:
 Trace = dict[str, Any]
 SandboxCall = Callable[[str, dict[str, Any]], Awaitable[Any]]
 # The host's emit of a call's own events by their parts: (kind, span, stage, data, order).
-EmitKept = Callable[[str, dict[str, Any], Any, dict[str, Any], list[Any]], None]
+EmitKept = Callable[[str, dict[str, Any], Any, dict[str, Any], tuple[Any, ...]], None]
 
 
 @dataclass(frozen=True)
