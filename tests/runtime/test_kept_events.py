@@ -13,6 +13,7 @@ from typing import Any
 from flow_kernel import SourceFile
 from flow_kernel.lang.compiler import compile_source
 from flow_kernel.runtime.context import RunContext
+from flow_kernel.runtime.durable.checkpoint import position
 from flow_kernel.runtime.durable.journal import read_journal
 from flow_kernel.runtime.events.vocabulary import LAST, canonical, comparable, kept_order, sub_order
 from flow_kernel.runtime.host import HostServices
@@ -116,4 +117,6 @@ def test_canonical_gives_the_json_form_so_a_run_and_its_journal_compare_equal(tm
 def test_the_readers_take_a_key_in_either_form() -> None:
     for key in ([[3, "b"], [7, 4], [1]], [[7, 4]], [[1]], [], "x"):
         assert item_of(key) == item_of(kept_order(key))
+        assert position("agent", {"order": key}, 1) == position("agent", {"order": kept_order(key)}, 1)
+    assert position("agent", {"order": ((3, 1), (2,))}, 1) == "agent:[[3,1],[2]]:1"
     assert item_of(kept_order([[3, "b"], [7, 4], [1]])) == ("3:b/7", 4)

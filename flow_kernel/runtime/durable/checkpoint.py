@@ -39,9 +39,10 @@ DEFER = "defer"
 
 
 def position(op: str, payload: dict[str, Any], *more: object) -> str:
-    """The key of an effect: the operation and where in the program it was asked."""
+    """The key of an effect: the operation and where in the program it was asked (its
+    order key as JSON text: the same for a list from the sandbox and a kept tuple)."""
     order = payload.get("order")
-    where = json.dumps(order, separators=(",", ":")) if isinstance(order, list) else "?"
+    where = json.dumps(order, separators=(",", ":")) if isinstance(order, list | tuple) else "?"
     return ":".join([op, where, *(str(m) for m in more)])
 
 
