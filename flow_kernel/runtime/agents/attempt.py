@@ -40,9 +40,11 @@ Invoke = Callable[[Attempt], Awaitable[ProviderReply]]
 
 
 class AttemptLayer(Protocol):
-    """A wrapper around the rest of the chain: `invoke` is the next layer's."""
+    """A wrapper around the rest of the chain: `invoke` is the next layer's. An `async def`,
+    or a plain one that hands the attempt on (returns what `invoke` returns: one coroutine
+    frame less per attempt) when it has nothing to do after the rest."""
 
-    async def __call__(self, attempt: Attempt, invoke: Invoke) -> ProviderReply: ...
+    def __call__(self, attempt: Attempt, invoke: Invoke) -> Awaitable[ProviderReply]: ...
 
 
 class CallRefused(Exception):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from flow_kernel.errors import AgentInvocationError, FlowError
@@ -94,11 +94,15 @@ class GuardLayer:
 class TimeoutLayer:
     """An attempt within its agent's own `timeout` (`agent-invocation` when it runs out)."""
 
-    async def __call__(self, attempt: Attempt, invoke: Invoke) -> ProviderReply:
+    def __call__(self, attempt: Attempt, invoke: Invoke) -> Awaitable[ProviderReply]:
         timeout_ms = attempt.timeout_ms
         if isinstance(timeout_ms, int) and timeout_ms > 0:
-            try:
-                return await asyncio.wait_for(invoke(attempt), timeout_ms / 1000)
-            except TimeoutError:
-                raise AgentInvocationError(f"`{attempt.call.spec.name}` timed out after {timeout_ms} ms") from None
-        return await invoke(attempt)
+            return self._within(attempt, invoke, timeout_ms)
+        return invoke(attempt)
+
+    @staticmethod
+    async def _within(attempt: Attempt, invoke: Invoke, timeout_ms: int) -> ProviderReply:
+        try:
+            return await asyncio.wait_for(invoke(attempt), timeout_ms / 1000)
+        except TimeoutError:
+            raise AgentInvocationError(f"`{attempt.call.spec.name}` timed out after {timeout_ms} ms") from None

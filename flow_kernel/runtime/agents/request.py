@@ -120,7 +120,7 @@ class RequestLayer:
         self.tools = tools
         self.ask_operator = ask_operator
 
-    async def __call__(self, attempt: Attempt, invoke: Invoke) -> ProviderReply:
+    def __call__(self, attempt: Attempt, invoke: Invoke) -> Awaitable[ProviderReply]:
         attempt.live = True
         call = attempt.call
         provider = self.providers.get(call.provider)
@@ -133,7 +133,7 @@ class RequestLayer:
             float(temperature) if isinstance(temperature, int | float) else None, tuple(call.tools),
             self.tools.caller(call, attempt.number) if call.tools else None, call_prompt=str(call.payload.get("prompt")),
             ask_operator=self._asker(call), max_output_tokens=call.output_cap, max_tool_calls=call.max_tool_calls)
-        return await invoke(attempt)
+        return invoke(attempt)
 
     def _asker(self, call: AgentCall) -> Callable[[str, list[str] | None], Awaitable[str]] | None:
         """The operator, for a question the provider's side asks during this call."""
