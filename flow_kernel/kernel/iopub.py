@@ -45,6 +45,8 @@ from typing import Any
 import zmq
 from ipykernel.iostream import IOPubThread, OutStream
 
+from flow_kernel.kernel.frames import send_frames
+
 
 class FlowIOPubThread(IOPubThread):
     """ipykernel's IOPub thread, whose `send_multipart` sends on the socket at once, from
@@ -78,23 +80,24 @@ class FlowIOPubThread(IOPubThread):
             self._handed += 1
         super().schedule(run)
 
-    def send_multipart(self, *args: Any, **kwargs: Any) -> None:
+    def send_multipart(self, msg: Any, *args: Any, **kwargs: Any) -> None:
         """Send the message after every message handed over before it: now, from this
         thread, when nothing handed to the IOPub thread waits to run; else on the thread.
         A message sent while this thread's own send is under way (a finalizer the
         garbage collector ran in it, a signal handler) is handed to the thread, which
         sends it once that send is complete."""
-        if threading.get_ident() != self.thread.ident and self._is_master_process():
+        if threading.get_ident() != self.thread.ident and self._is_master_process() and not args \
+                and kwargs.keys() <= {"copy", "track"}:  # what `Session.send` passes
             with self._socket_lock:
                 if self._handed == 0 and not self._sending and not self._stopped and self.thread.is_alive() \
                         and self.socket is not None:
                     self._sending = True
                     try:
-                        self._send_on_socket(*args, **kwargs)
+                        self._send_on_socket(msg, kwargs.get("copy", True), kwargs.get("track", False))
                     finally:
                         self._sending = False
                     return
-        super().send_multipart(*args, **kwargs)
+        super().send_multipart(msg, *args, **kwargs)
 
     def _really_send(self, *args: Any, **kwargs: Any) -> None:
         """The thread's send (ipykernel's), under the socket's lock."""
@@ -103,11 +106,15 @@ class FlowIOPubThread(IOPubThread):
             if self.socket is not None and self._is_master_process():
                 self._look_for_subscriptions()
 
-    def _send_on_socket(self, *args: Any, **kwargs: Any) -> None:
-        """Send with the socket's lock held; the socket may be closing at shutdown, where a
-        message is dropped as ipykernel's thread drops it."""
+    def _send_on_socket(self, msg: Any, copy: bool, track: bool) -> None:
+        """Send with the socket's lock held (kernel/frames.py); the socket may be closing at
+        shutdown, where a message is dropped as ipykernel's thread drops it."""
+        socket = self.socket
         try:
-            self.socket.send_multipart(*args, **kwargs)
+            if isinstance(socket, zmq.Socket):
+                send_frames(socket, msg, copy, track)
+            else:  # a socket-like object (ipykernel's threads take those too)
+                socket.send_multipart(msg, copy=copy, track=track)
         except zmq.ZMQError as exc:
             if exc.errno == zmq.ENOTSOCK:
                 return

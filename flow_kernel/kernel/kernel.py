@@ -39,6 +39,7 @@ from flow_kernel.frontend.magics import MAGICS, notebook_trust
 from flow_kernel.frontend.outputs import result_bundle, waiting_text
 from flow_kernel.frontend.port import Bundle
 from flow_kernel.frontend.resume_magic import NOTEBOOK_ANSWER
+from flow_kernel.kernel.frames import FrameSender
 from flow_kernel.kernel.history import CellHistory, KernelHistory, default_location
 from flow_kernel.kernel.status import DispatchParents, StatusGate
 from flow_kernel.runtime.config import FlowConfig
@@ -173,7 +174,7 @@ class FlowKernel(Kernel):
         same send when flushed, after updating its loop registration twice."""
         direct = stream
         if stream is self.shell_stream and stream is not None and not stream.sending() and stream.socket is not None:
-            direct = stream.socket
+            direct = FrameSender(stream.socket)  # its frames handed to pyzmq's compiled send (kernel/frames.py)
         await super().execute_request(direct, ident, parent)
 
     async def do_execute(self, code: str, silent: bool, store_history: bool = True,
