@@ -57,7 +57,7 @@ class FlowIOPubThread(IOPubThread):
         # Before ipykernel's __init__, which sets up the subscription reader.
         self._socket_lock = threading.RLock()  # every use of the socket; the count below
         self._handed = 0  # callables handed to the thread and not run yet
-        self._sending = False  # a send from another thread is on the socket
+        self._sending = False  # a send from another thread than the IOPub thread is under way
         super().__init__(socket, pipe=pipe, session=session)
         os.register_at_fork(after_in_child=self._forked)
 
@@ -124,7 +124,7 @@ class FlowIOPubThread(IOPubThread):
     def _look_for_subscriptions(self) -> None:
         """With the socket's lock held, after a send: the send may have consumed the
         descriptor's signal of a subscription, so one waiting is handed to the thread."""
-        if self.socket.getsockopt(zmq.EVENTS) & zmq.POLLIN:
+        if isinstance(self.socket, zmq.Socket) and self.socket.getsockopt(zmq.EVENTS) & zmq.POLLIN:
             self.io_loop.add_callback(self._read_subscriptions)
 
     def stop(self) -> None:

@@ -157,3 +157,32 @@ def test_a_message_sent_in_the_middle_of_a_send_waits_for_it_to_end(recorded: An
     _drain(thread)
     assert steps == [("begin", b"outer"), ("end", b"outer"), ("begin", b"nested"), ("end", b"nested")]
     assert [name for name, _parts in socket.sent] == [threading.current_thread().name, "IOPub"]
+
+
+def test_a_socket_like_object_without_zmq_options_is_sent_on() -> None:
+    """ipykernel's threads take socket-like objects (its `DummySocket`): one with no
+    `getsockopt` is sent on, with no look for subscriptions."""
+
+    class Plain:
+        def __init__(self, context: zmq.Context[Any]) -> None:
+            self.context = context
+            self.sent: list[list[bytes]] = []
+
+        def send_multipart(self, msg: list[bytes], *_args: Any, **_kwargs: Any) -> None:
+            self.sent.append(list(msg))
+
+    context: zmq.Context[Any] = zmq.Context()
+    socket = Plain(context)
+    thread = FlowIOPubThread(socket)
+    thread.start()
+    try:
+        thread.send_multipart([b"direct"])
+        release = _hold(thread)
+        thread.send_multipart([b"queued"])
+        release.set()
+        _drain(thread)
+        assert socket.sent == [[b"direct"], [b"queued"]]
+    finally:
+        end_gc_task(thread)
+        thread.stop()
+        context.term()
