@@ -92,3 +92,15 @@ def test_a_scripted_agent_waits_its_latency() -> None:
 
     value, waited = asyncio.run(main())
     assert value == "done" and waited >= 0.005
+
+
+def test_a_cancelled_earlier_sleep_does_not_hold_up_a_later_one() -> None:
+    async def main() -> tuple[bool, bool]:
+        early = asyncio.ensure_future(precise_sleep(0.002))
+        late = asyncio.ensure_future(precise_sleep(0.004))
+        await asyncio.sleep(0)
+        early.cancel()
+        await late
+        return early.cancelled(), late.done()
+
+    assert asyncio.run(main()) == (True, True)
