@@ -124,7 +124,8 @@ class FlowIOPubThread(IOPubThread):
     def _look_for_subscriptions(self) -> None:
         """With the socket's lock held, after a send: the send may have consumed the
         descriptor's signal of a subscription, so one waiting is handed to the thread."""
-        if isinstance(self.socket, zmq.Socket) and self.socket.getsockopt(zmq.EVENTS) & zmq.POLLIN:
+        socket = self.socket
+        if isinstance(socket, zmq.Socket) and int(socket.getsockopt(zmq.EVENTS)) & zmq.POLLIN:
             self.io_loop.add_callback(self._read_subscriptions)
 
     def stop(self) -> None:
