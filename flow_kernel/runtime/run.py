@@ -217,7 +217,7 @@ async def run_compiled(compiled: Compiled, executor: Executor, context: RunConte
     # `flow cancel` / `%cancel` from any process (durable/cancel.py): seen by a timer, and at
     # each effect boundary (`host.handle`), within `POLL_SECONDS`
     watch = watch_for(journal_dir, run_id) if journal is not None else None
-    watcher = asyncio.create_task(watch.watch(lambda request: host.fail(request.error()))) if watch else None
+    end_watch = watch.watch(lambda request: host.fail(request.error())) if watch else None
     host.cancel_watch = watch
     if journal is not None:
         asyncio.get_running_loop().call_soon(_write_header, journal, host)
@@ -228,8 +228,8 @@ async def run_compiled(compiled: Compiled, executor: Executor, context: RunConte
         outcome.error = FlowCancelledError("the run was cancelled")
         raise
     finally:
-        if watcher is not None:
-            watcher.cancel()
+        if end_watch is not None:
+            end_watch()
         outcome.output_bytes = host.output_bytes
         await host.close_agents()  # the run's MCP servers
         host.release()

@@ -177,6 +177,7 @@ class Session:
         self.compiled_cells = CompileCache()
         self.values: dict[str, Any] = {}  # top-level bindings as JSON, by name
         self.history: list[RunOutcome] = []  # the last HISTORY runs, newest last
+        self._history_bytes = 0  # at least the output bytes of `history` (`_bound_history`)
         self.cells = 0
         self._executor: Executor | None = None
         self.record(record)
@@ -380,14 +381,22 @@ class Session:
     def _bound_history(self) -> None:
         """Keep at most twice the output ceiling of events in memory (at least the newest run):
         a kernel after many floods holds ~128 MiB of them, not 100 x 64 MiB. Older runs
-        are in their journals (`%events` reads them there)."""
-        budget, total, kept = 2 * self.ceilings.output_bytes, 0, 0
+        are in their journals (`%events` reads them there). Called once per run appended:
+        the history is walked only when the bytes of the runs appended since the last walk
+        and of what it kept (a bound: runs dropped by count are still in it) pass the budget."""
+        budget = 2 * self.ceilings.output_bytes
+        if self.history:
+            self._history_bytes += self.history[-1].output_bytes
+        if self._history_bytes <= budget:  # all are within the budget: the walk would keep them all
+            return
+        total, kept = 0, 0
         for outcome in reversed(self.history):
-            total += outcome.output_bytes
-            if total > budget and kept:
+            if total + outcome.output_bytes > budget and kept:
                 break
+            total += outcome.output_bytes
             kept += 1
         del self.history[:-kept]
+        self._history_bytes = total
 
     def run(self, source: str, *, workflow: str | None = None, input: dict[str, Any] | None = None,
             name: str | None = None) -> RunOutcome:

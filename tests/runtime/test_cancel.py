@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from flow_kernel.runtime.context import RunContext
+from flow_kernel.runtime.durable import cancel
 from flow_kernel.runtime.durable.cancel import (
     CancelWatch,
     cancel_run,
@@ -157,17 +158,43 @@ def test_the_owning_process_stops_the_run_and_journals_who_cancelled_it(tmp_path
     assert not request_path(journals(tmp_path), outcome.run_id).exists()  # answered: removed
 
 
-def test_the_watch_looks_at_most_every_poll_and_sees_a_request(tmp_path: Path) -> None:
+def test_the_watch_looks_at_most_every_poll_and_sees_a_request(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cancel, "POLL_SECONDS", 0.01)
     folder = journals(tmp_path)
     folder.mkdir(parents=True)
     watch = CancelWatch(folder, "r0123456789ab")
     assert watch.check() is None
     watch.path.write_text(json.dumps({"by": "%cancel", "user": "ann"}), encoding="utf-8")
     seen: list[str] = []
-    asyncio.run(watch.watch(lambda request: seen.append(request.by)))
+
+    async def until_seen() -> None:
+        watch.watch(lambda request: seen.append(request.by))
+        while not seen:
+            await asyncio.sleep(0.005)
+        await asyncio.sleep(0.03)  # seen once: the timer is not set again
+
+    asyncio.run(until_seen())
     assert seen == ["%cancel"] and watch.request is not None and watch.request.user == "ann"
     watch.clear()
     assert not watch.path.exists()
+
+
+def test_an_ended_watch_no_longer_looks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cancel, "POLL_SECONDS", 0.01)
+    folder = journals(tmp_path)
+    folder.mkdir(parents=True)
+    watch = CancelWatch(folder, "r0123456789ab")
+    seen: list[str] = []
+
+    async def ended_then_requested() -> None:
+        end = watch.watch(lambda request: seen.append(request.by))
+        await asyncio.sleep(0.015)  # one look, nothing there: the timer is set again
+        end()
+        watch.path.write_text(json.dumps({"by": "%cancel", "user": "ann"}), encoding="utf-8")
+        await asyncio.sleep(0.03)
+
+    asyncio.run(ended_then_requested())
+    assert seen == [] and watch.request is None
 
 
 def test_a_run_id_a_caller_chose_gets_no_watch(tmp_path: Path) -> None:

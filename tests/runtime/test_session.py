@@ -135,3 +135,25 @@ def test_the_history_keeps_the_recent_runs() -> None:
         session.run(f"{i}")
     assert len(session.history) == HISTORY
     assert session.history[-1].result == HISTORY + 4 and session.history[0].result == 5
+
+
+def test_the_history_keeps_the_newest_runs_within_twice_the_output_ceiling() -> None:
+    from flow_kernel.runtime.policy.ceilings import Ceilings
+    from flow_kernel.runtime.run import RunOutcome
+    from flow_kernel.runtime.session import HISTORY
+
+    session = Session(operator="none", journal_dir=None, sandbox=False,
+                      context=RunContext(ceilings=Ceilings(output_bytes=1000)))
+    sizes = [300, 700, 5, 900, 2500, 10, 10, 400, 1999, 1, 0, 600, 600, 600, *[1] * (HISTORY + 3), 2000, 3]
+    for n, size in enumerate(sizes):
+        session.history.append(RunOutcome(f"r{n}", output_bytes=size))
+        del session.history[:-HISTORY]
+        session._bound_history()
+        # the newest runs whose bytes fit 2 x 1000, at least the newest one
+        expected, total = [], 0
+        for m in range(n, max(-1, n - HISTORY), -1):
+            if total + sizes[m] > 2000 and expected:
+                break
+            total += sizes[m]
+            expected.append(f"r{m}")
+        assert [o.run_id for o in reversed(session.history)] == expected, n

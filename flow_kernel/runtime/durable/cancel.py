@@ -192,14 +192,29 @@ class CancelWatch:
                     self.request = read_request(self.path)
         return self.request
 
-    async def watch(self, stop: Callable[[CancelRequested], None]) -> None:
-        """Until cancelled (the run ended): look for a request every `POLL_SECONDS`; on one, `stop` it."""
-        while True:
-            await asyncio.sleep(POLL_SECONDS)
+    def watch(self, stop: Callable[[CancelRequested], None]) -> Callable[[], None]:
+        """Look for a request every `POLL_SECONDS` from a timer on the running loop and, on
+        one, call `stop` with it (once). Returns what ends the watch (the run ended): after
+        it, `stop` is not called. A timer, not a task: a run that ends within its first
+        `POLL_SECONDS` costs the loop one timer set and cancelled."""
+        loop = asyncio.get_running_loop()
+        handle: asyncio.TimerHandle | None = None
+
+        def poll() -> None:
+            nonlocal handle
             request = self.check()
-            if request is not None:
+            if request is None:
+                handle = loop.call_later(POLL_SECONDS, poll)
+            else:
+                handle = None
                 stop(request)
-                return
+
+        def end() -> None:
+            if handle is not None:
+                handle.cancel()
+
+        handle = loop.call_later(POLL_SECONDS, poll)
+        return end
 
     def clear(self) -> None:
         """The run ended: its request (if any) was answered, or came too late; remove it."""
