@@ -112,7 +112,7 @@ def test_the_sandbox_writes_a_burst_as_its_1st_2nd_4th_8th_line_and_the_rest_lat
                     self.held = 0
 
         rec = Recorder()
-        bridge.io, bridge.write = rec, rec.write  # the bridge keeps `io.write` looked up once
+        bridge.io, bridge.write, bridge.write_now = rec, rec.write, rec.flush  # looked up once
         try:
             bridge.new_turn()
             for i in range(11):
@@ -122,7 +122,7 @@ def test_the_sandbox_writes_a_burst_as_its_1st_2nd_4th_8th_line_and_the_rest_lat
             bridge.notify("note", {"i": 11})
             return [during, list(rec.writes), rec.held]
         finally:
-            bridge.io, bridge.write = real, real.write
+            bridge.io, bridge.write, bridge.write_now = real, real.write, real.flush
             bridge.unflushed = False
     """)
     assert result == [[1, 1, 2, 4], [1, 1, 2, 4, 4], 0]

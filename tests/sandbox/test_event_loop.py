@@ -76,3 +76,32 @@ def test_a_task_that_never_stops_yielding_leaves_node_its_turns(sandbox: Sandbox
         return await task
     """, deadline_ms=5000)
     assert isinstance(result, int) and result > 0, result
+
+
+def test_a_reply_wakes_its_task_in_the_read_that_brought_it(sandbox: Sandbox) -> None:
+    # The runner hands a read's lines to Python (bridge.on_lines) and the tasks their replies
+    # wake run in that same call (FlowLoop.run_after): no `setImmediate` turn of their own,
+    # so a round trip to the host asks Node for no wake-up. With the turn asked for after
+    # the read, each of these round trips woke Node once.
+    async def echo(op: str, payload: dict[str, object]) -> object:
+        return payload
+
+    sandbox.ensure_alive().handler = echo
+    result = sandbox.raw("""
+        import asyncio
+        from flowbox import bridge
+        loop = asyncio.get_running_loop()
+        wakes = [0]
+        wake = loop._wake
+        def counting():
+            wakes[0] += 1
+            wake()
+        loop._wake = counting
+        try:
+            values = [await bridge._bridge.invoke("echo", {"n": n}) for n in range(5)]
+        finally:
+            loop._wake = wake
+        return [values, wakes[0]]
+    """)
+    assert result == [[{"n": n} for n in range(5)], 0], result
+

@@ -37,7 +37,10 @@ _HEAD = re.compile(r'\{"id":(\d+),"(op|ok)"')  # how the host's encoder starts a
 class Bridge:
     def __init__(self, io):
         self.io = io
-        self.write = io.write  # one lookup on the JavaScript object, not one a line
+        # One lookup on the JavaScript object each, not one a line: reading an attribute of
+        # a JsProxy makes a new proxy of the function every time.
+        self.write = io.write
+        self.write_now = io.flush
         self.next_id = 0
         self.pending = {}
         self.code_cache = {}
@@ -79,7 +82,7 @@ class Bridge:
         (`Runtime._check_step`), so nothing waits behind a long computation."""
         if self.unflushed:
             self.unflushed = False
-            self.io.flush()
+            self.write_now()
 
     def notify(self, op, payload):
         self._send({"op": op, "payload": payload})
@@ -260,6 +263,12 @@ def run_ready():
     _loop.run_ready()
 
 
+def on_lines(text):
+    """Called by the runner with the complete lines of one read (`Bridge.on_lines`); the
+    tasks their replies wake run in this same call (`FlowLoop.run_after`)."""
+    _loop.run_after(_bridge.on_lines, text)
+
+
 def attach(io):
     """Called by the runner after the doors are closed; returns the line handler."""
     global _bridge, _loop
@@ -270,4 +279,4 @@ def attach(io):
     _bridge.notify("ready", {"abi": ABI, "pyodide": str(io.pyodide),
                              "python": ".".join(map(str, __import__("sys").version_info[:3])),
                              "snapshot": bool(io.snapshot), "memory": _bridge.memory()})
-    return _bridge.on_lines
+    return on_lines

@@ -13,7 +13,10 @@ when the queue goes from empty to not empty (`io.wake`, which runs `run_ready`).
 runs the callbacks that were ready when it started, in their order; those they make ready
 wait for the next turn, as in asyncio's own loop, so a task that never stops yielding
 still lets Node read stdin, fire timers (the watchdog) and write the outbox between
-turns. Timers (`call_later` with a delay) are WebLoop's, unchanged.
+turns. The replies of one read from stdin wake their tasks in the runner's call that
+hands the lines over (`run_after`), not in a `setImmediate` after it: a fan-out's replies
+arrive one read at a time, and each saved two calls across JavaScript and a turn of Node.
+Timers (`call_later` with a delay) are WebLoop's, unchanged.
 """
 
 from __future__ import annotations
@@ -75,6 +78,31 @@ class FlowLoop(WebLoop):
                     self._woken = True
                     self._wake()
                 raise
+
+
+    def run_after(self, work, arg):
+        """`work(arg)`, then a turn of what it made ready, in this same call from the runner
+        when no turn was due: the bridge's reading of one batch of lines, whose replies wake
+        their tasks. Those tasks then run without a `setImmediate` of their own (a call out
+        to JavaScript to ask for it, Node's turn to the check phase, a call back in). When a
+        turn was already due, it runs them, as before. What the turn makes ready waits for
+        the next one, as in `run_ready`."""
+        if self._woken:
+            work(arg)
+            return
+        self._woken = True  # what `work` makes ready queues without asking for a turn
+        try:
+            work(arg)
+        except BaseException:
+            self._woken = False
+            if self._ready:
+                self._woken = True
+                self._wake()
+            raise
+        if self._ready:
+            self.run_ready()
+        else:
+            self._woken = False
 
 
 def install(wake):
