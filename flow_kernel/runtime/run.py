@@ -222,7 +222,7 @@ async def run_compiled(compiled: Compiled, executor: Executor, context: RunConte
     if journal is not None:
         asyncio.get_running_loop().call_soon(_write_header, journal, host)
     try:
-        with older_objects_frozen():
+        with older_objects_frozen(collect_later=True):  # the caller does not wait for the collection
             return await _run(compiled, executor, host, outcome, workflow, input, session_values)
     except asyncio.CancelledError:  # cancelled before the sandbox took it: the journal must not say `completed`
         outcome.error = FlowCancelledError("the run was cancelled")

@@ -4,6 +4,7 @@ come for hundreds of cells (issue 23: the kernel grew ~40 KB a cell)."""
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import weakref
 
@@ -82,3 +83,65 @@ def test_a_heap_the_application_froze_keeps_its_thresholds() -> None:
         assert gc.get_freeze_count() > 0  # not the policy's to give back
     finally:
         gc.unfreeze()
+
+
+def test_a_later_collection_runs_on_the_loops_next_turn() -> None:
+    """`collect_later`: the caller resumes before the collection; the loop's next turn frees
+    the cycle and gives the heap back."""
+    async def scenario() -> tuple[bool, int, bool, int]:
+        with gc_policy.older_objects_frozen(collect_later=True):
+            ref = weakref.ref(Node())
+        alive_at_return, frozen_at_return = ref() is not None, gc.get_freeze_count()
+        await asyncio.sleep(0)
+        return alive_at_return, frozen_at_return, ref() is None, gc.get_freeze_count()
+
+    alive, frozen, freed, frozen_after = asyncio.run(scenario())
+    assert alive and frozen > 0  # not yet: the caller did not wait
+    assert freed and frozen_after == 0
+
+
+def test_a_run_that_starts_before_the_later_collection_keeps_the_heap_frozen() -> None:
+    """The next run keeps the older heap frozen (no second freeze of the first run's
+    objects); the due collection still frees the first run's cycle on that turn, and the
+    heap goes back when the second run ends."""
+    async def scenario() -> list[object]:
+        seen: list[object] = []
+        with gc_policy.older_objects_frozen(collect_later=True):
+            first = weakref.ref(Node())
+        frozen = gc.get_freeze_count()
+        with gc_policy.older_objects_frozen(collect_later=True):
+            seen.append(0 < gc.get_freeze_count() <= frozen)  # not frozen again (it would grow)
+            await asyncio.sleep(0)  # the run waits: the loop's turn collects
+            seen.append(first() is None)
+            seen.append(gc.get_freeze_count() > 0)  # still frozen for this run
+        await asyncio.sleep(0)
+        seen.append(gc.get_freeze_count())
+        return seen
+
+    assert asyncio.run(scenario()) == [True, True, True, 0]
+
+
+def test_a_later_collection_whose_loop_stopped_is_made_by_the_next_run() -> None:
+    """A loop closed before its next turn leaves the collection due: the next run, on
+    another loop, makes it before it freezes the heap again."""
+    loop = asyncio.new_event_loop()
+
+    async def run_once() -> weakref.ref[Node]:
+        with gc_policy.older_objects_frozen(collect_later=True):
+            ref = weakref.ref(Node())
+        asyncio.get_running_loop().stop()  # this turn is the loop's last
+        return ref
+
+    ref = loop.run_until_complete(run_once())
+    loop.close()  # the turn that would collect never comes
+    assert ref() is not None
+    with gc_policy.older_objects_frozen():
+        assert ref() is None
+    assert gc.get_freeze_count() == 0
+
+
+def test_without_a_loop_a_later_collection_is_made_at_once() -> None:
+    with gc_policy.older_objects_frozen(collect_later=True):
+        ref = weakref.ref(Node())
+    assert ref() is None
+    assert gc.get_freeze_count() == 0

@@ -3,15 +3,17 @@ one `setImmediate` a turn, the ones a turn makes ready wait for the next turn.""
 
 from __future__ import annotations
 
+import textwrap
+
 from tests.sandbox.sandbox_helpers import Sandbox, sandbox
 
 __all__ = ["sandbox"]
 
 
-def test_a_burst_of_ready_callbacks_wakes_node_once_a_turn(sandbox: Sandbox) -> None:
-    # 200 futures completed in one go, and the tasks waiting on them: with WebLoop every
-    # callback was a setImmediate of its own (400+ here); now it is one per turn.
-    result = sandbox.raw("""
+def with_wakes_counted(body: str) -> str:
+    """Sandbox code that runs `body` (which sets `value`; `asyncio` and `loop` are there)
+    with the loop's requests for a turn counted, and returns `[value, wake-ups]`."""
+    return textwrap.dedent("""
         import asyncio
         loop = asyncio.get_running_loop()
         wakes = [0]
@@ -21,18 +23,26 @@ def test_a_burst_of_ready_callbacks_wakes_node_once_a_turn(sandbox: Sandbox) -> 
             wake()
         loop._wake = counting
         try:
-            futures = [loop.create_future() for _ in range(200)]
-            async def waiter(f):
-                return await f
-            tasks = [asyncio.ensure_future(waiter(f)) for f in futures]
-            await asyncio.sleep(0)
-            for f in futures:
-                f.set_result(1)
-            total = sum(await asyncio.gather(*tasks))
+    """) + textwrap.indent(textwrap.dedent(body), "    ") + textwrap.dedent("""
         finally:
             loop._wake = wake
-        return [total, wakes[0]]
+        return [value, wakes[0]]
     """)
+
+
+def test_a_burst_of_ready_callbacks_wakes_node_once_a_turn(sandbox: Sandbox) -> None:
+    # 200 futures completed in one go, and the tasks waiting on them: with WebLoop every
+    # callback was a setImmediate of its own (400+ here); now it is one per turn.
+    result = sandbox.raw(with_wakes_counted("""
+        futures = [loop.create_future() for _ in range(200)]
+        async def waiter(f):
+            return await f
+        tasks = [asyncio.ensure_future(waiter(f)) for f in futures]
+        await asyncio.sleep(0)
+        for f in futures:
+            f.set_result(1)
+        value = sum(await asyncio.gather(*tasks))
+    """))
     assert isinstance(result, list), result
     total, wakes = result
     assert total == 200
@@ -87,21 +97,9 @@ def test_a_reply_wakes_its_task_in_the_read_that_brought_it(sandbox: Sandbox) ->
         return payload
 
     sandbox.ensure_alive().handler = echo
-    result = sandbox.raw("""
-        import asyncio
+    result = sandbox.raw(with_wakes_counted("""
         from flowbox import bridge
-        loop = asyncio.get_running_loop()
-        wakes = [0]
-        wake = loop._wake
-        def counting():
-            wakes[0] += 1
-            wake()
-        loop._wake = counting
-        try:
-            values = [await bridge._bridge.invoke("echo", {"n": n}) for n in range(5)]
-        finally:
-            loop._wake = wake
-        return [values, wakes[0]]
-    """)
+        value = [await bridge._bridge.invoke("echo", {"n": n}) for n in range(5)]
+    """))
     assert result == [[{"n": n} for n in range(5)], 0], result
 
