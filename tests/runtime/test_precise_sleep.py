@@ -104,3 +104,32 @@ def test_a_cancelled_earlier_sleep_does_not_hold_up_a_later_one() -> None:
         return early.cancelled(), late.done()
 
     assert asyncio.run(main()) == (True, True)
+
+
+def test_a_latency_past_what_a_timespec_holds_waits_without_an_error() -> None:
+    # A script's `slow(…)` takes any duration literal: 10^22 ms is ~10^19 s, past a C long's
+    # seconds in the fd's `timespec` (refused with EINVAL before the fd was armed at most a day ahead).
+    decl = check(SourceFile("a.flow", 'agent a { model: "scripted", script: [slow(10000000000000000000000ms, "x")] }\n'))
+    node = decl.decls["a"].node
+    assert isinstance(node, AgentDecl) and all(d.severity.name != "ERROR" for d in decl.diagnostics)
+    provider = ScriptedProvider({"a": parse_script(node)})
+
+    async def main() -> None:
+        for waiting in (provider.reply("a", provider.scripts["a"], "hi"), precise_sleep(float("inf"))):
+            with pytest.raises(TimeoutError):
+                await asyncio.wait_for(waiting, 0.01)
+
+    asyncio.run(main())
+
+
+@linux
+def test_a_deadline_beyond_the_fds_reach_is_met_by_arming_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("flow_kernel.runtime.providers.timer.MAX_ARM", 0.001)
+
+    async def main() -> float:
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        await precise_sleep(0.005)  # five or more arms of at most 1 ms
+        return loop.time() - start
+
+    assert asyncio.run(main()) >= 0.005

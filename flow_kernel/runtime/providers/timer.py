@@ -29,6 +29,10 @@ import weakref
 from typing import Any
 
 _CLOCK_MONOTONIC = 1  # time.monotonic's clock, which asyncio's `loop.time()` reads
+# The farthest ahead the fd is armed, in seconds (a day, as asyncio's selector waits at most):
+# a later deadline is reached by arming again when the fd fires. A `timespec`'s seconds are
+# a C long, and a deadline past it would be refused (EINVAL) or wrap.
+MAX_ARM = 86_400.0
 _TFD_NONBLOCK, _TFD_CLOEXEC, _TFD_TIMER_ABSTIME = 0o4000, 0o2000000, 1
 
 
@@ -80,6 +84,9 @@ class _LoopTimers:
         return future
 
     def _arm(self, when: float) -> None:
+        """Arm the fd at `when`, or at most `MAX_ARM` ahead (it fires, finds nothing due, and
+        is armed again)."""
+        when = min(when, self.loop.time() + MAX_ARM)
         seconds = math.floor(when)
         nanoseconds = min(999_999_999, math.ceil((when - seconds) * 1e9))  # never before `when`
         spec = _Itimerspec(_Timespec(0, 0), _Timespec(seconds, nanoseconds))
