@@ -264,6 +264,11 @@ _MAGICS_ATTR = "_flow_magics"
 
 
 def load_ipython_extension(shell: Any) -> None:
+    from flow_kernel.kernel.status import name_idles_by_their_dispatch
+
+    kernel = getattr(shell, "kernel", None)  # None in a terminal IPython
+    if kernel is not None:
+        name_idles_by_their_dispatch(kernel)  # Run All in JupyterLab: kernel/status.py
     magics = FlowMagics(shell)
     setattr(shell, _MAGICS_ATTR, magics)
     shell.user_ns.setdefault("flow_tool", flow_tool)

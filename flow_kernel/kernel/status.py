@@ -19,6 +19,11 @@ end), the next cell's `idle` named the one before it. The gate then waited for a
 that never came, and the status bar said "Flow | Busy" for good. `DispatchParents` gives
 a closing `idle` the parent of its dispatch's opening `busy`, which ipykernel publishes
 right after setting it.
+
+The same race is in a stock ipykernel (7.4), where `%load_ext flow_kernel` runs Flow in a
+Python notebook: a run view that says hello after its run ended is such a comm message,
+and under load one cell of a Run All never got its own `idle`, so JupyterLab never gave
+it a count. `name_idles_by_their_dispatch` installs `DispatchParents` on that kernel.
 """
 
 from __future__ import annotations
@@ -93,4 +98,26 @@ class DispatchParents:
         return current
 
 
-__all__ = ["DispatchParents", "StatusGate"]
+def name_idles_by_their_dispatch(kernel: Any) -> bool:
+    """Make `kernel` (a stock ipykernel, as `%load_ext flow_kernel` finds it) publish each
+    shell dispatch's closing `idle` with the parent of its opening `busy`, as FlowKernel
+    does. Returns whether it was installed now: not twice, not on a kernel that names them
+    already, and not on one without ipykernel's `_publish_status`/`get_parent`."""
+    if getattr(kernel, "_dispatch_parents", None) is not None:
+        return False
+    publish, get_parent = getattr(kernel, "_publish_status", None), getattr(kernel, "get_parent", None)
+    if not callable(publish) or not callable(get_parent):
+        return False
+    parents = DispatchParents()
+
+    def _publish_status(status: str, channel: str, parent: dict[str, Any] | None = None) -> None:
+        if parent is None:
+            parent = parents.parent_of(status, channel, get_parent(channel))
+        publish(status, channel, parent)
+
+    kernel._publish_status = _publish_status
+    kernel._dispatch_parents = parents
+    return True
+
+
+__all__ = ["DispatchParents", "StatusGate", "name_idles_by_their_dispatch"]
