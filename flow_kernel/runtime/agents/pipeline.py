@@ -81,6 +81,22 @@ class HostCalls:
     sandbox_call: SandboxCall | None = None
 
 
+class RunDeadline:
+    """The run's deadline (`at`: time.monotonic(), None without one), held apart from the
+    pipeline so that the layers reading it hold no reference back to the pipeline: a run's
+    pipeline and host are then freed by reference counting when the run's outcome goes,
+    not left in a reference cycle for the collector to scan."""
+
+    __slots__ = ("at",)
+
+    def __init__(self) -> None:
+        self.at: float | None = None
+
+    def remaining(self) -> float | None:
+        """Seconds left before the deadline; None without one."""
+        return None if self.at is None else self.at - time.monotonic()
+
+
 class AgentPipeline:
     # Seconds between two `agent.delta` events of a call; the bench sets it on the class (a
     # ClassVar: compiled, a plain default would be each object's own, blind to that).
@@ -97,7 +113,7 @@ class AgentPipeline:
         self.frames = frames
         self.host = host
         self.emit = host.emit
-        self.deadline: float | None = None  # time.monotonic() at which the run's duration ends (host.py)
+        self._deadline = RunDeadline()  # the guard layer reads it too (host.py sets it)
         self.traces: list[Trace] = []
         self.trace_sinks = context.trace_sinks
         self.agents = {name: agent_spec(entry.node, entry.agent.tools if entry.agent else [], entry.agent)
@@ -126,7 +142,7 @@ class AgentPipeline:
         self.mcp = McpConnections(config.mcp, config.path.parent if config.path is not None else None)
         # Each remote provider's rate limits, Retry-After, breaker and bulkhead: the session's,
         # shared by its runs; a run of its own otherwise.
-        self.resilience = context.resilience or Resilience(lambda name: self.config.provider(name).options)
+        self.resilience = context.resilience or Resilience(lambda name: config.provider(name).options)
         self.layers = self._layers(checkpoint, decls)  # the attempt chain, outermost first
         self.invoke = chain(self.layers)
         # The chain of an attempt of the pipeline's own (local) providers: without the layers
@@ -147,7 +163,7 @@ class AgentPipeline:
         tools = ToolUse(self.check, context.tools, self.mcp, host.approve_tool, checkpoint)
         layers += [RequestLayer(self.providers, self.config, decls, tools, host.ask_operator),
                    StreamingLayer(self.emit, self.config, self.delta_interval),
-                   GuardLayer(self.resilience, self._remaining, self.emit),
+                   GuardLayer(self.resilience, self._deadline.remaining, self.emit),
                    TimeoutLayer()]
         return layers
 
@@ -155,9 +171,14 @@ class AgentPipeline:
         """After the run: close what the run opened (its MCP servers)."""
         await self.mcp.aclose()
 
-    def _remaining(self) -> float | None:
-        """Seconds left before the run's deadline; None without one."""
-        return None if self.deadline is None else self.deadline - time.monotonic()
+    @property
+    def deadline(self) -> float | None:
+        """time.monotonic() at which the run's duration ends (host.py sets it); None without one."""
+        return self._deadline.at
+
+    @deadline.setter
+    def deadline(self, value: float | None) -> None:
+        self._deadline.at = value
 
     # -- the pipeline ------------------------------------------------------------------------
     def runs_at_once(self, payload: dict[str, Any]) -> bool:
@@ -352,7 +373,8 @@ class AgentPipeline:
 
     def _check_deadline(self) -> None:
         """A call that arrives once the run's deadline has passed does not start."""
-        if self.deadline is not None and time.monotonic() >= self.deadline:
+        deadline = self._deadline.at
+        if deadline is not None and time.monotonic() >= deadline:
             raise WorkflowTimeoutError("the run's duration ended before this agent call could start")
 
     def _validator(self, call: AgentCall) -> jsonschema.protocols.Validator:
