@@ -57,12 +57,15 @@ def test_a_runner_reading_with_node_readline_loses_such_a_line(tmp_path: Path, m
     node = find_node()
     if node.version[0] < 24:
         pytest.skip(f"Node {node.version[0]}'s readline ends lines at \\n only")
-    reader = 'readLines(process.stdin, (text) => onLines(text));'
+    reader = 'input.listen(lineReader((text) => onLines(text)), () => process.exit(0));'
     text = install.RUNNER.read_text()
     assert reader in text
     old = tmp_path / "runner.mjs"
-    old.write_text(text.replace(reader, '(await import("node:readline")).default.createInterface({ input: process.stdin, '
-                                        'crlfDelay: Infinity }).on("line", (line) => { if (line) onLines(line); });'))
+    old.write_text(text.replace(reader, 'const through = new (await import("node:stream")).PassThrough(); '
+                                        '(await import("node:readline")).default.createInterface({ input: through, '
+                                        'crlfDelay: Infinity }).on("line", (line) => { if (line) onLines(line); }); '
+                                        'input.listen((bytes, count) => { through.write(Buffer.from(bytes.subarray(0, count))); }, '
+                                        '() => process.exit(0));'))
     monkeypatch.setattr(process_module, "RUNNER", old)
 
     async def attempt() -> None:

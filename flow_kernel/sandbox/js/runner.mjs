@@ -206,37 +206,104 @@ function startWatchdog() {
   return dog;
 }
 
+// stdin, the bridge's alone: a socket on fd 0 (a pipe from the host) whose reads land in one
+// buffer and go straight to `onRead` (net.Socket's `onread`), with none of a Readable's
+// queueing, its `data` events or the tick it schedules after every chunk. It is made before
+// `net` is stubbed; `process.stdin` is never made (Node would make it through the stubs).
+const READ_BUFFER_BYTES = 64 * 1024;
+
+// Paused until `listen(onRead, onEnd)`: the host's lines wait in the pipe until Python is
+// attached.
+function openBridgeInput() {
+  const buffer = Buffer.allocUnsafe(READ_BUFFER_BYTES);
+  let onRead = null;
+  const socket = new net.Socket({ fd: 0, readable: true, writable: false,
+                                  onread: { buffer, callback: (count, bytes) => { onRead(bytes, count); } } });
+  socket.pause();
+  return {
+    listen(reader, onEnd) {
+      onRead = reader;
+      socket.on("end", onEnd);
+      socket.resume();
+    },
+  };
+}
+
 // A bridge line ends at "\n" and nowhere else (docs/sandbox.md). Not node:readline: from
 // Node 24 on it also ends a line at U+2028 and U+2029 (nodejs/node#57591), which JSON leaves
 // unescaped inside strings, so an agent's answer holding one reached Python as two halves
 // of a line and its run waited until its deadline. The complete lines of one read go to
 // Python in one call (flowbox/bridge.py `on_lines` splits them at "\n" only): a burst of
-// replies is one call into Python, not one a line.
-function readLines(stream, onLines) {
-  stream.setEncoding("utf8");  // a character split between two chunks is decoded whole
-  let head = "";  // the start of a line whose "\n" has not come yet
-  stream.on("data", (chunk) => {
-    const end = chunk.lastIndexOf("\n");
-    if (end === -1) { head += chunk; return; }
-    const text = head + chunk.slice(0, end);
-    head = chunk.slice(end + 1);
+// replies is one call into Python, not one a line. The bytes stay bytes until a "\n" is
+// found: a "\n" byte is never part of a longer UTF-8 sequence, so the bytes before it are
+// whole characters, decoded in one go. The read buffer is reused: what is kept is copied.
+const NEWLINE = 0x0a;
+
+function lineReader(onLines) {
+  let head = null;  // the bytes of a line whose "\n" has not come yet (a copy)
+  return (bytes, count) => {
+    const end = count > 0 ? bytes.lastIndexOf(NEWLINE, count - 1) : -1;
+    if (end === -1) {
+      const rest = Buffer.from(bytes.subarray(0, count));
+      head = head === null ? rest : Buffer.concat([head, rest]);
+      return;
+    }
+    let text;
+    if (head === null) {
+      text = bytes.toString("utf8", 0, end);
+    } else {
+      text = Buffer.concat([head, bytes.subarray(0, end)]).toString("utf8");
+      head = null;
+    }
+    if (end + 1 < count) head = Buffer.from(bytes.subarray(end + 1, count));
     onLines(text);
-  });
+  };
+}
+
+// stdout, the bridge's alone. Text goes to fd 1 with one write(2) while the stream holds
+// nothing (no Writable bookkeeping, write request or callback per line); what the pipe
+// does not take at once (the host is not reading: a flood; libuv made the fd non-blocking
+// when it opened the stream) goes to the stream, which queues it and writes it as the pipe
+// drains, and so does everything after it until the stream's queue is empty again — the
+// bytes leave in the order written, none twice. A failed write (EAGAIN, or the host gone:
+// EPIPE) leaves the text to the stream too, which fails as it always did.
+function stdoutSink(stream, writeSync) {
+  const queue = stream.write.bind(stream);  // taken before `process.stdout.write` is replaced
+  return (text) => {
+    if (stream.writableLength > 0) {
+      queue(text);
+      return;
+    }
+    let written = 0;
+    try {
+      written = writeSync(1, text);
+    } catch {
+      written = 0;
+    }
+    if (written === 0) {
+      queue(text);
+    } else if (written < Buffer.byteLength(text)) {
+      queue(Buffer.from(text).subarray(written));
+    }
+  };
 }
 
 async function main() {
   // Node creates the stdio streams lazily, through `net` when they are pipes: make them
-  // now, before `net` is stubbed out.
-  const stdio = [process.stdin, process.stdout, process.stderr];
+  // now, before `net` is stubbed out (stdin: the bridge's own socket, below).
+  const stdio = [process.stdout, process.stderr];
   if (stdio.some((s) => !s)) fail("stdio is missing");
+  const args = parseArgs(process.argv.slice(2));
+  const input = args.makeSnapshot ? null : openBridgeInput();
   // Only the bridge writes to stdout. Everything else that would (console.log, Pyodide's
   // default stdout after a `setStdout()`, Emscripten's `system` with stdio "inherit")
   // goes to stderr, so no code in the sandbox can put a non-protocol line on the stream.
-  const stdoutWrite = process.stdout.write.bind(process.stdout);
+  const stdoutWrite = stdoutSink(process.stdout, fs.writeSync);
   process.stdout.write = process.stderr.write.bind(process.stderr);
   // Pyodide's own Node writer (what `pyodide.setStdout()` restores) bypasses the stream
   // with fs.writeSync(1, ...): send every fd-1 write of the fs module to fd 2 as well.
-  // (The stream above writes through its pipe handle, not through these functions.)
+  // (The bridge's sink above holds the fs.writeSync from before this, and the stream's
+  // own pipe handle, none of these functions.)
   for (const name of ["write", "writeSync", "writev", "writevSync"]) {
     const original = fs[name];
     fs[name] = function (fd, ...rest) { return original.call(this, fd === 1 ? 2 : fd, ...rest); };
@@ -246,24 +313,34 @@ async function main() {
   // of its next turn (a setImmediate queued while immediates run waits for the next turn,
   // so the Python tasks already woken write theirs first): a burst of host requests is one
   // pipe write and one wake-up of the host, not one each. `io.flush` writes them at once.
+  // A flush before that turn (`io.flush`, the bridge's early writes) cancels the turn's
+  // flush: a round trip whose one line already left runs no empty turn after it.
   let outbox = [];
+  let flushTurn = null;  // the setImmediate that writes the outbox, while one is queued
   const flushLines = () => {
+    if (flushTurn !== null) {
+      clearImmediate(flushTurn);
+      flushTurn = null;
+    }
     if (outbox.length === 0) return;
-    const text = outbox.join("");
+    const text = outbox.length === 1 ? outbox[0] : outbox.join("");
     outbox = [];
     stdoutWrite(text);
+  };
+  const onFlushTurn = () => {
+    flushTurn = null;
+    flushLines();
   };
   flushOnExit = flushLines;
   const writeLine = (line) => {
     if (typeof line !== "string" || line.includes("\n")) throw new TypeError("a bridge line is one string without a newline");
-    if (outbox.length === 0) setImmediate(flushLines);
+    if (flushTurn === null) flushTurn = setImmediate(onFlushTurn);
     outbox.push(line + "\n");
   };
   // process.py starts Node with --expose-gc for one collection after start-up (below);
   // the global goes at once (it is not configurable, so it cannot be deleted: cleared).
   const collect = typeof globalThis.gc === "function" ? globalThis.gc : null;
   globalThis.gc = undefined;
-  const args = parseArgs(process.argv.slice(2));
   capMemory(args.memoryMb);
   shimBinding();
   const { loadPyodide } = await import(path.join(args.pyodide, "pyodide.mjs"));
@@ -340,8 +417,8 @@ async function main() {
   watchdog.onTimeout = () => {
     try { onWatchdog(); } catch (err) { process.stderr.write(`flow sandbox: watchdog: ${err && err.message || err}\n`); }
   };
-  readLines(process.stdin, (text) => onLines(text));
-  process.stdin.on("end", () => process.exit(0));  // the host closed the bridge: shut down
+  // The host closing the bridge ends the process.
+  input.listen(lineReader((text) => onLines(text)), () => process.exit(0));
 }
 
 // The bootstrap turns a watchdog interrupt into an ordinary error inside each task; one
