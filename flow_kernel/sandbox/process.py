@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import contextvars
 import json
+import json.scanner
 import logging
 import os
 from collections.abc import Awaitable, Callable, Coroutine, Generator
@@ -49,7 +50,9 @@ Handler = Callable[[str, dict[str, Any]], Awaitable[Any]]
 # `json.dumps(message, ensure_ascii=False, allow_nan=False, separators=(",", ":"))` with one
 # encoder for every line instead of a new one each time (a line per agent call and reply).
 _encode = encoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-_decode_text = json.JSONDecoder().decode  # what `json.loads` of a str uses (its defaults)
+# The C scanner of the decoder `json.loads` of a str uses (its defaults), made once: one
+# value from a position, and where it ends (`decode_line`).
+_scan = json.scanner.make_scanner(json.JSONDecoder())
 Notify = Callable[[str, dict[str, Any]], None]
 # Whether a request (op, payload) may run at once in the reader, up to its first wait, rather
 # than in a task of its own: the handler's owner says so only for code that nothing ties to
@@ -457,12 +460,20 @@ class SandboxProcess:
 def decode_line(raw: bytes) -> Any:
     """`json.loads(raw)`: the same value, or the same error. A line that starts `{"` (every
     message the runner writes) is UTF-8 by `json.loads`'s own detection (no byte-order mark,
-    no zero byte among the first two), so it is decoded as that and parsed by one decoder
-    made once; `json.loads` would find the encoding and build the text the same way, at
-    about a third of the cost of the whole decode for a line of an agent call. Any other
-    line goes to `json.loads` itself."""
+    no zero byte among the first two), so it is decoded as that and given to json's C
+    scanner, made once; when the value it finds ends exactly at the line's end, that is
+    `json.loads`'s value (which would find the encoding and build the text the same way,
+    then run the same scanner between two whitespace matches). Anything else — another
+    start, whitespace or more after the value, a line the scanner refuses — goes to
+    `json.loads` itself, so a bad line fails with its error."""
     if raw[:2] == b'{"':
-        return _decode_text(raw.decode("utf-8", "surrogatepass"))
+        text = raw.decode("utf-8", "surrogatepass")
+        try:
+            value, end = _scan(text, 0)
+        except (ValueError, StopIteration):
+            return json.loads(raw)
+        if end == len(text):
+            return value
     return json.loads(raw)
 
 

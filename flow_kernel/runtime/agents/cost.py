@@ -43,8 +43,9 @@ class CostLayer:
 
     async def __call__(self, attempt: Attempt, invoke: Invoke) -> ProviderReply:
         call = attempt.call
+        limited = self._limited(call)
         try:
-            reservation = await self.reserve(call, attempt.repair_of)
+            reservation = await self.reserve(call, attempt.repair_of, limited) if limited else None
         except LimitExceededError as exc:
             raise CallRefused(exc) from None
         if reservation is None:
@@ -53,15 +54,21 @@ class CostLayer:
             return reply
         return await self._settled(attempt, invoke, reservation)
 
-    async def reserve(self, call: AgentCall, repair_of: dict[str, object] | None) -> Reservation | None:
+    def _limited(self, call: AgentCall) -> list[FrameBudget]:
+        """The frames around the call that have a `cost` limit, innermost first."""
+        return [b for b in enclosing(self.frames, call.payload.get("frame")) if b.cost is not None]
+
+    async def reserve(self, call: AgentCall, repair_of: dict[str, object] | None,
+                      limited: list[FrameBudget] | None = None) -> Reservation | None:
         """Before an attempt: its worst case (its prompt, and `max_tokens` of output) reserved
         on every enclosing `cost` limit, beside what ended and what is in flight, waiting for
         attempts in flight when it does not fit yet; `limit-exceeded` when it cannot fit.
         The request then carries that output as its cap (`call.output_cap`), so its reply
         cannot cost more output. Without a price for the model no limit can be checked, so
         the call does not go (the price table: lang/prices.py, `[prices]` in flow.toml).
-        None: no enclosing frame has a cost limit."""
-        limited = [b for b in enclosing(self.frames, call.payload.get("frame")) if b.cost is not None]
+        None: no enclosing frame has a cost limit. `limited`: those frames, when already known."""
+        if limited is None:
+            limited = self._limited(call)
         if not limited:
             return None
         if call.price is None:

@@ -205,7 +205,9 @@ class AgentPipeline:
             frame = payload.get("frame")
             charge_agent_run(self.frames, frame, name)  # the first attempt, before the gate (runtime.md §4)
             gate = self.frames[frame].gate if frame in self.frames else None
-            async with gate if gate is not None else contextlib.nullcontext():
+            if gate is not None:  # the frame's concurrency slot (`async with` costs two coroutines more)
+                await gate.acquire()
+            try:
                 try:
                     name = self._resolve(payload)
                 except FlowError as exc:
@@ -221,6 +223,9 @@ class AgentPipeline:
                     self._event("model.degraded", payload, {"agent": name, "label": label, "purpose": self._degraded[name],
                                                             "model": _model_name(prepared)})
                 output = await self._contract(prepared, options)
+            finally:
+                if gate is not None:
+                    gate.release()
         except FlowError as exc:
             if reported:
                 raise
