@@ -143,7 +143,7 @@ function sparseHeapRestore(snapshotBuffer) {
 
 // --- the watchdog: deadlines that hold even while Python is busy ---------------------------
 // Kept on the main thread, with no worker: while Python runs, CPython's eval loop asks
-// Pyodide for a signal every 50 checks of its eval breaker, through
+// Pyodide for a signal every so many ticks of its eval breaker (below), through
 // `_Py_CheckEmscriptenSignals_Helper`, which reads `Module.Py_EmscriptenSignalBuffer` three
 // times: whether it is set, its element 0, and to write 0 back. That property is a getter
 // here (`watch`, installed by `main`), returning one Int32Array: on the first of each
@@ -156,24 +156,55 @@ function sparseHeapRestore(snapshotBuffer) {
 // interrupt: a KeyboardInterrupt left pending would go off in whatever Python runs next
 // (the next stdin line), outside the run. Everything is on one thread, so `disarm` is final
 // the moment it returns.
+//
+// How often CPython checks is the watchdog's too: `_Py_emscripten_signal_clock`, an int in
+// the wasm heap (its address exported), counts eval-breaker ticks down to the next check,
+// and CPython sets it back to 50 just before each one, which the getter then overwrites
+// with its own interval (`checkEvery`). Disarmed, nothing can come due: every 3,200 ticks,
+// without a look at the clock. Armed, the interval starts at 50 ticks and grows at most 4×
+// a check up to 3,200, as long as the last interval took less than GAP_MS at the pace
+// measured between the last two looks (slower ticks keep it shorter, down to 50): a
+// CPU-bound run asks ~2,500 times instead of ~38,000, and a busy loop still hears of its
+// deadline within about a millisecond unless its ticks suddenly became much slower.
 const ANSWER_MS = 50;
 const SIGINT = 2;
+const BASE_TICKS = 50;  // CPython's own interval
+const MAX_TICKS = 64 * BASE_TICKS;
+const GAP_MS = 1;
 // Node's setTimeout takes at most 2^31-1 ms (~24.8 days); a longer delay becomes 1 ms. A
 // longer deadline waits in steps of at most this, to the deadline's own monotonic time.
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
-function startWatchdog() {
+// `checkEvery(ticks)` sets the ticks to CPython's next check (a whole number ≥ 1).
+function startWatchdog(checkEvery) {
   let fireAt = Infinity;  // performance.now() past which busy Python is interrupted; Infinity: disarmed
   let timer = null;
   const signal = new Int32Array(1);  // what Pyodide reads: 0, or SIGINT until it clears it
   let reads = 0;  // reads of the buffer since the clock was last looked at (0, 1, 2)
+  let ticks = BASE_TICKS;  // the interval set at the last look
+  let lastLook = 0;  // performance.now() then
+  function look() {
+    if (fireAt === Infinity) {
+      checkEvery(MAX_TICKS);
+      return;
+    }
+    if (signal[0] !== 0) return;
+    const now = performance.now();
+    if (now >= fireAt) {
+      dog.disarm();  // once: the interrupt is Python's now
+      signal[0] = SIGINT;
+      return;
+    }
+    const elapsed = now - lastLook;
+    lastLook = now;
+    const paced = elapsed > 0 ? Math.floor(ticks * GAP_MS / elapsed) : MAX_TICKS;
+    ticks = Math.max(BASE_TICKS, Math.min(paced, 4 * ticks, MAX_TICKS));
+    checkEvery(ticks);
+  }
   const dog = {
     signal,
     watch() {
-      if (reads === 0 && signal[0] === 0 && performance.now() >= fireAt) {
-        dog.disarm();  // once: the interrupt is Python's now
-        signal[0] = SIGINT;
-      }
+      if (reads === 0) look();
       reads = reads === 2 ? 0 : reads + 1;
       return signal;
     },
@@ -182,6 +213,9 @@ function startWatchdog() {
       dog.disarm();
       const due = performance.now() + Math.max(0, Number(ms) || 0);
       fireAt = due + ANSWER_MS;
+      ticks = BASE_TICKS;
+      lastLook = performance.now();
+      checkEvery(BASE_TICKS);  // the next check soon, the pace measured from here
       schedule(due);
     },
     disarm() {
@@ -384,7 +418,11 @@ async function main() {
     installBootstrap(pyodide, args.bootstrap);
   }
 
-  const watchdog = startWatchdog();
+  const signalClock = pyodide._module.__Py_emscripten_signal_clock;  // the tick counter's address
+  const checkEvery = Number.isInteger(signalClock) && signalClock > 0 && signalClock % 4 === 0
+    ? (ticks) => { pyodide._module.HEAP32[signalClock >> 2] = ticks; }
+    : () => { /* a Pyodide that does not export it: CPython's own 50 ticks */ };
+  const watchdog = startWatchdog(checkEvery);
   closeDoors();
   // setInterruptBuffer turns CPython's polling on and stores the buffer in a property
   // of Pyodide's Module, which then becomes the watchdog's getter (see `startWatchdog`).
