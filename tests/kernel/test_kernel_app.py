@@ -177,3 +177,46 @@ def test_flow_session_refuses_what_jupyter_client_refuses() -> None:
         FlowSession(key=key).deserialize([b"", *parts[1:]])
     with pytest.raises(TypeError, match="malformed message"):
         FlowSession(key=b"").deserialize(parts[:4])  # unsigned: the length is what is wrong
+
+
+class _Recorder:
+    """A socket's stand-in that keeps what is sent on it."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[list[bytes], bool]] = []
+
+    def send_multipart(self, parts: list[bytes], copy: bool = True, track: bool = False) -> None:
+        self.sent.append((list(parts), copy))
+
+
+def test_flow_session_sends_what_jupyter_client_sends(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same messages (ids in sequence, header, parent, metadata) and the same parts, for
+    the kernel's own messages made here and for those `Session.send` still makes."""
+    import jupyter_client.session as jupyter_session
+    from jupyter_client.session import Session
+
+    from flow_kernel.kernel.app import FlowSession
+
+    moment = datetime.datetime(2026, 12, 5, 20, 0, 0, 123456, tzinfo=datetime.UTC)
+    monkeypatch.setattr(jupyter_session, "utcnow", lambda: moment)
+    key = b"0123456789abcdef"
+    ours, theirs = (FlowSession(key=key, session="s", username="u", metadata={"kept": 1}) for _ in range(2))
+    ours.pack = theirs.pack = pack
+    request = Session(key=key).msg("execute_request", {"code": "1 + 1"})
+    big = {"data": {"text/plain": "x" * 70_000}}  # above the copy threshold: sent without a copy
+    sends: list[tuple[tuple[Any, ...], dict[str, Any]]] = [
+        (("status", {"execution_state": "busy"}, request["header"]), {"ident": b"kernel.k.status"}),
+        (("execute_result", big, request), {"ident": [b"a", b"b"], "metadata": {"more": [2]}}),
+        (("stream", None, None), {}),
+        (("comm_msg", {"data": {}}, request), {"buffers": [b"xyz"]}),  # Session.send's way
+        (("status", {}, None), {"header": {**request["header"], "msg_type": "status"}}),
+        ((dict(request),), {}),
+    ]
+    ours_sent, theirs_sent = _Recorder(), _Recorder()
+    for args, kwargs in sends:
+        mine, expected = ours.send(ours_sent, *args, **kwargs), Session.send(theirs, theirs_sent, *args, **kwargs)
+        assert mine == expected
+    assert ours_sent.sent == theirs_sent.sent
+    assert [copy for _, copy in ours_sent.sent][:3] == [True, False, True]
+    assert ours.message_count == theirs.message_count == 4
+    assert ours.send(None, "status", {}) == Session.send(theirs, None, "status", {})  # no stream: made, not sent
