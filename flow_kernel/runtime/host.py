@@ -77,6 +77,7 @@ class HostServices:
         self.events: list[Event] = []
         self.seq = 0
         self.output_bytes = 0  # bytes of event data so far, against `ceilings.output_bytes`
+        self._output_ceiling = self.context.ceilings.output_bytes
         self.failure: FlowError | None = None  # set when the host stops the run (see `fail`)
         self.cancel_watch: CancelWatch | None = None  # `flow cancel`'s request, looked for at each effect (run.py)
         self._stop: asyncio.Future[FlowError] | None = None
@@ -180,7 +181,7 @@ class HostServices:
         if isinstance(order, list):
             order = kept_order(order)
         self.output_bytes += len(_data_text(data))
-        if self.output_bytes > self.context.ceilings.output_bytes and not last:
+        if self.output_bytes > self._output_ceiling and not last:
             self.fail(self.context.ceilings.exceeded("output", self.output_bytes))
             return
         self.seq += 1

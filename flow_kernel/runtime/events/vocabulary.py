@@ -361,7 +361,11 @@ def sub_order(payload: dict[str, Any]) -> tuple[Any, ...]:
     if not isinstance(base, tuple):
         given = payload.get("order")
         base = payload["_order"] = kept_order(given) if isinstance(given, list) else LAST
-    return (*base, (count,))
+    return (*base, _STEPS[count] if count < len(_STEPS) else (count,))
+
+
+# The last step of a request's first events, made once and shared (a tuple never changes).
+_STEPS = tuple((n,) for n in range(16))
 
 
 def _key(event: Event) -> list[Any]:
