@@ -52,7 +52,8 @@ Handler = Callable[[str, dict[str, Any]], Awaitable[Any]]
 _encode = encoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 # The C scanner of the decoder `json.loads` of a str uses (its defaults), made once: one
 # value from a position, and where it ends (`decode_line`).
-_scan = json.scanner.make_scanner(json.JSONDecoder())
+# (typeshed types the scanner's context as a scanner; it is the decoder whose options it reads)
+_scan: Callable[[str, int], tuple[Any, int]] = json.scanner.make_scanner(json.JSONDecoder())  # type: ignore[arg-type]
 Notify = Callable[[str, dict[str, Any]], None]
 # Whether a request (op, payload) may run at once in the reader, up to its first wait, rather
 # than in a task of its own: the handler's owner says so only for code that nothing ties to
@@ -377,11 +378,13 @@ class SandboxProcess:
             reply = {"id": rid, "ok": False, "error": exc.to_dto()}
         except Exception as exc:  # a host bug: the sandbox gets an isolate error, the host lives on
             reply = {"id": rid, "ok": False, "error": FlowIsolateError(f"host error: {type(exc).__name__}: {exc}").to_dto()}
-        with contextlib.suppress(FlowError):
+        try:  # a dead sandbox's FlowError: the reply has no one to go to
             try:
                 self._write(reply)
             except (TypeError, ValueError, RecursionError) as exc:
                 self._write({"id": rid, "ok": False, "error": FlowIsolateError(f"non-JSON reply: {exc}").to_dto()})
+        except FlowError:
+            pass
 
     async def _die(self, reason: str) -> None:
         if self.dead is None:
