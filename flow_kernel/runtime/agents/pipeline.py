@@ -243,9 +243,10 @@ class AgentPipeline:
         return output
 
     def _event(self, kind: str, payload: dict[str, Any], data: dict[str, Any]) -> None:
-        size = payload.get("of")  # a parallelMap item's call: the map's size, for the run view's bar
-        if kind == "agent.started" and isinstance(size, int) and not isinstance(size, bool) and 0 < size <= 10**9:
-            data["of"] = size  # each caller's `data` is its own, made for this event
+        if kind == "agent.started":  # a parallelMap item's call: the map's size, for the run view's bar
+            size = payload.get("of")
+            if isinstance(size, int) and not isinstance(size, bool) and 0 < size <= 10**9:
+                data["of"] = size  # each caller's `data` is its own, made for this event
         span = {"id": payload.get("call"), "parent": payload.get("span")}
         if self.host.emit_kept is not None:
             self.host.emit_kept(kind, span, payload.get("stage"), data, sub_order(payload))
