@@ -11,9 +11,7 @@ nothing escapes `do_execute`, so the kernel answers the next request whatever ha
 
 The whole run is awaited on the kernel's event loop, so comm messages (widget clicks)
 are handled while a cell runs, and an `interrupt_request` (interrupt_mode "message")
-cancels the running cell where it waits (the request's task, while the cell is in the
-runner): the cell answers `cancelled` at once, its run ends `cancelled` behind it, and the
-kernel lives. A shutdown
+cancels the running cell's task: the run ends `cancelled` and the kernel lives. A shutdown
 or restart stops the runs going on the same way but journals them `interrupted`, so the
 next kernel goes on with them (`%resume`), and their views say so before the process exits.
 
@@ -99,8 +97,7 @@ class FlowKernel(Kernel):
         if not self.flow.config.operator:  # a trusted flow.toml's operator stands
             self.flow.set_operator(Operator("interactive", callback=self._ask_frontend))
         self.runner = CellRunner(self.flow)  # the cells' pipeline; this kernel adapts its I/O
-        self._cell_task: asyncio.Task[Any] | None = None  # the request's task while its cell is in the runner
-        self._cell_cancels = 0  # the interrupts that cancelled it
+        self._cell_task: asyncio.Task[Any] | None = None
         self._cell_parent: dict[str, Any] | None = None
         self._cell_loop: asyncio.AbstractEventLoop | None = None
         self._status_gate = StatusGate()
@@ -214,17 +211,12 @@ class FlowKernel(Kernel):
             return self._error("ConfigError", self.setup_error, [f"ConfigError: {self.setup_error}"], silent)
         port = KernelPort(self, silent, self._cell_parent)
         self._cell_loop = asyncio.get_running_loop()
-        # The cell runs in the request's own task, which an interrupt cancels wherever the
-        # cell waits (a prompt, a run) while it is in the runner (`_interrupt_cell`).
-        task = self._cell_task = asyncio.current_task()
+        # The cell is one task, so an interrupt cancels it wherever it waits (a prompt, a run).
+        task = self._cell_task = asyncio.ensure_future(self.runner.run_cell(code, port))
         try:
-            end = await self.runner.run_cell(code, port)
+            end = await task
         finally:
             self._cell_task = None
-            if task is not None:
-                while self._cell_cancels:  # what the runner caught stays no request to the task
-                    self._cell_cancels -= 1
-                    task.uncancel()
         if end.diagnostics:
             from flow_kernel.diagnostics.html import diagnostics_bundle
 
@@ -284,22 +276,12 @@ class FlowKernel(Kernel):
     async def interrupt_request(self, stream: Any, ident: Any, parent: Any) -> None:
         """interrupt_mode "message": cancel the running cell (thread-safe: the control
         channel has its own thread); the run stops as `cancelled` and the kernel lives."""
-        loop = self._cell_loop
+        task, loop = self._cell_task, self._cell_loop
         interrupt_requested()  # a restart's first step, perhaps: its runs wait for the shutdown
-        if loop is not None:
-            loop.call_soon_threadsafe(self._interrupt_cell)
+        if task is not None and loop is not None:
+            loop.call_soon_threadsafe(task.cancel)
         assert self.session is not None
         self.session.send(stream, "interrupt_reply", {"status": "ok"}, parent, ident=ident)
-
-    def _interrupt_cell(self) -> None:
-        """On the cells' loop: cancel the running cell's task while the cell is in the
-        runner, which answers a cancel wherever the cell waits with `CANCELLED` (the run
-        then ends behind it). Nothing while no cell is in the runner: the request's task
-        is then ipykernel's, before or after the cell."""
-        task = self._cell_task
-        if task is not None and not task.done():
-            self._cell_cancels += 1
-            task.cancel()
 
     async def create_subshell_request(self, socket: Any, ident: Any, parent: Any) -> None:
         """Subshells are not offered (kernel/app.py: a cell's runs belong to the main loop):
