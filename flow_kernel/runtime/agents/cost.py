@@ -44,14 +44,14 @@ class CostLayer:
     async def __call__(self, attempt: Attempt, invoke: Invoke) -> ProviderReply:
         call = attempt.call
         limited = self._limited(call)
-        try:
-            reservation = await self.reserve(call, attempt.repair_of, limited) if limited else None
-        except LimitExceededError as exc:
-            raise CallRefused(exc) from None
-        if reservation is None:
+        if not limited:
             reply = await invoke(attempt)
             account(call, reply)
             return reply
+        try:
+            reservation = await self.reserve(call, attempt.repair_of, limited)
+        except LimitExceededError as exc:
+            raise CallRefused(exc) from None
         return await self._settled(attempt, invoke, reservation)
 
     def _limited(self, call: AgentCall) -> list[FrameBudget]:
@@ -59,18 +59,14 @@ class CostLayer:
         return [b for b in enclosing(self.frames, call.payload.get("frame")) if b.cost is not None]
 
     async def reserve(self, call: AgentCall, repair_of: dict[str, object] | None,
-                      limited: list[FrameBudget] | None = None) -> Reservation | None:
+                      limited: list[FrameBudget]) -> Reservation:
         """Before an attempt: its worst case (its prompt, and `max_tokens` of output) reserved
         on every enclosing `cost` limit, beside what ended and what is in flight, waiting for
         attempts in flight when it does not fit yet; `limit-exceeded` when it cannot fit.
         The request then carries that output as its cap (`call.output_cap`), so its reply
         cannot cost more output. Without a price for the model no limit can be checked, so
         the call does not go (the price table: lang/prices.py, `[prices]` in flow.toml).
-        None: no enclosing frame has a cost limit. `limited`: those frames, when already known."""
-        if limited is None:
-            limited = self._limited(call)
-        if not limited:
-            return None
+        `limited`: the enclosing frames with a `cost` limit (`_limited`), at least one."""
         if call.price is None:
             raise LimitExceededError(
                 f"`{call.spec.name}` uses {call.provider}/{call.model}, which has no price, so the `cost` limit of "
