@@ -4,20 +4,19 @@ notifications as JSON lines through the `io` object the Node runner hands over."
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import hashlib
 import itertools
 import re
 import time
 
-from . import guard, loop, runs
+from . import deadlines, guard, loop, runs
+from .deadlines import current_run
 from .errors import FlowError
 from .json_lines import decode, encode
 
 ABI = 1
 _bridge = None
 _loop = None
-_current_run = contextvars.ContextVar("flow_current_run", default=None)  # the run a task belongs to
 # The deepest nesting of arrays and objects a line from the host may have: what the parser
 # can take safely, above the bound on a run's values (values.MAX_DEPTH, 256), which a value
 # the host sent meets where it leaves the run again. json's parser recurses once a level on
@@ -45,7 +44,7 @@ class Bridge:
         self.pending = {}
         self.code_cache = {}
         self.tasks = set()
-        self.armed_run = None  # the run whose deadline the watchdog holds
+        self.deadlines = deadlines.Deadlines(io, runs.cancel)  # the watchdog, for every run here
         self.unflushed = False  # lines written that the runner may still hold (see `flush`)
         self.turn_lines = 0  # lines written since the runner last called in (see `_send`)
         self.early = 1  # the count of them at which they next go out at once
@@ -99,20 +98,18 @@ class Bridge:
         return int(self.io.memory())
 
     def arm(self, ms):
-        self.armed_run = _current_run.get()
-        self.io.arm(int(ms))
+        """The running run (`current_run`) is due `ms` milliseconds from now (runs.execute)."""
+        self.deadlines.add(current_run.get(None), ms)
 
     def disarm(self):
-        self.armed_run = None
-        self.io.disarm()
+        """The running run ended: its deadline goes (the other runs' stay)."""
+        self.deadlines.remove(current_run.get(None))
 
     def on_watchdog(self):
-        """The armed deadline passed while Python was idle (the run awaits the host): stop
-        the run the way a host `cancel` does, instead of a KeyboardInterrupt that would go
-        off in whatever Python runs next."""
-        run, self.armed_run = self.armed_run, None
-        if run is not None:
-            runs.cancel(run, "workflow-timeout")
+        """The earliest deadline passed while Python was idle (its run awaits the host): stop
+        the overdue runs the way a host `cancel` does, instead of a KeyboardInterrupt that
+        would go off in whatever Python runs next."""
+        self.deadlines.on_timer()
 
     # -- input ------------------------------------------------------------------------------
     def on_lines(self, text):
@@ -192,11 +189,12 @@ class Bridge:
 
     async def _dispatch(self, op, payload):
         if op == "run":
-            _current_run.set(payload.get("run"))  # this task's context only
+            current_run.set(payload.get("run"))  # this task's context only
             return await runs.execute(self._main(payload), payload, self)
         if op == "cancel":
             return runs.cancel(payload.get("run"), payload.get("reason", "cancelled"))
         if op == "expect":
+            current_run.set(payload.get("run"))  # the run's own code: its deadline's interrupt may stop it
             return await runs.expect(payload)
         if op == "ping":
             return payload
@@ -275,6 +273,7 @@ def attach(io):
     guard.install()
     _loop = loop.install(io.wake)
     _bridge = Bridge(io)
+    deadlines.install(_bridge.deadlines)
     # `memory` is the fresh heap: the host's baseline for recycling a process that grew.
     _bridge.notify("ready", {"abi": ABI, "pyodide": str(io.pyodide),
                              "python": ".".join(map(str, __import__("sys").version_info[:3])),

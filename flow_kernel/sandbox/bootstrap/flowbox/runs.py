@@ -5,6 +5,7 @@ a call's `expect` clauses (`expect`); a running run is found by its run id."""
 from __future__ import annotations
 
 import asyncio
+import math
 
 from . import tasks as _tasks
 from . import values as _values
@@ -15,10 +16,16 @@ _active = {}  # run id -> (Runtime, asyncio task)
 
 
 async def execute(main, payload, bridge):
-    """Run `main(rt, args)` for one `run` request; returns the reply value or raises FlowError."""
-    rt = Runtime(bridge, payload)
+    """Run `main(rt, args)` for one `run` request; returns the reply value or raises FlowError.
+    Runs with other ids may run in the same process at the same time, each with its own
+    deadline (`deadline_ms`, from now; none when 0 or absent)."""
     run_id = payload.get("run")
-    deadline_ms = payload.get("deadline_ms")
+    deadline_ms = _deadline_ms(payload.get("deadline_ms"))
+    if isinstance(run_id, (list, dict)):
+        raise FlowError("isolate", "a run's id must be a string")
+    if run_id in _active:
+        raise FlowError("isolate", f"a run with the id {run_id!r} is already running in this sandbox")
+    rt = Runtime(bridge, payload)
     task = _tasks.spawn(main(rt, payload.get("args") or {}))
     _active[run_id] = (rt, task)
     if deadline_ms:
@@ -72,6 +79,15 @@ async def execute(main, payload, bridge):
     if not _values.is_json(result):
         raise FlowError("isolate", "the run's result is not a JSON value")
     return {"result": result, "bindings": bindings, "steps": rt.steps, "memory": bridge.memory()}
+
+
+def _deadline_ms(value):
+    """The `deadline_ms` of a `run` request in whole milliseconds, rounded up (0: none)."""
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        raise FlowError("isolate", f"`deadline_ms` must be a number of milliseconds, not {value!r}")
+    return math.ceil(value)
 
 
 def _release_later(deep_values):
