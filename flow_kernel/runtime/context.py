@@ -54,7 +54,10 @@ class RunContext:
     journal), `resume` (the verified journal of an earlier execution of `run_id`). Where
     the run is seen: `sinks` (every event), `trace_sinks` (one trace per agent call, with
     the compiled prompt and raw output when `debug`). `sources` (file name -> text) are
-    more sources the run's spans can point into. `run_id` None: a new id per run."""
+    more sources the run's spans can point into. `run_id` None: a new id per run.
+    `sandbox_group`: the run may share a sandbox process with other runs of the same group
+    while they all wait on the host (an eval's items: one program, one person's grants;
+    sandbox/pool.py); None: a process of its own."""
 
     operator: Operator = dataclasses.field(default_factory=_no_operator)
     allow_run: frozenset[str] = frozenset()
@@ -73,6 +76,7 @@ class RunContext:
     trace_sinks: Sequence[TraceSink] = ()  # kept as a tuple
     debug: bool = False
     sources: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    sandbox_group: str | None = None
 
     def __post_init__(self) -> None:
         # Lists, sets and dicts given by a caller are copied: changing them later changes no run.

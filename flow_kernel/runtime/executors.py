@@ -48,12 +48,12 @@ class SandboxExecutor:
     async def run(self, module: str, payload: dict[str, Any], host: HostServices) -> dict[str, Any]:
         def bind(process: SandboxProcess) -> None:
             host.sandbox_call = process.request
-            process.eager = host.runs_at_once
 
         deadline = payload.get("deadline_ms")
         return await self.pool.run(module, payload, handler=host.handle, on_notify=host.on_notify,
+                                   eager=host.runs_at_once,
                                    deadline_ms=deadline + DEADLINE_SLACK_MS if deadline else None, bind=bind,
-                                   abort=host.stop_signal())
+                                   abort=host.stop_signal(), group=host.context.sandbox_group)
 
     async def close(self) -> None:
         if self._owns_pool:

@@ -5,10 +5,14 @@ has waited as long as a start takes, one start at a time, up to the cap.
 `warm` processes are kept started while nothing runs (a recycled one is replaced in the
 background, warmed up); one more than that sitting idle for `idle_release_s` is closed.
 
-A run owns its process: deadlines and cancellation first ask the sandbox to stop,
-then kill it after a grace period; a process is recycled after a run that ended
-in `isolate`, was killed, or grew the wasm heap a lot (wasm memory never shrinks), or
-its stack past the OS's default (freeing a deeply nested value; sandbox/stack.py).
+A run owns its process, unless it names a `group` (an eval's items): then it may join a
+process that runs others of its group while all of them wait on the host (sandbox/router.py
+routes each one's requests and events), up to SHARED_RUNS. Deadlines and cancellation
+first ask the sandbox to stop the run, then kill the process after a grace period (its
+co-tenants fail `worker-crashed`, marked `details["shared"]`); a process is recycled after a
+run that ended in `isolate`, was killed, or grew the wasm heap a lot (wasm memory never
+shrinks), or its stack past the OS's default (freeing a deeply nested value;
+sandbox/stack.py) — a shared one once its last run has left, taking no new run meanwhile.
 """
 
 from __future__ import annotations
@@ -32,7 +36,8 @@ from flow_kernel.errors import (
 from flow_kernel.sandbox import stack
 from flow_kernel.sandbox.install import ensure_snapshot
 from flow_kernel.sandbox.node import find_node
-from flow_kernel.sandbox.process import Handler, Notify, SandboxProcess
+from flow_kernel.sandbox.process import Eager, Handler, Notify, SandboxProcess
+from flow_kernel.sandbox.router import RunRouter
 
 GRACE = 1.0  # seconds a sandbox gets to stop by itself before it is killed
 WARM_UP_TIMEOUT = 30.0
@@ -50,6 +55,13 @@ IDLE_RELEASE = 60.0  # seconds a process beyond `warm` may sit idle before it is
 # A run that ended with one of these leaves a process that may be stuck, killed or half
 # torn down: it is not reused. A hit `limit-exceeded` is the program's, the process is fine.
 RECYCLE_CODES = frozenset(FATAL) - {"limit-exceeded"}
+# The most runs of one group a process holds at once. Runs join only while every run in it
+# waits on the host, so CPU-bound runs spread over processes whatever the cap; what it bounds
+# is what one crash takes down (its co-tenants run again, their agents called again) and what
+# one wasm heap holds. `flow bench --only evals` (50 ms agent, concurrency 50, 2 cores):
+# 8 → 146, 16 → 298, 32 → 561, 50 → 770 items/s (one process before: 88): the pool grows one
+# start at a time (~0.6 s each), so the figure is set by how many processes the items need.
+SHARED_RUNS = 50
 
 
 class SandboxPool:
@@ -68,6 +80,10 @@ class SandboxPool:
         self.idle_release_s = idle_release_s
         self.spawn_after = SPAWN_AFTER
         self._waiters: collections.deque[asyncio.Future[SandboxProcess]] = collections.deque()
+        # the same waiters of runs that name a group, by group: a shared process may take them
+        self._group_waiters: dict[str, collections.deque[asyncio.Future[SandboxProcess]]] = {}
+        self._shares: dict[SandboxProcess, RunRouter] = {}  # shared processes with a run in them
+        self.shared_runs = SHARED_RUNS
         self._idle_since: dict[SandboxProcess, float] = {}
         self._trim_timer: asyncio.TimerHandle | None = None
         self._reserved = 0  # runs between the cap check and holding their process
@@ -190,26 +206,38 @@ class SandboxPool:
     def _refuse_past_the_cap(self) -> None:
         # Refused, not queued: a queued run would wait behind a background run for as long as
         # that one runs, with nothing to say so; the refusal says what to do at once.
+        # `running` holds processes (a shared one once), `_reserved` runs that wait for one: a
+        # bound on the processes the runs need.
         if self.max_processes is not None and len(self.running) + self._reserved >= self.max_processes:
             raise LimitExceededError(
-                f"{len(self.running) + self._reserved} runs already have a sandbox each, the host ceiling on sandboxes "
+                f"{len(self.running) + self._reserved} runs already have or await a sandbox, the host ceiling on sandboxes "
                 f"({self.max_processes}); wait for one to end (%wait RUN) or the person running the kernel can "
                 "raise it with the environment variable FLOW_MAX_SANDBOXES",
                 details={"limit": "sandboxes", "value": self.max_processes, "ceiling": "FLOW_MAX_SANDBOXES"})
 
-    async def acquire(self) -> SandboxProcess:
-        """A live process for one run: the most recently used idle one; else the first that is
-        released or finishes starting. A start is asked for at once when nothing runs or
-        starts (nothing would come back), else when none is starting and the run has waited
-        `spawn_after` (as long as the last start took) — within the cap."""
+    async def acquire(self, group: str | None = None) -> SandboxProcess:
+        """A live process for one run: the most recently used idle one; else, for a run of a
+        `group`, a shared process of that group that may take it (`_joinable`); else the first
+        that is released or finishes starting, or (a run of a group) the first shared process
+        of its group whose runs all come to wait on the host. A start is asked for at once when
+        nothing runs or starts (nothing would come back), else when none is starting and the run
+        has waited `spawn_after` (as long as the last start took) — within the cap. A shared
+        process handed out is counted in its router's `joining` until the run enters it."""
         while self.idle:
             process = self.idle.pop()
             self._idle_since.pop(process, None)
             if process.alive:
                 self._out.add(process)
                 return process
+        if group is not None:
+            router = self._joinable(group)
+            if router is not None:
+                router.joining += 1
+                return router.process  # type: ignore[no-any-return]
         waiter: asyncio.Future[SandboxProcess] = asyncio.get_running_loop().create_future()
         self._waiters.append(waiter)
+        if group is not None:
+            self._group_waiters.setdefault(group, collections.deque()).append(waiter)
         waited = False
         try:
             while not waiter.done():
@@ -222,12 +250,86 @@ class SandboxPool:
             return waiter.result()
         except asyncio.CancelledError:
             if waiter.done() and not waiter.cancelled() and waiter.exception() is None:
-                self._out.discard(waiter.result())
-                self._offer(waiter.result())  # handed over as this run was cancelled: not lost
+                process = waiter.result()
+                router = self._shares.get(process)
+                if router is not None:  # a place in a shared process: given up
+                    router.joining -= 1
+                    self._leave_if_empty(router)
+                else:
+                    self._out.discard(process)
+                    self._offer(process)  # handed over as this run was cancelled: not lost
             raise
         finally:
             with contextlib.suppress(ValueError):
                 self._waiters.remove(waiter)
+            if group is not None:
+                queue = self._group_waiters.get(group)
+                if queue is not None:
+                    with contextlib.suppress(ValueError):
+                        queue.remove(waiter)
+                    if not queue:
+                        del self._group_waiters[group]
+
+    # -- shared processes (runs of one group) -----------------------------------------------------
+    def _may_take(self, router: RunRouter) -> bool:
+        """Whether a shared process may take one more run of its group now: it is alive and
+        not draining, below `shared_runs`, and every run in it waits on the host."""
+        return (not router.draining and router.process.alive and self._shares.get(router.process) is router
+                and len(router.tenants) + router.joining < self.shared_runs and router.all_waiting())
+
+    def _joinable(self, group: str) -> RunRouter | None:
+        for router in self._shares.values():
+            if router.group == group and self._may_take(router):
+                return router
+        return None
+
+    def _offer_place(self, router: RunRouter) -> None:
+        """When every run of a shared process waits on the host: its place goes to the oldest
+        run of its group waiting for a process (router's `on_waiting`, and after a run left)."""
+        if not self._may_take(router):
+            return
+        queue = self._group_waiters.get(router.group)
+        while queue:
+            waiter = queue.popleft()
+            if not waiter.done():
+                router.joining += 1
+                waiter.set_result(router.process)
+                return
+
+    def _enter(self, process: SandboxProcess, group: str, run_id: str, handler: Handler, on_notify: Notify,
+               eager: Eager | None) -> RunRouter:
+        """The run in the process: its router's tenant (a new router for a process it is the
+        first of)."""
+        router = self._shares.get(process)
+        if router is None:
+            router = self._shares[process] = RunRouter(group, process, self._offer_place)
+            router.install()
+        else:
+            router.joining -= 1
+        router.add(run_id, handler, on_notify, eager)
+        return router
+
+    def _leave(self, router: RunRouter, run_id: str, *, recycle: bool) -> None:
+        """The run out of its shared process: a recycle reason drains the process (no new
+        run; closed once the last has left); the runs left may now all be waiting."""
+        router.remove(run_id)
+        if recycle:
+            router.draining = True
+        if not self._leave_if_empty(router):
+            self._offer_place(router)
+
+    def _leave_if_empty(self, router: RunRouter) -> bool:
+        """Give a shared process with no run in it and none on its way back to the pool (or
+        close it, when draining); whether it was."""
+        if router.tenants or router.joining:
+            return False
+        process = router.process
+        if self._shares.get(process) is router:
+            del self._shares[process]
+        self.running.discard(process)
+        process.handler = process.on_notify = process.eager = None
+        self.release(process, recycle=router.draining)
+        return True
 
     def release(self, process: SandboxProcess, *, recycle: bool) -> None:
         self._out.discard(process)
@@ -258,23 +360,38 @@ class SandboxPool:
                     raise error
 
     async def run(self, module: str, payload: dict[str, Any], *, handler: Handler, on_notify: Notify,
-                  deadline_ms: int | None = None,
+                  eager: Eager | None = None, deadline_ms: int | None = None,
                   bind: Callable[[SandboxProcess], None] | None = None,
-                  abort: asyncio.Future[FlowError] | None = None) -> dict[str, Any]:
+                  abort: asyncio.Future[FlowError] | None = None, group: str | None = None) -> dict[str, Any]:
         """Run a module; `bind` receives the process (for host → sandbox calls during the run)
-        once the run's request is written, before any line of the sandbox is read. When
-        `abort` is done first (the host stopped the run), the process is killed at once,
-        with no grace (it may be flooding the host), and its error is raised."""
+        once the run's request is written, before any line of the sandbox is read. `eager`
+        says which requests the bridge may run at once (process.py `Eager`). When `abort` is
+        done first (the host stopped the run), the process is killed at once, with no grace
+        (it may be flooding the host), and its error is raised. `group`: the run may share a
+        process with runs of the same group (module docstring); None: a process of its own.
+        A run of a group that fails `worker-crashed` after another run was in its process
+        carries `details["shared"] = True` (the crash may be the other's)."""
+        if group is not None and not isinstance(payload.get("run"), str):
+            raise ValueError("a run of a group names its run id (a string) in its payload")
         self._refuse_past_the_cap()
         self._reserved += 1
         try:
-            process = await self.acquire()
+            process = await self.acquire(group)
+            while group is not None and (joined := self._shares.get(process)) is not None \
+                    and (joined.draining or not process.alive):  # it changed on the way: give the place back
+                joined.joining -= 1
+                self._leave_if_empty(joined)
+                process = await self.acquire(group)
         finally:
             self._reserved -= 1
+        run_id: Any = payload.get("run")  # a string for a run of a group (checked above)
+        router = None
+        if group is None:
+            process.handler, process.on_notify, process.eager = handler, on_notify, eager
+        else:
+            router = self._enter(process, group, run_id, handler, on_notify, eager)
         self.running.add(process)
-        process.handler, process.on_notify = handler, on_notify
         recycle = False
-        run_id = payload.get("run")
         try:
             # Written now, in this turn: no task of its own, and Node has it a turn sooner.
             request = process.send("run", {**payload, "module": module})
@@ -304,11 +421,16 @@ class SandboxPool:
             raise own if own is not None and own.code == "cancelled" else FlowCancelledError("the run was cancelled") from None
         except FlowError as exc:
             recycle = recycle or exc.code in RECYCLE_CODES
+            if router is not None and exc.code == "worker-crashed" and router.had_company(run_id):
+                exc.details["shared"] = True
             raise
         finally:
-            self.running.discard(process)
-            process.handler = process.on_notify = process.eager = None
-            self.release(process, recycle=recycle)
+            if router is None:
+                self.running.discard(process)
+                process.handler = process.on_notify = process.eager = None
+                self.release(process, recycle=recycle)
+            else:
+                self._leave(router, run_id, recycle=recycle)
 
     def pids(self) -> list[int]:
         """The operating-system ids of the live sandbox processes, running first, then idle

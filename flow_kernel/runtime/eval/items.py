@@ -12,6 +12,7 @@ replay), so that a Ray actor runs items exactly as the driver would.
 from __future__ import annotations
 
 import asyncio
+import secrets
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -85,6 +86,9 @@ class ItemRunner:
     collect: bool = False  # record each item's answers for the driver instead (a Ray actor)
     keep_events: bool = False  # return every run's events (a Ray actor: the driver writes the journals)
     worker: str | None = None
+    # The sandbox group of this eval's runs: they may share a sandbox process while they
+    # wait on the host (RunContext.sandbox_group); a run crashed beside others runs again alone.
+    group: str = field(default_factory=lambda: "eval-" + secrets.token_hex(6))
 
     def _scope(self, workflow: str, case: Case, epoch: int) -> str:
         """An item's runs in cassette keys: the program by its file name (a notebook's eval
@@ -99,7 +103,20 @@ class ItemRunner:
 
     async def _run(self, workflow: str, data: dict[str, Any], case: Case, epoch: int,
                    runs: dict[str, list[dict[str, Any]]], recorder: CassetteRecorder | None) -> RunOutcome:
-        context = self.context.replace(recorder=recorder, cassette_scope=self._scope(workflow, case, epoch))
+        """One run of the item (its workflow or a scorer's) in this eval's sandbox group. A run
+        that failed `worker-crashed` in a process it shared (`details["shared"]`: a co-tenant's
+        memory bomb, stack overflow or kill may have ended it) runs once more in a process of
+        its own, from the start: its agents are called again; the first run's journal stays."""
+        context = self.context.replace(recorder=recorder, cassette_scope=self._scope(workflow, case, epoch),
+                                       sandbox_group=self.group)
+        outcome = await self._run_once(workflow, data, context, runs)
+        error = outcome.error
+        if error is not None and error.code == "worker-crashed" and error.details.get("shared") is True:
+            outcome = await self._run_once(workflow, data, context.replace(sandbox_group=None), runs)
+        return outcome
+
+    async def _run_once(self, workflow: str, data: dict[str, Any], context: RunContext,
+                        runs: dict[str, list[dict[str, Any]]]) -> RunOutcome:
         outcome = await run_compiled(self.compiled, self.executor, context, workflow=workflow, input=data)
         # A run turns its cancellation into a `cancelled` outcome (its journal says so) and
         # returns; the item must stop here — not run its scorers, not be recorded as ended,
