@@ -142,19 +142,24 @@ function sparseHeapRestore(snapshotBuffer) {
 }
 
 // --- the watchdog: deadlines that hold even while Python is busy ---------------------------
-// Kept on the main thread, with no worker: while Python runs, CPython's eval loop asks
+// One deadline at a time (`arm` replaces it, `disarm` clears it). Runs that share the process
+// each have their own: the bootstrap keeps them and arms this for the earliest of the runs
+// still running (flowbox/deadlines.py). Kept on the main thread, with no worker: while Python runs, CPython's eval loop asks
 // Pyodide for a signal every so many ticks of its eval breaker (below), through
 // `_Py_CheckEmscriptenSignals_Helper`, which reads `Module.Py_EmscriptenSignalBuffer` three
 // times: whether it is set, its element 0, and to write 0 back. That property is a getter
 // here (`watch`, installed by `main`), returning one Int32Array: on the first of each
 // three reads it looks at the clock, and once Python has kept the main thread ANSWER_MS
 // past an armed deadline it puts SIGINT (2) in element 0, which the same check reads and
-// clears. (A getter on element 0 itself costs V8 a runtime call per read and per write,
-// ~0.5 µs a check, several per cent of a CPU-bound run; a named getter returning a typed
-// array is inline-cached.) A main thread that is idle at the deadline (the run awaits the
-// host) runs the timer below instead, which cancels the run the ordinary way, with no
-// interrupt: a KeyboardInterrupt left pending would go off in whatever Python runs next
-// (the next stdin line), outside the run. Everything is on one thread, so `disarm` is final
+// clears; CPython then calls the bootstrap's SIGINT handler in whatever code runs, which
+// raises KeyboardInterrupt only in the code of a run whose own deadline passed and
+// otherwise cancels the overdue runs and lets that code go on. (A getter on element 0
+// itself costs V8 a runtime call per read and per write, ~0.5 µs a check, several per cent
+// of a CPU-bound run; a named getter returning a typed array is inline-cached.) A main
+// thread that is idle at the deadline (the runs await the host) runs the timer below
+// instead, whose `onTimeout` has the bootstrap cancel the overdue runs the ordinary way,
+// with no interrupt: a SIGINT left pending would go off in whatever Python runs next (the
+// next stdin line), outside the run. Everything is on one thread, so `disarm` is final
 // the moment it returns.
 //
 // How often CPython checks is the watchdog's too: `_Py_emscripten_signal_clock`, an int in
@@ -226,7 +231,7 @@ function startWatchdog(checkEvery) {
     },
   };
   // The timer runs only when the main thread is idle, i.e. Python is not running and the
-  // run is awaiting something: take the deadline and cancel the run.
+  // runs are awaiting something: take the deadline and have the overdue runs cancelled.
   function schedule(due) {
     const remaining = due - performance.now();
     timer = remaining > MAX_TIMER_MS
@@ -459,8 +464,9 @@ async function main() {
   input.listen(lineReader((text) => onLines(text)), () => process.exit(0));
 }
 
-// The bootstrap turns a watchdog interrupt into an ordinary error inside each task; one
-// that still escapes (raised between tasks) ends the process, and the host replaces it.
+// The bootstrap turns a watchdog interrupt into an ordinary error inside the task of the run
+// it is for (and raises none in other code); one that still escapes ends the process, and
+// the host replaces it.
 process.on("uncaughtException", (err) => fail(`uncaught: ${err && err.stack || err}`));
 process.on("unhandledRejection", (err) => fail(`unhandled rejection: ${err && err.stack || err}`));
 main().catch((err) => fail(`start-up failed: ${err && err.stack || err}`));
