@@ -5,7 +5,7 @@ the cassette answers, the summary.
 `prepare` checks everything that can be wrong before anything runs (a usage error, exit
 2): the workflow, the scorers and their workflows or judge agents, the data. `run_eval`
 then runs every (case, epoch) not already done, through an `ItemExecutor`: `LocalItems`
-here (one session, items at once up to `concurrency`, each in a warm sandbox) or
+here (one session, items at once up to `concurrency`, in warm sandboxes) or
 `RayItems` (ray_executor.py). An item that fails — its run, a scorer, even the executor
 around it — is a failed record with an error code; the eval goes on.
 """
@@ -202,7 +202,8 @@ def crashed(case: Case, epoch: int, exc: BaseException, worker: str | None = Non
 
 class LocalItems:
     """Items at once up to `concurrency`, in this process: each run takes a warm sandbox
-    from the runner's executor (its pool holds as many as run at once)."""
+    from the runner's executor, shared with the eval's other items while they all wait on
+    the host (ItemRunner.group; its pool holds at most as many as run at once)."""
 
     def __init__(self, runner: ItemRunner, concurrency: int) -> None:
         self.runner = runner
