@@ -25,9 +25,11 @@ workflow item(n: int) -> { n: int, total: int, words: string[] } {
   return { n: n, total: r.v + n, words: words }
 }
 """
-# Item 3 frees a value 20,000 levels deep after its model answered: past V8's default stack
+# Item 3 frees a value 20,000 levels deep once its model answered: past V8's default stack
 # (the one the test gives every sandbox), the process dies (tests/sandbox/test_deep_values.py).
-CRASHING = """agent chooser { model: "scripted", output: { v: int }, script: [slow(400ms, { v: 7 })] }
+# The other items wait longer for theirs: they are in its process when it dies.
+CRASHING = """agent quick { model: "scripted", output: { v: int }, script: [slow(300ms, { v: 7 })] }
+agent patient { model: "scripted", output: { v: int }, script: [slow(2s, { v: 7 })] }
 fn build(k: number) -> number {
   var x: any = []
   var i = 0
@@ -39,11 +41,18 @@ fn build(k: number) -> number {
 }
 workflow item(n: int) -> number {
   limits { steps: 1000000 }
-  let r = chooser("n is ${n}")
   var k = 3
-  if n == 3 { k = 20000 }
+  var v = 0
+  if n == 3 {
+    k = 20000
+    let r = quick("n is ${n}")
+    v = r.v
+  } else {
+    let r = patient("n is ${n}")
+    v = r.v
+  }
   let depth = build(k)
-  return r.v + n + depth
+  return v + n + depth
 }
 """
 N = 12
