@@ -12,12 +12,15 @@ stop it; its bound (`BOUND_S`) is far past every deadline, so a loop nothing sto
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import importlib
 import textwrap
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
 
+import tests.sandbox.bootstrap_import  # noqa: F401 - makes `flowbox` importable
 from flow_kernel import SourceFile
 from flow_kernel.errors import FlowError
 from flow_kernel.lang.compiler import compile_source
@@ -25,6 +28,8 @@ from flow_kernel.runtime.policy.ceilings import Ceilings
 from flow_kernel.sandbox.install import ensure_snapshot
 from flow_kernel.sandbox.node import find_node
 from flow_kernel.sandbox.process import SandboxProcess
+
+deadlines = importlib.import_module("flowbox.deadlines")
 
 BOUND_S = 8  # a busy loop that nothing stops ends after this and returns "not stopped"
 LONG_MS = 120_000  # a deadline no test reaches
@@ -310,3 +315,88 @@ def test_two_runs_neither_overdue_give_what_each_gives_alone() -> None:
     assert together == alone
     assert alone["A"][0]["result"] == sum(range(200)) + 4
     assert alone["B"][0]["result"] == ["<first>", "<second after <first>>"]
+
+
+# -- the table alone, on the host's CPython with a recording watchdog and a clock set by hand ----
+
+class Watchdog:
+    def __init__(self) -> None:
+        self.calls: list[tuple[Any, ...]] = []
+
+    def arm(self, ms: float) -> None:
+        self.calls.append(("arm", round(ms)))
+
+    def disarm(self) -> None:
+        self.calls.append(("disarm",))
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+def table(monkeypatch: pytest.MonkeyPatch) -> tuple[Any, Watchdog, Clock, list[tuple[str, str]]]:
+    clock, dog, cancelled = Clock(), Watchdog(), []
+    monkeypatch.setattr(deadlines, "time", clock)
+    return deadlines.Deadlines(dog, lambda run, reason: cancelled.append((run, reason))), dog, clock, cancelled
+
+
+def in_run(run: Any, fn: Callable[[], Any]) -> Any:
+    """`fn()` as code of `run` runs it (`current_run` set, as the bridge sets it)."""
+    context = contextvars.copy_context()
+    context.run(deadlines.current_run.set, run)
+    return context.run(fn)
+
+
+def test_one_run_arms_and_disarms_the_watchdog_as_before(monkeypatch: pytest.MonkeyPatch) -> None:
+    table_, dog, _clock, cancelled = table(monkeypatch)
+    table_.add("A", 300)
+    table_.remove("A")
+    table_.remove("A")  # again: nothing
+    assert dog.calls == [("arm", 300), ("disarm",)] and cancelled == []
+
+
+def test_the_watchdog_holds_the_earliest_deadline_of_the_runs_left(monkeypatch: pytest.MonkeyPatch) -> None:
+    table_, dog, clock, _cancelled = table(monkeypatch)
+    table_.add("A", 1000)
+    table_.add("B", 2000)  # later: the watchdog keeps A's
+    table_.add("C", 500)  # earlier: it takes C's
+    clock.now += 0.1
+    table_.remove("B")  # not the one it holds: nothing
+    table_.remove("C")  # the one it holds: A's, 900 ms from now
+    table_.remove("A")
+    assert dog.calls == [("arm", 1000), ("arm", 500), ("arm", 900), ("disarm",)]
+
+
+def test_the_timer_cancels_the_overdue_runs_and_arms_for_the_rest(monkeypatch: pytest.MonkeyPatch) -> None:
+    table_, dog, clock, cancelled = table(monkeypatch)
+    table_.add("A", 100)
+    table_.add("B", 150)
+    table_.add("C", 5000)
+    clock.now += 0.1  # A's deadline, which fired: A only (B's is 50 ms away)
+    table_.on_timer()
+    assert cancelled == [("A", "workflow-timeout")] and dog.calls[-1] == ("arm", 50)
+    clock.now += 0.2  # past B's: the timer fired for it
+    table_.on_timer()
+    assert cancelled[1:] == [("B", "workflow-timeout")] and dog.calls[-1] == ("arm", 4700)
+    assert list(table_.due) == ["C"]
+
+
+def test_the_interrupt_raises_only_in_the_code_of_the_run_it_is_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    table_, dog, clock, cancelled = table(monkeypatch)
+    table_.add("A", 100)
+    table_.add("B", 5000)
+    clock.now += 0.15  # busy 50 ms past A's deadline
+    in_run("B", lambda: table_.on_interrupt(2, None))  # B's code: A is cancelled, B goes on
+    assert cancelled == [("A", "workflow-timeout")] and dog.calls[-1] == ("arm", 4850)
+    table_.add("D", 100)
+    clock.now += 0.15
+    with pytest.raises(KeyboardInterrupt):
+        in_run("D", lambda: table_.on_interrupt(2, None))  # D's own deadline: D's code stops
+    assert cancelled == [("A", "workflow-timeout")] and list(table_.due) == ["B"]
+    clock.now += 5
+    table_.on_interrupt(2, None)  # code of no run: B is cancelled, nothing raised
+    assert cancelled[1:] == [("B", "workflow-timeout")] and dog.calls[-1:] == [("disarm",)]
