@@ -253,6 +253,49 @@ def test_expect_answers_for_the_run_it_names() -> None:
     assert in_sandbox(test) == ([], ["at most 3 characters"], "short", "ok")
 
 
+HEAVY_EXPECT = """agent a { model: "scripted" }
+fn heavy(n: int) -> bool {
+  var i = 0
+  while i < n {
+    i = i + 1
+  }
+  return true
+}
+workflow w() -> string {
+  limits { steps: 100000000, duration: 10m }
+  let s = a("x") expect heavy(50000000) : "heavy"
+  return s
+}
+"""
+
+
+def test_a_deadline_that_passes_in_a_runs_expect_check_stops_that_run_only() -> None:
+    # A's clauses run long (steps, but far inside the workflow's own `duration`) when the host
+    # asks about a candidate; A's deadline passes meanwhile and its interrupt goes off in the
+    # check. The check's task took it as an ordinary error, and A fails `workflow-timeout`
+    # (the check's task used not to catch it: the interrupt left the task and ended the process).
+    compiled = compile_source(SourceFile("heavy.flow", HEAVY_EXPECT))
+    assert compiled.ok and compiled.python is not None, [d.message for d in compiled.check.errors]
+    a_payload = {**run_payload("A", compiled.python, 300, unrestricted=False),
+                 "args": {"workflow": "w", "input": {}, "session": {}}}
+
+    async def test(host: Host) -> tuple[Any, Any, Any]:
+        a = host.process.send("run", a_payload)
+        b = host.process.send("run", run_payload("B", raw('return await host("wait")'), LONG_MS))
+        await host.until("A", "agent")
+        await host.until("B", "wait")
+        call = next(p["call"] for p in host.payloads if p["run"] == "A")
+        try:
+            asked: Any = await asyncio.wait_for(host.process.request("expect", {"run": "A", "call": call,
+                                                                                 "output": "o"}), 30)
+        except FlowError as exc:
+            asked = exc.code
+        host.open("B", "wait", "B answered")
+        return asked, await outcome(a), await outcome(b)
+
+    assert in_sandbox(test) == ("workflow-timeout", "workflow-timeout", "B answered")
+
+
 # -- neither overdue -------------------------------------------------------------------------
 
 PROGRAMS = {

@@ -194,8 +194,7 @@ class Bridge:
         if op == "cancel":
             return runs.cancel(payload.get("run"), payload.get("reason", "cancelled"))
         if op == "expect":
-            current_run.set(payload.get("run"))  # the run's own code: its deadline's interrupt may stop it
-            return await runs.expect(payload)
+            return await runs.expect(payload)  # the clauses run in the run's own context (Runtime.expect)
         if op == "ping":
             return payload
         if op == "echo_bench":

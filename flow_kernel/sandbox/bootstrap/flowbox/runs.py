@@ -111,7 +111,12 @@ def cancel(run_id, reason):
 
 async def expect(payload):
     """The host's repair loop asks whether a candidate output meets a call's `expect` clauses."""
-    entry = _active.get(payload.get("run"))
+    run_id = payload.get("run")
+    entry = _active.get(run_id)
     if entry is None:
         return []
-    return await entry[0].expect(payload.get("call"), payload.get("output"))
+    try:
+        return await entry[0].expect(payload.get("call"), payload.get("output"))
+    except _tasks.Interrupted:  # the run's deadline passed while its clauses ran: the run stops
+        cancel(run_id, "workflow-timeout")
+        raise FlowError("workflow-timeout", "the run ran past its deadline while its `expect` clauses were checked") from None

@@ -501,7 +501,7 @@ class Runtime:
             return []
         check, context = entry
         try:
-            pairs = await asyncio.get_running_loop().create_task(check(output), context=context)
+            pairs = await _tasks.spawn(check(output), context)  # the run's context: its deadline's interrupt stops it
         except FlowError as exc:
             if exc.fatal:
                 raise

@@ -58,9 +58,12 @@ async def _guarded(coro):
         raise Interrupted() from None
 
 
-def spawn(coro):
-    """A task for `coro`, in which the watchdog's KeyboardInterrupt becomes `Interrupted`."""
-    return asyncio.ensure_future(_guarded(coro))
+def spawn(coro, context=None):
+    """A task for `coro` (in `context`, when given), in which the watchdog's KeyboardInterrupt
+    becomes `Interrupted`."""
+    if context is None:
+        return asyncio.ensure_future(_guarded(coro))
+    return asyncio.get_running_loop().create_task(_guarded(coro), context=context)
 
 
 async def fail_closed(coros):
