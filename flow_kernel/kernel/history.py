@@ -10,12 +10,15 @@ it is `history.sqlite` in the `flow` folder of the Jupyter data directory.
 
 Off the cell's way: every statement runs on one thread of the history's own (as IPython's
 history is saved on a thread of its own). Storing an input or an output hands it over and
-returns; a cell's input and output are handed over together once its reply is sent, or
-its input alone while it still runs after `INPUT_WAIT` (`CellHistory`). A read waits for
-the writes handed over before it, so it sees them; `drain` waits for them too. The file
-is in WAL mode with `synchronous=NORMAL` (a commit appends to the log and does not
-wait for the disk), one statement per stored input or output, and it is opened while the
-person types the first cell (`open`).
+returns; a cell's input and output are kept together once its reply is sent, or its input
+handed over alone while it still runs after `INPUT_WAIT` (`CellHistory`). The cells kept
+are handed over together `BATCH_WAIT` after the first of them and written in one
+transaction, so cells run one after another (Run All) wake the history's thread and write
+the file's pages once, not once a cell, in between their requests. A read, `drain`,
+`close` and any other store hand the kept cells over first, so a read sees every cell that
+answered before it (`drain` waits only for what was handed over). The file is in WAL mode with `synchronous=NORMAL` (a commit appends to
+the log and does not wait for the disk), and it is opened while the person types the
+first cell (`open`). A kernel killed outright loses the lines of at most `BATCH_WAIT`.
 
 Never in the way: a file that cannot be opened, is corrupt or stays locked longer than
 `LOCK_WAIT` turns the history into an in-memory one for the rest of the kernel (this
@@ -37,6 +40,7 @@ import contextlib
 import datetime
 import os
 import sqlite3
+import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -48,6 +52,8 @@ LOCK_WAIT = 0.25
 CACHE_KIB = 64
 # How long a running cell's input waits to be handed over with its output (`CellHistory`).
 INPUT_WAIT = 0.02
+# How long the cells that answered are kept before they are written together (`keep_cell`).
+BATCH_WAIT = 0.25
 MEMORY = ":memory:"
 _LATEST_FIRST = "ORDER BY history.session DESC, history.line DESC"
 
@@ -96,6 +102,7 @@ class CellHistory:
         self.line = line
         self.output: str | None = None  # the result's text, once the cell has one
         self._source: str | None = source  # until handed over
+        self._loop = loop
         self._timer = loop.call_later(INPUT_WAIT, self.store_input)
 
     def store_input(self) -> None:
@@ -105,11 +112,12 @@ class CellHistory:
             self.history.store_input(self.line, source)
 
     def ended(self) -> None:
-        """The cell has answered: what the history does not have of it, in one hand-over."""
+        """The cell has answered: what the history does not have of it, its input and output
+        kept to be written with the next cells' (`keep_cell`)."""
         self._timer.cancel()
         source, self._source = self._source, None
         if source is not None:
-            self.history.store_cell(self.line, source, self.output)
+            self.history.keep_cell(self.line, source, self.output, self._loop)
         elif self.output is not None:
             self.history.store_output(self.line, self.output)
 
@@ -141,16 +149,22 @@ class KernelHistory:
         self._lost = False  # a statement failed in memory too (said once)
         # One worker, so statements run in the order they were handed over.
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="flow-history")
+        self._kept: list[tuple[int, str, str | None]] = []  # cells that answered, not handed over yet
+        self._kept_lock = threading.Lock()  # a shutdown hands them over from the control thread
+        self._batch_timer: asyncio.TimerHandle | None = None  # hands the kept cells over (`keep_cell`)
 
     def _later(self, work: Callable[..., Any], *args: Any) -> None:
+        self.hand_over_kept()
         self._thread.submit(work, *args)
 
     def _wait_for(self, work: Callable[..., Any], *args: Any) -> Any:
+        self.hand_over_kept()
         return self._thread.submit(work, *args).result()
 
     def drain(self) -> None:
-        """Return once every statement handed to the history's thread so far has run."""
-        self._wait_for(lambda: None)
+        """Return once every statement handed to the history's thread so far has run (the
+        cells kept are not handed over by it)."""
+        self._thread.submit(lambda: None).result()
 
     # -- opening ----------------------------------------------------------------------------
     def open(self) -> None:
@@ -250,15 +264,48 @@ class KernelHistory:
     def _store_input(self, line: int, source: str) -> None:
         self._run("INSERT OR REPLACE INTO history VALUES (?, ?, ?, ?)", (self._session(), line, source, source))
 
-    def store_cell(self, line: int, source: str, output: str | None) -> None:
-        """Line `line`'s input and its result's text (`None`: no result) in one hand-over
-        to the history's thread."""
-        self._later(self._store_cell, line, source, output)
+    def keep_cell(self, line: int, source: str, output: str | None, loop: asyncio.AbstractEventLoop) -> None:
+        """Line `line`'s input and its result's text (`None`: no result), kept with the other
+        cells that answered and handed over with them at most `BATCH_WAIT` after the first (one
+        timer on `loop` at a time), or sooner by any other use."""
+        with self._kept_lock:
+            self._kept.append((line, source, output))
+        if self._batch_timer is None:  # one timer at a time, however often a use hands over early
+            self._batch_timer = loop.call_later(BATCH_WAIT, self._batch_due)
 
-    def _store_cell(self, line: int, source: str, output: str | None) -> None:
-        self._store_input(line, source)
-        if output is not None:
-            self._store_output(line, output)
+    def _batch_due(self) -> None:
+        self._batch_timer = None
+        self.hand_over_kept()
+
+    def hand_over_kept(self) -> None:
+        """The cells kept so far to the history's thread, written there in one transaction."""
+        with self._kept_lock:
+            kept, self._kept = self._kept, []
+        if kept:
+            self._thread.submit(self._store_cells, kept)
+
+    def _store_cells(self, cells: list[tuple[int, str, str | None]]) -> None:
+        """Cells' inputs and outputs in one transaction; when it fails, statement by statement
+        as `_run` runs them (a file that fails moves to memory, these lines with it)."""
+        session = self._session()
+        statements: list[tuple[str, tuple[Any, ...]]] = []
+        for line, source, output in cells:
+            statements.append(("INSERT OR REPLACE INTO history VALUES (?, ?, ?, ?)", (session, line, source, source)))
+            if output is not None:
+                statements.append(("INSERT OR REPLACE INTO output_history VALUES (?, ?, ?)", (session, line, output)))
+        db = self._db
+        assert db is not None
+        try:
+            db.execute("BEGIN")
+            for sql, params in statements:
+                db.execute(sql, params)
+            db.execute("COMMIT")
+            return
+        except sqlite3.Error:
+            with contextlib.suppress(sqlite3.Error):
+                db.execute("ROLLBACK")
+        for sql, params in statements:
+            self._run(sql, params)
 
     def store_output(self, line: int, output: str) -> None:
         """The result of line `line`, as text. Handed to the history's thread."""

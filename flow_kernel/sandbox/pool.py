@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import contextvars
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -496,7 +497,10 @@ async def _settled(reply: asyncio.Future[Any], abort: asyncio.Future[FlowError] 
     reply.add_done_callback(wake)
     if abort is not None:
         abort.add_done_callback(wake)
-    timer = loop.call_later(timeout, wake) if timeout is not None else None
+    # An empty context: the timer is cancelled at almost every run's end, and a cancelled
+    # timer stays in the loop's heap until asyncio purges them (once they are over half of
+    # more than 100), holding the context it was made in — in a kernel, the cell's request.
+    timer = loop.call_later(timeout, wake, context=contextvars.Context()) if timeout is not None else None
     try:
         await woken
     finally:

@@ -1,8 +1,9 @@
 """The Flow kernel as `python -m flow_kernel` starts it, with one addition for
 tests/kernel/test_kernel_growth.py: on SIGUSR1 it collects its garbage and writes what it
 keeps to `$FLOW_GROWTH_PROBE_OUT/<n>.json` (n counting from 0) — gc-tracked objects,
-pymalloc's allocated blocks, the C allocator's bytes in use, SQLite's memory. The signal
-hands the report to the kernel's event loop, which makes it between two of its turns."""
+pymalloc's allocated blocks, the C allocator's bytes in use, SQLite's memory, once the history
+has written the cells it keeps (`_settle_history`). The signal hands the report to the
+kernel's event loop, which makes it between two of its turns."""
 
 from __future__ import annotations
 
@@ -61,6 +62,7 @@ def _report(tries: int = 100) -> None:
     if gc.get_freeze_count() and tries:  # a run's window still open: counted once it closes
         asyncio.get_running_loop().call_later(0.01, _report, tries - 1)
         return
+    _settle_history()
     out = Path(os.environ["FLOW_GROWTH_PROBE_OUT"])
     number = len(list(out.glob("*.json")))
     gc.collect()
@@ -69,6 +71,17 @@ def _report(tries: int = 100) -> None:
     partial = out / f"{number}.part"
     partial.write_text(json.dumps(figures))
     partial.rename(out / f"{number}.json")
+
+
+def _settle_history() -> None:
+    """The cells the history still keeps to write together (kernel/history.py `keep_cell`,
+    at most `BATCH_WAIT` of them) written before counting: a reading is what the kernel
+    holds per cell at rest, not the text of the cells of its last quarter second."""
+    from flow_kernel.kernel.app import FlowKernelApp
+
+    history = FlowKernelApp.instance().kernel.history
+    history.hand_over_kept()
+    history.drain()
 
 
 if __name__ == "__main__":

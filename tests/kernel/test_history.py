@@ -1,6 +1,7 @@
 """The kernel's history file (kernel/history.py): IPython's access types and layout, a
-file that cannot be used moving the history to memory without an error, and when a
-cell's input and output are handed to the history's thread (`CellHistory`)."""
+file that cannot be used moving the history to memory without an error, when a cell's
+input and output are handed to the history's thread (`CellHistory`), and the cells that
+answered kept and written together (`keep_cell`)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 import pytest
 
 from flow_kernel.kernel.history import (
+    BATCH_WAIT,
     INPUT_WAIT,
     MEMORY,
     CellHistory,
@@ -208,7 +210,7 @@ class RecordingHistory:
     def store_output(self, line: int, output: str) -> None:
         self.calls.append(("output", line, output))
 
-    def store_cell(self, line: int, source: str, output: str | None) -> None:
+    def keep_cell(self, line: int, source: str, output: str | None, loop: Any) -> None:
         self.calls.append(("cell", line, source, output))
 
 
@@ -264,9 +266,86 @@ def test_a_cell_still_running_after_the_wait_has_its_input_handed_over_then() ->
     assert history.calls == [("input", 3, "6 * 7"), ("output", 3, "42")]
 
 
-def test_store_cell_writes_the_input_and_the_output(tmp_path: Path) -> None:
-    history = _history(tmp_path / "h.sqlite")
-    history.store_cell(1, "let a = 1", None)
-    history.store_cell(2, "a + 1", "2")
+def test_a_kept_cell_writes_the_input_and_the_output(tmp_path: Path) -> None:
+    history, loop = _history(tmp_path / "h.sqlite"), RecordingLoop()
+    history.keep_cell(1, "let a = 1", None, loop)  # type: ignore[arg-type]
+    history.keep_cell(2, "a + 1", "2", loop)  # type: ignore[arg-type]
     assert history.tail(2, output=True) == [(1, 1, ("let a = 1", None)), (1, 2, ("a + 1", "2"))]
     history.close()
+
+
+def test_cells_kept_after_an_early_hand_over_wait_for_the_timer_already_running(tmp_path: Path) -> None:
+    # A timer per batch started after each early hand-over would leave one timer a cell in
+    # the loop's heap while cells run faster than BATCH_WAIT (a cell that runs past
+    # INPUT_WAIT hands the kept cells over with its input).
+    history, loop = _history(tmp_path / "h.sqlite"), RecordingLoop()
+    history.keep_cell(1, "1", "1", loop)  # type: ignore[arg-type]
+    history.store_input(2, "sleep(1)")  # hands cell 1 over
+    history.keep_cell(2, "sleep(1)", None, loop)  # type: ignore[arg-type]
+    history.keep_cell(3, "3", "3", loop)  # type: ignore[arg-type]
+    [(_delay, callback, _timer)] = loop.timers  # still the first one
+    callback()
+    history.drain()
+    assert [line for _session, line, _entry in history.tail(3, output=False)] == [1, 2, 3]
+    history.keep_cell(4, "4", "4", loop)  # type: ignore[arg-type]
+    assert len(loop.timers) == 2  # once it has fired, the next cell kept starts another
+    history.close()
+
+
+def _file_lines(path: Path) -> list[tuple[int, str, str | None]]:
+    """What another connection reads of the file now: (line, input, output)."""
+    with sqlite3.connect(path) as db:
+        rows = db.execute("SELECT history.line, history.source_raw, output_history.output FROM history"
+                          " LEFT JOIN output_history USING (session, line) ORDER BY history.line").fetchall()
+    return [(int(line), str(source), output) for line, source, output in rows]
+
+
+def test_the_cells_kept_are_written_together_when_their_timer_fires(tmp_path: Path) -> None:
+    path = tmp_path / "h.sqlite"
+    history, loop = _history(path), RecordingLoop()
+    history.open()
+    history.drain()  # the file made
+    history.keep_cell(1, "let a = 1", None, loop)  # type: ignore[arg-type]
+    history.keep_cell(2, "a + 1", "2", loop)  # type: ignore[arg-type]
+    [(delay, callback, _timer)] = loop.timers  # one timer, from the first cell kept
+    assert delay == BATCH_WAIT
+    history.drain()
+    assert _file_lines(path) == []  # nothing handed over before the timer
+    callback()
+    history.drain()
+    assert _file_lines(path) == [(1, "let a = 1", None), (2, "a + 1", "2")]
+    history.keep_cell(3, "a", "1", loop)  # type: ignore[arg-type]
+    assert len(loop.timers) == 2  # the next batch has its own timer
+    history.close()
+    assert _file_lines(path)[-1] == (3, "a", "1")  # closing writes what is kept
+
+
+def test_a_read_or_another_store_hands_the_kept_cells_over_first(tmp_path: Path) -> None:
+    history, loop = _history(tmp_path / "h.sqlite"), RecordingLoop()
+    history.keep_cell(1, "6 * 7", "42", loop)  # type: ignore[arg-type]
+    assert history.tail(1, output=True) == [(1, 1, ("6 * 7", "42"))]  # seen by a read, no timer needed
+    history.keep_cell(2, "x", "old", loop)  # type: ignore[arg-type]
+    history.store_output(2, "new")  # handed over after the kept cell, so it stands
+    assert history.tail(1, output=True) == [(1, 2, ("x", "new"))]
+    history.close()
+
+
+def test_kept_cells_that_the_locked_file_refuses_go_to_memory(tmp_path: Path) -> None:
+    path = tmp_path / "h.sqlite"
+    warnings: list[str] = []
+    history, loop = _history(path, warnings), RecordingLoop()
+    history.store_input(1, "let x = 1")  # in the file
+    history.drain()
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN EXCLUSIVE")  # another process holds the write lock and keeps it
+    try:
+        history.keep_cell(2, "x + 1", "2", loop)  # type: ignore[arg-type]
+        history.keep_cell(3, "x + 2", None, loop)  # type: ignore[arg-type]
+        loop.timers[0][1]()  # their timer fires while the lock is held
+        history.drain()
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    assert history.in_memory and len(warnings) == 1
+    assert history.range(0, 1, None, output=True) == [
+        (1, 1, ("let x = 1", None)), (1, 2, ("x + 1", "2")), (1, 3, ("x + 2", None))]
