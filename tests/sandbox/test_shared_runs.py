@@ -387,11 +387,21 @@ def table(monkeypatch: pytest.MonkeyPatch) -> tuple[Any, Watchdog, Clock, list[t
     return deadlines.Deadlines(dog, lambda run, reason: cancelled.append((run, reason))), dog, clock, cancelled
 
 
-def in_run(run: Any, fn: Callable[[], Any]) -> Any:
-    """`fn()` as code of `run` runs it (`current_run` set, as the bridge sets it)."""
+def in_run(run: Any, fn: Callable[[], Any], *, in_task: bool = True) -> Any:
+    """`fn()` as code of `run` runs it (`current_run` set, as the bridge sets it): in a
+    task's step, as a run's code runs, or (`in_task=False`) in a plain callback."""
     context = contextvars.copy_context()
     context.run(deadlines.current_run.set, run)
-    return context.run(fn)
+    if not in_task:
+        return context.run(fn)
+
+    async def step() -> Any:
+        return fn()
+
+    async def go() -> Any:
+        return await asyncio.get_running_loop().create_task(step(), context=context)
+
+    return asyncio.run(go())
 
 
 def test_one_run_arms_and_disarms_the_watchdog_as_before(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -443,3 +453,35 @@ def test_the_interrupt_raises_only_in_the_code_of_the_run_it_is_for(monkeypatch:
     clock.now += 5
     table_.on_interrupt(2, None)  # code of no run: B is cancelled, nothing raised
     assert cancelled[1:] == [("B", "workflow-timeout")] and dog.calls[-1:] == [("disarm",)]
+    table_.add("E", 100)
+    clock.now += 0.15
+    in_run("E", lambda: table_.on_interrupt(2, None), in_task=False)  # E's callback: cancelled, not raised
+    assert cancelled[2:] == [("E", "workflow-timeout")] and not table_.due
+
+
+def test_an_interrupt_in_a_callback_of_the_overdue_run_cancels_it_and_the_process_lives() -> None:
+    # A's deadline passes while a plain callback of A's (a timer, as `Frame._expire` is; not a
+    # task) keeps Python busy: a KeyboardInterrupt raised there would leave the callback into
+    # the event loop and end the process, with B in it. The handler cancels A instead; the
+    # callback ends by itself, A stops with `workflow-timeout`, and B completes.
+    busy_for = 1.0  # past A's deadline (300 ms), well inside B's
+    a_module = raw(f"""
+        import asyncio, time
+        def spin():
+            started = time.monotonic()
+            while time.monotonic() - started < {busy_for}:
+                pass
+        asyncio.get_running_loop().call_later(0.05, spin)
+        return await host("wait")
+    """)
+
+    async def test(host: Host) -> tuple[Any, Any]:
+        b = host.process.send("run", run_payload("B", raw('return await host("wait")'), LONG_MS))
+        await host.until("B", "wait")
+        a = host.process.send("run", run_payload("A", a_module, 300))
+        await host.until("A", "wait")
+        a_outcome = await outcome(a)
+        host.open("B", "wait", "answered")
+        return a_outcome, await outcome(b)
+
+    assert in_sandbox(test) == ("workflow-timeout", "answered")

@@ -6,6 +6,7 @@ Shipped into Pyodide as source: imports only the standard library."""
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import signal
 import time
@@ -75,14 +76,27 @@ class Deadlines:
         runs once it kept the main thread busy past the earliest deadline. Raises
         KeyboardInterrupt only in the code of a run whose own deadline passed (that run
         fails with `workflow-timeout`, as alone); the other overdue runs are not running, so
-        they are cancelled, the watchdog is armed for the rest, and the code goes on."""
+        they are cancelled, the watchdog is armed for the rest, and the code goes on. Code of
+        an overdue run that runs outside a task (a timer's callback, as `Frame._expire`) is
+        not interrupted either: the exception would leave the callback into the event loop
+        and end the process with every run in it; the run is cancelled, and stops once the
+        callback returns."""
         running = current_run.get(OUTSIDE)
         overdue = self.take_overdue()
+        in_task = _in_task()
         for run in overdue:
-            if run != running:
+            if run != running or not in_task:
                 self._cancel(run, "workflow-timeout")
-        if running in overdue:
+        if running in overdue and in_task:
             raise KeyboardInterrupt
+
+
+def _in_task():
+    """Whether the code running is a task's step (asyncio catches nothing else for it)."""
+    try:
+        return asyncio.current_task() is not None
+    except RuntimeError:  # no running loop
+        return False
 
 
 def install(deadlines):
