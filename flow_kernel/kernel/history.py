@@ -56,6 +56,8 @@ INPUT_WAIT = 0.02
 BATCH_WAIT = 0.25
 MEMORY = ":memory:"
 _LATEST_FIRST = "ORDER BY history.session DESC, history.line DESC"
+_INSERT_INPUT = "INSERT OR REPLACE INTO history VALUES (?, ?, ?, ?)"
+_INSERT_OUTPUT = "INSERT OR REPLACE INTO output_history VALUES (?, ?, ?)"
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS sessions (session integer primary key autoincrement, start timestamp,"
@@ -88,6 +90,14 @@ def _keep_private(location: str) -> None:
 # One history entry as the Jupyter protocol carries it: (session, line, input) or, with
 # output, (session, line, (input, output or None)).
 Entry = tuple[int, int, Any]
+
+
+def _line_statements(session: int, line: int, source: str, output: str | None) -> list[tuple[str, tuple[Any, ...]]]:
+    """The statements that store one line's input and, when it has one, its output."""
+    statements: list[tuple[str, tuple[Any, ...]]] = [(_INSERT_INPUT, (session, line, source, source))]
+    if output is not None:
+        statements.append((_INSERT_OUTPUT, (session, line, output)))
+    return statements
 
 
 class CellHistory:
@@ -223,9 +233,8 @@ class KernelHistory:
         self._db.execute("UPDATE sessions SET session = ?", (session,))
         self.session = session
         for line, source, output in lines:
-            self._db.execute("INSERT OR REPLACE INTO history VALUES (?, ?, ?, ?)", (session, line, source, source))
-            if output is not None:
-                self._db.execute("INSERT OR REPLACE INTO output_history VALUES (?, ?, ?)", (session, line, output))
+            for sql, params in _line_statements(session, line, source, output):
+                self._db.execute(sql, params)
 
     def _session_lines(self) -> list[tuple[int, str, str | None]]:
         """This session's lines (line, input, output) as the open file gives them now; none
@@ -262,7 +271,7 @@ class KernelHistory:
         self._later(self._store_input, line, source)
 
     def _store_input(self, line: int, source: str) -> None:
-        self._run("INSERT OR REPLACE INTO history VALUES (?, ?, ?, ?)", (self._session(), line, source, source))
+        self._run(_INSERT_INPUT, (self._session(), line, source, source))
 
     def keep_cell(self, line: int, source: str, output: str | None, loop: asyncio.AbstractEventLoop) -> None:
         """Line `line`'s input and its result's text (`None`: no result), kept with the other
@@ -288,11 +297,8 @@ class KernelHistory:
         """Cells' inputs and outputs in one transaction; when it fails, statement by statement
         as `_run` runs them (a file that fails moves to memory, these lines with it)."""
         session = self._session()
-        statements: list[tuple[str, tuple[Any, ...]]] = []
-        for line, source, output in cells:
-            statements.append(("INSERT OR REPLACE INTO history VALUES (?, ?, ?, ?)", (session, line, source, source)))
-            if output is not None:
-                statements.append(("INSERT OR REPLACE INTO output_history VALUES (?, ?, ?)", (session, line, output)))
+        statements = [statement for line, source, output in cells
+                      for statement in _line_statements(session, line, source, output)]
         db = self._db
         assert db is not None
         try:
@@ -312,7 +318,7 @@ class KernelHistory:
         self._later(self._store_output, line, output)
 
     def _store_output(self, line: int, output: str) -> None:
-        self._run("INSERT OR REPLACE INTO output_history VALUES (?, ?, ?)", (self._session(), line, output))
+        self._run(_INSERT_OUTPUT, (self._session(), line, output))
 
     def close(self) -> None:
         """End this session once what was handed over is written: its end time and number
