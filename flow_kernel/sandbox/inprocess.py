@@ -75,10 +75,10 @@ class _InProcessBridge:
     def memory(self) -> int:
         return 0
 
-    def arm(self, ms: int) -> None:
+    def arm(self, run: object, ms: int) -> None:
         pass
 
-    def disarm(self) -> None:
+    def disarm(self, run: object) -> None:
         pass
 
 

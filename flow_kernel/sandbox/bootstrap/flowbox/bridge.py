@@ -97,13 +97,13 @@ class Bridge:
     def memory(self):
         return int(self.io.memory())
 
-    def arm(self, ms):
-        """The running run (`current_run`) is due `ms` milliseconds from now (runs.execute)."""
-        self.deadlines.add(current_run.get(None), ms)
+    def arm(self, run, ms):
+        """`run` is due `ms` milliseconds from now (runs.execute)."""
+        self.deadlines.add(run, ms)
 
-    def disarm(self):
-        """The running run ended: its deadline goes (the other runs' stay)."""
-        self.deadlines.remove(current_run.get(None))
+    def disarm(self, run):
+        """`run` ended: its deadline goes (the other runs' stay)."""
+        self.deadlines.remove(run)
 
     def on_watchdog(self):
         """The earliest deadline passed while Python was idle (its run awaits the host): stop

@@ -29,13 +29,13 @@ async def execute(main, payload, bridge):
     task = _tasks.spawn(main(rt, payload.get("args") or {}))
     _active[run_id] = (rt, task)
     if deadline_ms:
-        bridge.arm(deadline_ms)
+        bridge.arm(run_id, deadline_ms)
     try:
         try:
             result = await task
         finally:
             if deadline_ms:
-                bridge.disarm()
+                bridge.disarm(run_id)
     except FlowError as exc:
         error = exc
     except (KeyboardInterrupt, _tasks.Interrupted) as exc:  # the watchdog's interrupt: the deadline passed
