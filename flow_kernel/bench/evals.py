@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from flow_kernel.bench.measure import Figures, Row, Target, stats
+from flow_kernel.bench.measure import Figures, Row, Target, descendants, stats
 from flow_kernel.bench.notebooks import cpu_ticks
 from flow_kernel.runtime.context import RunContext
 from flow_kernel.runtime.policy.ceilings import Ceilings
@@ -107,17 +107,13 @@ async def _items_per_s(folder: Path, program: str, concurrency: int, sandbox: bo
 
 
 def _sandbox_pids() -> list[int]:
-    """This process's children that run the sandbox's runner (the eval's pool is its own)."""
-    me, pids = str(os.getpid()), []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
+    """The processes below this one that run the sandbox's runner (the eval's pool is its own)."""
+    pids = []
+    for pid in descendants(os.getpid()):
         try:
-            if (entry / "stat").read_text().rsplit(")", 1)[1].split()[1] != me:
-                continue
-            if b"runner.mjs" in (entry / "cmdline").read_bytes():
-                pids.append(int(entry.name))
-        except (OSError, IndexError):
+            if b"runner.mjs" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                pids.append(pid)
+        except OSError:
             continue
     return pids
 
