@@ -25,7 +25,7 @@ TIMINGS = {
                 "cpu_text_sandbox_s", "cpu_text_host_cpython_s", "cpu_records_sandbox_s", "cpu_records_host_cpython_s"),
     "agents": ("fanout_s", "fanout_start_ms", "fanout_per_wave_ms", "fanout_spread_ms", "fanout_end_ms",
                "pipeline_calls_per_s", "pipeline_calls_per_s_in_process", "bridge_calls_per_s",
-               "pipeline_host_cpu_us", "bridge_host_cpu_us"),  # the sandbox's: 10 ms ticks, may read 0 in a quick run
+               "pipeline_host_cpu_us", "bridge_host_cpu_us", "floor_calls_per_s", "floor_host_cpu_us"),  # the sandbox's: 10 ms ticks, may read 0 in a quick run
     "evals": ("items_per_s", "items_per_s_in_process"),
     "kernel": ("kernel_start_s", "first_cell_ms", "cold_load_pyodide_ms", "flow_cell_ms", "ipython_cell_ms",
                "flow_cell_reply_ms", "ipython_cell_reply_ms"),
@@ -125,10 +125,20 @@ def test_the_sandbox_main_thread_per_agent_call(quick_run: tuple[dict[str, Any],
     agents = result["sections"]["agents"]
     if "pipeline_sandbox_thread_cpu_us" not in agents:
         pytest.skip("no per-thread CPU time here (not Linux, or a sandbox was replaced mid-run)")
-    for prefix in ("pipeline", "bridge"):
+    for prefix in ("pipeline", "floor", "bridge"):
         timing = agents[f"{prefix}_sandbox_thread_cpu_us"]
         assert 0 < timing["min"] <= timing["median"] <= timing["max"], prefix
-    assert printed.count("its main thread CPU per call") == 2
+    assert printed.count("its main thread CPU per call") == 3
+
+
+def test_the_pipeline_floor_is_the_same_program_answered_at_once(quick_run: tuple[dict[str, Any], str, str]) -> None:
+    """The throughput program with a host that answers every agent call at once ran all its
+    calls (each run is checked for its result), and its ratio is to the same raw bridge."""
+    result, printed, _path = quick_run
+    agents = result["sections"]["agents"]
+    assert agents["ratio_floor_to_bridge"] == agents["floor_calls_per_s"]["median"] / agents["bridge_calls_per_s"]["median"]
+    assert "host answering at once (sandbox alone)" in printed
+    assert "the most any host pipeline reaches" in printed
 
 
 def test_targets_and_report(quick_run: tuple[dict[str, Any], str, str]) -> None:

@@ -8,6 +8,10 @@
 - throughput: 10,000 zero-latency scripted agent calls through the whole pipeline
   (sandbox → bridge → budgets, gate, contract, events → back), in calls/s, against raw
   sandbox → host bridge round trips/s measured alongside (`echo_bench`, concurrent);
+- the throughput program again with a host that answers each agent call at once and does
+  none of its own work (`AnsweringAtOnce`): the sandbox's side alone — the generated code,
+  `parallelMap`'s workers, the request and its reply — and so the most any host pipeline
+  could reach on this bridge, as a ratio to the raw bridge beside the pipeline's;
 - beside each throughput, the CPU per call of the host process (`process_time`) and of the
   sandbox processes (utime + stime, 10 ms ticks): figures the load of other processes
   moves far less than calls/s, and which side bounds the rate; and, on Linux, of the
@@ -30,6 +34,7 @@ from flow_kernel.bench.notebooks import cpu_ticks
 from flow_kernel.bench.sandbox import thread_cpu_s
 from flow_kernel.runtime.context import RunContext
 from flow_kernel.runtime.executors import SandboxExecutor
+from flow_kernel.runtime.host import HostServices
 from flow_kernel.runtime.run import RunOutcome, run_compiled
 from flow_kernel.sandbox.inprocess import InProcessExecutor
 from flow_kernel.sandbox.install import ensure_snapshot
@@ -54,6 +59,25 @@ workflow many() -> int {{
 }}
 many()
 """
+
+
+class AnsweringAtOnce:
+    """An executor whose host answers every agent request at once with `ANSWER`, without the
+    pipeline (budgets, gate, contract, events, traces); every other request and the run's
+    events go to the real host. The throughput program through it measures the sandbox's
+    side of an agent call alone: a bench instrument, never a way to run a program."""
+
+    ANSWER = "ok"
+
+    def __init__(self, pool: SandboxPool) -> None:
+        self.pool = pool
+
+    async def run(self, module: str, payload: dict[str, Any], host: HostServices) -> dict[str, Any]:
+        async def handle(op: str, request: Any) -> Any:
+            return self.ANSWER if op == "agent" else await host.handle(op, request)
+
+        return await self.pool.run(module, payload, handler=handle, on_notify=host.on_notify,
+                                   eager=lambda op, _request: op == "agent", abort=host.stop_signal())
 
 
 def _checked(outcome: RunOutcome, expected: int) -> None:
@@ -174,11 +198,23 @@ async def _measure(quick: bool) -> Figures:
         async def many_in_process() -> None:
             _checked(await run_compiled(throughput, InProcessExecutor()), calls)
 
+        floor_cpu = CpuPerCall(calls)
+        at_once = AnsweringAtOnce(pool)
+
+        async def many_answered_at_once() -> None:
+            async def run() -> None:
+                _checked(await run_compiled(throughput, at_once), calls)
+
+            await floor_cpu.measure(pool.pids, run)
+
         sandboxed = await timed_async(many_sandbox, repeat)
         in_process = await timed_async(many_in_process, repeat)
+        floor = await timed_async(many_answered_at_once, repeat)
         figures["pipeline_calls_per_s"] = stats([calls / t for t in sandboxed])
         figures.update(pipeline_cpu.figures("pipeline", repeat))
         figures["pipeline_calls_per_s_in_process"] = stats([calls / t for t in in_process])
+        figures["floor_calls_per_s"] = stats([calls / t for t in floor])
+        figures.update(floor_cpu.figures("floor", repeat))
     finally:
         await pool.close()
 
@@ -204,6 +240,7 @@ async def _measure(quick: bool) -> Figures:
     figures["bridge_calls_per_s"] = stats(rates)
     figures.update(bridge_cpu.figures("bridge", repeat))
     figures["ratio_pipeline_to_bridge"] = figures["pipeline_calls_per_s"]["median"] / figures["bridge_calls_per_s"]["median"]
+    figures["ratio_floor_to_bridge"] = figures["floor_calls_per_s"]["median"] / figures["bridge_calls_per_s"]["median"]
     return figures
 
 
@@ -227,6 +264,7 @@ def rows(f: Figures) -> list[Row]:
         Row(f"agent calls/s, whole pipeline ({f['throughput_calls']:,} calls)", f["pipeline_calls_per_s"], "calls/s", "{:,.0f}"),
         Row("agent calls/s, pipeline with in-process executor", f["pipeline_calls_per_s_in_process"], "calls/s", "{:,.0f}"),
         Row("raw bridge calls/s (sandbox → host, concurrent)", f["bridge_calls_per_s"], "calls/s", "{:,.0f}"),
+        *_floor_rows(f),
         *_cpu_rows(f),
     ]
 
@@ -241,10 +279,20 @@ def _fanout_rows(f: Figures) -> list[Row]:
     return [Row(label, f[f"fanout_{key}_ms"], "ms", "{:.2f}") for key, label in labels.items() if f"fanout_{key}_ms" in f]
 
 
+def _floor_rows(f: Figures) -> list[Row]:
+    """The throughput with a host that answers at once (absent from figures saved before)."""
+    if "floor_calls_per_s" not in f:
+        return []
+    return [Row("agent calls/s, host answering at once (sandbox alone)", f["floor_calls_per_s"], "calls/s",
+                "{:,.0f}"),
+            Row("  … vs raw bridge: the most any host pipeline reaches", f["ratio_floor_to_bridge"], "×",
+                "{:.2f}")]
+
+
 def _cpu_rows(f: Figures) -> list[Row]:
     """The CPU per call rows (absent from figures saved before they were measured)."""
     rows = []
-    for prefix, what in (("pipeline", "whole pipeline"), ("bridge", "raw bridge")):
+    for prefix, what in (("pipeline", "whole pipeline"), ("floor", "host at once"), ("bridge", "raw bridge")):
         for side, label in (("host", "host"), ("sandbox", "sandbox"), ("sandbox_thread", "  its main thread")):
             key = f"{prefix}_{side}_cpu_us"
             if key in f:
