@@ -30,6 +30,7 @@ import asyncio
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from flow_kernel.errors import CapabilityViolationError, LimitExceededError
 
@@ -62,9 +63,89 @@ class Reservation:
     settled: bool = False
 
 
+class Gate(asyncio.Semaphore):
+    """A frame's concurrency gate: an asyncio semaphore whose free slot can be taken without
+    a coroutine (`take`), as `acquire` takes it when none is waiting."""
+
+    def take(self) -> bool:
+        """Take a slot now if `acquire` would (a free one, no one waiting for one): True.
+        False: nothing taken, `await acquire()`."""
+        if self.locked():
+            return False
+        self._value -= 1  # what `acquire` does first, without its coroutine
+        return True
+
+
+class Frames(dict[str, FrameBudget]):
+    """A run's frame budgets by frame id (host.py adds each frame as it starts), with each
+    frame's chain (`enclosing`) worked out once and kept until the frames change: adding,
+    replacing or removing a frame forgets every chain."""
+
+    __slots__ = ("_chains",)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # frame -> its chain and the part of it with a `cost` limit (shared lists: read only)
+        self._chains: dict[str, tuple[list[FrameBudget], list[FrameBudget]]] = {}
+
+    def chains(self, frame: str) -> tuple[list[FrameBudget], list[FrameBudget]]:
+        """`enclosing(self, frame)`, and those of its budgets with a `cost` limit."""
+        found = self._chains.get(frame)
+        if found is None:
+            chain = _walk(self, frame)
+            found = self._chains[frame] = (chain, [budget for budget in chain if budget.cost is not None])
+        return found
+
+    def __setitem__(self, key: str, value: FrameBudget) -> None:
+        self._chains.clear()
+        super().__setitem__(key, value)
+
+    def __delitem__(self, key: str) -> None:
+        self._chains.clear()
+        super().__delitem__(key)
+
+    def __ior__(self, other: Any) -> Frames:  # type: ignore[override,misc]
+        self._chains.clear()
+        return super().__ior__(other)
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        self._chains.clear()
+        super().update(*args, **kwargs)
+
+    def setdefault(self, key: str, default: FrameBudget) -> FrameBudget:
+        self._chains.clear()
+        return super().setdefault(key, default)
+
+    def pop(self, *args: Any) -> Any:
+        self._chains.clear()
+        return super().pop(*args)
+
+    def popitem(self) -> tuple[str, FrameBudget]:
+        self._chains.clear()
+        return super().popitem()
+
+    def clear(self) -> None:
+        self._chains.clear()
+        super().clear()
+
+
 def enclosing(frames: Mapping[str, FrameBudget], frame: object) -> list[FrameBudget]:
     """The budget of the frame a call was made in, then of every frame enclosing it; empty
-    for a frame the run does not know."""
+    for a frame the run does not know. From `Frames`, a list it keeps: read only."""
+    if isinstance(frames, Frames) and isinstance(frame, str):
+        return frames.chains(frame)[0]
+    return _walk(frames, frame)
+
+
+def cost_limited(frames: Mapping[str, FrameBudget], frame: object) -> list[FrameBudget]:
+    """The budgets of `enclosing(frames, frame)` that have a `cost` limit, innermost first
+    (from `Frames`, a list it keeps: read only)."""
+    if isinstance(frames, Frames) and isinstance(frame, str):
+        return frames.chains(frame)[1]
+    return [budget for budget in _walk(frames, frame) if budget.cost is not None]
+
+
+def _walk(frames: Mapping[str, FrameBudget], frame: object) -> list[FrameBudget]:
     chain: list[FrameBudget] = []
     while isinstance(frame, str) and frame in frames:
         chain.append(frames[frame])

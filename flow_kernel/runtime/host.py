@@ -27,7 +27,7 @@ from flow_kernel.json_text import encoder
 from flow_kernel.lang.check_result import CheckResult
 from flow_kernel.lang.env import DEFAULT_LIMITS
 from flow_kernel.runtime.agents import AgentPipeline, HostCalls, SandboxCall
-from flow_kernel.runtime.budgets import FrameBudget
+from flow_kernel.runtime.budgets import FrameBudget, Frames, Gate
 from flow_kernel.runtime.context import RunContext
 from flow_kernel.runtime.durable.cancel import CancelWatch
 from flow_kernel.runtime.durable.checkpoint import RunCheckpoint, position
@@ -85,7 +85,7 @@ class HostServices:
         self.run_policy = processes.RunPolicy(self.context.allow_run)
         self.children = processes.Children(min(processes.CHILDREN_AT_ONCE, self.context.ceilings.concurrency))  # killed when the run ends
         self._validators: dict[tuple[str, str], Any] = {}  # (workflow, error code) -> its schema's validator
-        self.frames: dict[str, FrameBudget] = {}
+        self.frames = Frames()
         self.traces: list[dict[str, Any]] = []  # the agent pipeline's traces (it appends to this list)
         self._agents: AgentPipeline | None = None
         self._released = False
@@ -165,19 +165,18 @@ class HostServices:
         if is_live(event):
             self._emit_live(event)
             return
-        self._number(event["type"], event.get("span") or {"id": None, "parent": None}, event.get("stage"),
-                     event.get("data"), event.get("order") or LAST, last)
+        self.emit_kept(event["type"], event.get("span") or {"id": None, "parent": None}, event.get("stage"),
+                       event.get("data"), event.get("order") or LAST, last)
 
-    def emit_kept(self, kind: str, span: dict[str, Any], stage: Any, data: dict[str, Any], order: tuple[Any, ...]) -> None:
-        """`emit` of a kind that is not live, given in parts: the agent pipeline's events are
-        built once, here, rather than as a dict that `emit` copies."""
-        if self.failure is None:
-            self._number(kind, span, stage, data, order, False)
-
-    def _number(self, kind: Any, span: Any, stage: Any, data: Any, order: Any, last: bool) -> None:
+    def emit_kept(self, kind: Any, span: Any, stage: Any, data: Any, order: Any, last: bool = False) -> None:
+        """`emit` of a kind that is not live, given in parts (the agent pipeline's events are
+        built once, here, rather than as a dict that `emit` copies): numbered, kept, handed
+        to the sinks; nothing once the host has stopped the run, but the run's own end (`last`)."""
         # Any: an event the sandbox announced comes as it was sent (a forged `type`, `span`
         # or `order` of another type is kept as it came; views and `canonical` cope with it).
         # Its order key, a list from JSON, is kept as tuples (`kept_order`).
+        if self.failure is not None and not last:
+            return
         if isinstance(order, list):
             order = kept_order(order)
         self.output_bytes += len(_data_text(data))
@@ -192,7 +191,7 @@ class HostServices:
             limits = self.context.ceilings.clamp(self.compiled_limits(str(data.get("name"))))
             self.frames[str(data.get("frame"))] = FrameBudget(
                 data.get("parent"), int(limits.get("agent_runs", 0)), name=str(data.get("name")),
-                gate=asyncio.Semaphore(max(1, int(limits.get("concurrency", 1)))),
+                gate=Gate(max(1, int(limits.get("concurrency", 1)))),
                 cost=float(limits["cost"]) if isinstance(limits.get("cost"), int | float) else None)
         self.events.append(full)
         for sink in self.context.sinks:

@@ -13,6 +13,7 @@ import pytest
 
 from flow_kernel.lang.ast import AgentDecl
 from flow_kernel.lang.check import check
+from flow_kernel.runtime.providers.base import ProviderRequest
 from flow_kernel.runtime.providers.local import ScriptedProvider, parse_script
 from flow_kernel.runtime.providers.timer import precise_sleep
 from flow_kernel.source import SourceFile
@@ -87,8 +88,8 @@ def test_a_scripted_agent_waits_its_latency() -> None:
     async def main() -> tuple[object, float]:
         loop = asyncio.get_running_loop()
         start = loop.time()
-        value = await provider.reply("a", provider.scripts["a"], "hi")
-        return value, loop.time() - start
+        reply = await provider.attempt(ProviderRequest("a", "scripted", "", "hi", {}, call_prompt="hi"))
+        return reply.output, loop.time() - start
 
     value, waited = asyncio.run(main())
     assert value == "done" and waited >= 0.005
@@ -115,7 +116,8 @@ def test_a_latency_past_what_a_timespec_holds_waits_without_an_error() -> None:
     provider = ScriptedProvider({"a": parse_script(node)})
 
     async def main() -> None:
-        for waiting in (provider.reply("a", provider.scripts["a"], "hi"), precise_sleep(float("inf"))):
+        request = ProviderRequest("a", "scripted", "", "hi", {}, call_prompt="hi")
+        for waiting in (provider.attempt(request), precise_sleep(float("inf"))):
             with pytest.raises(TimeoutError):
                 await asyncio.wait_for(waiting, 0.01)
 

@@ -57,6 +57,7 @@ class AgentCall:
     merger: DeltaMerger | None = None  # its streamed text, merged into `agent.delta` events (streaming.py)
     partial: str | None = None  # what a failed attempt's stream had written, for the trace
     price: Price | None = None  # the model's price (lang/prices.py); None: unknown
+    priced: bool = False  # a price, of a provider that is not local: its events and trace show `cost`
     cost: float = 0.0  # what its replies cost so far
     sent: bool = False  # whether the current attempt's request went to a provider
     # The output tokens its cost reservations assume (cost.py); its requests carry them as
@@ -169,15 +170,18 @@ _OPTION_TYPES: dict[str, Callable[[Any], bool]] = {
 def checked_options(payload: dict[str, Any]) -> dict[str, Any]:
     """An agent request's options, shaped as the generated code shapes them. Any other shape
     came from a bypassed sandbox: a `capability-violation`, never a host TypeError (`isolate`)."""
-    if not isinstance(payload.get("frame"), str | None):  # a dict key later: a list would be a host TypeError
+    frame = payload.get("frame")
+    if frame is not None and not isinstance(frame, str):  # a dict key later: a list would be a host TypeError
         raise CapabilityViolationError("an agent request's frame must be a string")
     options = payload.get("options") or {}
     if not isinstance(options, dict):
         raise CapabilityViolationError("an agent request's options must be an object")
-    for key, valid in _OPTION_TYPES.items():
-        if key in options and not valid(options[key]):
-            raise CapabilityViolationError(f"an agent request's option `{key}` has the wrong type",
-                                           details={"option": key})
+    for key in options:  # the few options a call has, rather than every known one
+        valid = _OPTION_TYPES.get(key)
+        if valid is not None and not valid(options[key]):
+            wrong = next(name for name, check in _OPTION_TYPES.items() if name in options and not check(options[name]))
+            raise CapabilityViolationError(f"an agent request's option `{wrong}` has the wrong type",
+                                           details={"option": wrong})
     return options
 
 

@@ -15,7 +15,7 @@ from flow_kernel.errors import FlowError, LimitExceededError
 from flow_kernel.lang.prices import DEFAULT_MAX_OUTPUT_TOKENS
 from flow_kernel.runtime.agents.attempt import Attempt, CallRefused, Invoke
 from flow_kernel.runtime.agents.calls import AgentCall
-from flow_kernel.runtime.budgets import CostReservations, FrameBudget, Reservation, enclosing
+from flow_kernel.runtime.budgets import CostReservations, FrameBudget, Reservation, cost_limited
 from flow_kernel.runtime.config import FlowConfig
 from flow_kernel.runtime.providers.base import ProviderReply
 from flow_kernel.runtime.providers.resilience import estimate_tokens
@@ -56,7 +56,7 @@ class CostLayer:
 
     def _limited(self, call: AgentCall) -> list[FrameBudget]:
         """The frames around the call that have a `cost` limit, innermost first."""
-        return [b for b in enclosing(self.frames, call.payload.get("frame")) if b.cost is not None]
+        return cost_limited(self.frames, call.payload.get("frame"))
 
     async def reserve(self, call: AgentCall, repair_of: dict[str, object] | None,
                       limited: list[FrameBudget]) -> Reservation:

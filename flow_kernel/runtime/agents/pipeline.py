@@ -14,6 +14,7 @@ from flow_kernel.errors import (
     AgentInvocationError,
     CapabilityViolationError,
     FlowError,
+    FlowEvaluationError,
     OutputValidationError,
     WorkflowTimeoutError,
 )
@@ -22,7 +23,7 @@ from flow_kernel.lang.check_result import CheckResult
 from flow_kernel.lang.prices import FREE, Price, price_of
 from flow_kernel.lang.purposes import by_purpose, degrades, purpose_of, unset_message
 from flow_kernel.lang.schema import type_schema
-from flow_kernel.runtime.agents.attempt import Attempt, AttemptLayer, CallRefused, chain
+from flow_kernel.runtime.agents.attempt import Attempt, AttemptLayer, CallRefused, Invoke, chain
 from flow_kernel.runtime.agents.calls import (
     AgentCall,
     AgentSpec,
@@ -45,7 +46,7 @@ from flow_kernel.runtime.agents.request import (
     max_tool_calls,
 )
 from flow_kernel.runtime.agents.streaming import StreamingLayer
-from flow_kernel.runtime.budgets import FrameBudget, charge_agent_run
+from flow_kernel.runtime.budgets import FrameBudget, Gate, charge_agent_run
 from flow_kernel.runtime.context import RunContext
 from flow_kernel.runtime.durable.checkpoint import RunCheckpoint
 from flow_kernel.runtime.events.vocabulary import Event, sub_order
@@ -97,6 +98,28 @@ class RunDeadline:
         return None if self.at is None else self.at - time.monotonic()
 
 
+@dataclass(slots=True)
+class AgentPlan:
+    """What every call of one agent shares within a run, worked out by its first call that
+    gets that far (`AgentPipeline._plan`; a failure is not kept: the next call raises it
+    again): its provider, model and price, its attempt chain, its prompt files' part of a
+    cassette identity, and the settings its declaration gives each call."""
+
+    spec: AgentSpec
+    provider: str
+    model: str
+    price: Price | None
+    invoke: Invoke  # the attempt chain: `invoke_own` for the pipeline's own providers
+    own: bool  # one of the providers the pipeline made itself (the local ones)
+    priced: bool  # a price, of a provider that is not local: its events and trace show `cost`
+    files: str  # its prompt files' part of a cassette identity (`prompt_files_identity`)
+    degraded: str | None  # its purpose, when `for:… else default` fell back to the session's model
+    repair: Any  # the declaration's `repair` (1 when it has none), as written
+    retry: dict[str, Any]  # the declaration's `retry` table ({} when it has none)
+    timeout: Any  # the declaration's `timeout` (None when it has none)
+    max_tool_calls: int | None  # the declaration's, checked (`max_tool_calls`); None: checked each call
+
+
 class AgentPipeline:
     # Seconds between two `agent.delta` events of a call; the bench sets it on the class (a
     # ClassVar: compiled, a plain default would be each object's own, blind to that).
@@ -133,11 +156,9 @@ class AgentPipeline:
         # An agent's calls repeat the same contract: build its validator and system prompt once.
         self._validators: dict[str, jsonschema.protocols.Validator] = {}
         self._plain: dict[str, bool] = {}  # schema key -> whether it is a bare `string` contract (`is_plain_text`)
-        self._files_identity: dict[str, str] = {}  # agent -> its prompt files' part of a cassette identity
         self._systems: dict[tuple[str, str, tuple[str, ...]], str] = {}
         self._compiled_schemas: CompiledSchemas | None = None  # made on the first call
-        self._models: dict[str, tuple[str, str, Price | None]] = {}  # agent -> provider, model, price (`_prepare`)
-        self._degraded: dict[str, str] = {}  # agent -> its purpose, when `for:… else default` fell back (`_model`)
+        self._plans: dict[str, AgentPlan] = {}  # agent -> what all its calls share (`_plan`)
         # MCP servers lending tools (`tool … from mcp "NAME"`), opened on first use, closed by `aclose`
         self.mcp = McpConnections(config.mcp, config.path.parent if config.path is not None else None)
         # Each remote provider's rate limits, Retry-After, breaker and bulkhead: the session's,
@@ -189,9 +210,8 @@ class AgentPipeline:
         task, which would change between the first step and the rest (Python 3.11 has no
         eager tasks)."""
         name = payload.get("agent")
-        if not isinstance(name, str) or name not in self._models:
-            return False
-        return self._models[name][0] in self._own and not self.agents[name].tools
+        plan = self._plans.get(name) if isinstance(name, str) else None
+        return plan is not None and plan.own and not plan.spec.tools
 
     async def call(self, payload: dict[str, Any]) -> Any:
         options = checked_options(payload)
@@ -205,7 +225,8 @@ class AgentPipeline:
             frame = payload.get("frame")
             charge_agent_run(self.frames, frame, name)  # the first attempt, before the gate (runtime.md §4)
             gate = self.frames[frame].gate if frame in self.frames else None
-            if gate is not None:  # the frame's concurrency slot (`async with` costs two coroutines more)
+            # the frame's concurrency slot (`async with` costs two coroutines more; a free one, none)
+            if gate is not None and not (isinstance(gate, Gate) and gate.take()):
                 await gate.acquire()
             try:
                 try:
@@ -215,14 +236,15 @@ class AgentPipeline:
                                                           "label": label, "code": exc.code, "message": exc.message})
                     reported = True
                     raise
-                prepared = self._prepare(name, payload, options)
-                self._event("agent.started", payload, {"agent": name, "label": label, "prompt": payload.get("prompt"),
-                                                       "provider": prepared.provider, "model": prepared.model,
-                                                       "tools": tuple([t.name for t in prepared.tools])})
-                if name in self._degraded:
-                    self._event("model.degraded", payload, {"agent": name, "label": label, "purpose": self._degraded[name],
+                plan = self._plan(name)
+                prepared = self._prepare(plan, payload, options)
+                self._started(payload, {"agent": name, "label": label, "prompt": payload.get("prompt"),
+                                        "provider": prepared.provider, "model": prepared.model,
+                                        "tools": tuple([t.name for t in prepared.tools]) if prepared.tools else ()})
+                if plan.degraded is not None:
+                    self._event("model.degraded", payload, {"agent": name, "label": label, "purpose": plan.degraded,
                                                             "model": _model_name(prepared)})
-                output = await self._contract(prepared, options)
+                output = await self._contract(prepared, plan, options)
             finally:
                 if gate is not None:
                     gate.release()
@@ -230,26 +252,31 @@ class AgentPipeline:
             if reported:
                 raise
             if prepared is None:
-                self._event("agent.started", payload, {"agent": name, "label": label, "prompt": payload.get("prompt")})
+                self._started(payload, {"agent": name, "label": label, "prompt": payload.get("prompt")})
             latency = round((time.monotonic() - started) * 1000)
             self._event("agent.failed", payload, {"agent": name, "label": label, "code": exc.code, "message": exc.message,
                                                   **exc.details, **self._summary(prepared), "latency_ms": latency})
-            self._trace(prepared, name, payload, exc.code, latency)
+            self._trace(prepared, name, payload, label, exc.code, latency)
             raise
         latency = round((time.monotonic() - started) * 1000)
         self._event("agent.completed", payload, {"agent": name, "label": label, "output": output,
                                                  **self._summary(prepared), "latency_ms": latency})
-        self._trace(prepared, name, payload, "ok", latency)
+        self._trace(prepared, name, payload, label, "ok", latency)
         return output
 
+    def _started(self, payload: dict[str, Any], data: dict[str, Any]) -> None:
+        """The call's `agent.started` event: `data`, and for a parallelMap item's call the
+        map's size (`of`, for the run view's bar)."""
+        size = payload.get("of")
+        if isinstance(size, int) and not isinstance(size, bool) and 0 < size <= 10**9:
+            data["of"] = size  # each caller's `data` is its own, made for this event
+        self._event("agent.started", payload, data)
+
     def _event(self, kind: str, payload: dict[str, Any], data: dict[str, Any]) -> None:
-        if kind == "agent.started":  # a parallelMap item's call: the map's size, for the run view's bar
-            size = payload.get("of")
-            if isinstance(size, int) and not isinstance(size, bool) and 0 < size <= 10**9:
-                data["of"] = size  # each caller's `data` is its own, made for this event
         span = {"id": payload.get("call"), "parent": payload.get("span")}
-        if self.host.emit_kept is not None:
-            self.host.emit_kept(kind, span, payload.get("stage"), data, sub_order(payload))
+        emit_kept = self.host.emit_kept
+        if emit_kept is not None:
+            emit_kept(kind, span, payload.get("stage"), data, sub_order(payload))
             return
         self.emit({"type": kind, "span": span, "stage": payload.get("stage"), "data": data, "order": sub_order(payload)})
 
@@ -260,7 +287,7 @@ class AgentPipeline:
         summary: dict[str, Any] = {"attempts": call.log, "usage": dict(call.usage)}
         if call.tool_calls:
             summary["tool_calls"] = call.tool_calls
-        if call.price is not None and not is_local(call.provider):
+        if call.priced:
             summary["cost"] = round(call.cost, 6)
         return summary
 
@@ -288,47 +315,69 @@ class AgentPipeline:
         raise CapabilityViolationError(f"`{member}` is not a member of team `{team_name}`",
                                        details={"team": team_name, "member": member})
 
-    def _prepare(self, name: str, payload: dict[str, Any], options: dict[str, Any]) -> AgentCall:
-        """Provider, tools narrowing and the write policy, the output contract, the prompts."""
+    def _plan(self, name: str) -> AgentPlan:
+        """What every call of agent `name` shares in this run, worked out on its first call
+        (a failure is not kept: it raises again on the next call)."""
+        plan = self._plans.get(name)
+        if plan is not None:
+            return plan
         spec = self.agents[name]
-        resolved = self._models.get(name)
-        if resolved is None:  # the same for every call of the run (a failure is not kept: it raises each time)
-            provider, model = self._model(spec)
-            price = FREE if is_local(provider) else price_of(f"{provider}/{model}", self.config.prices)
-            resolved = self._models[name] = (provider, model, price)
-        provider, model, price = resolved
+        provider, model, degraded = self._model(spec)
+        price = FREE if is_local(provider) else price_of(f"{provider}/{model}", self.config.prices)
+        own = provider in self._own
+        fields = spec.fields
+        raw_retry = fields.get("retry")
+        try:
+            agent_max_tool_calls: int | None = max_tool_calls({}, fields)
+        except FlowEvaluationError:  # raised by each call, when it gets there (`_prepare`)
+            agent_max_tool_calls = None
+        plan = self._plans[name] = AgentPlan(
+            spec, provider, model, price, self.invoke_own if own else self.invoke, own,
+            price is not None and not is_local(provider), prompt_files_identity(spec.prompt_files), degraded,
+            fields.get("repair", 1), raw_retry if isinstance(raw_retry, dict) else {}, fields.get("timeout"),
+            agent_max_tool_calls)
+        return plan
+
+    def _prepare(self, plan: AgentPlan, payload: dict[str, Any], options: dict[str, Any]) -> AgentCall:
+        """Provider, tools narrowing and the write policy, the output contract, the prompts."""
+        spec = plan.spec
+        name, provider = spec.name, plan.provider
         schema, schema_key = self._output_schema(name, options.get("schema"))
         if isinstance(options.get("choice"), list):
             schema, schema_key = {"type": "string", "enum": options["choice"]}, None
-        requested = options.get("tools")
-        tools, missing = narrow(self.check, spec.tools, requested if isinstance(requested, list) else None, self.context.tools,
-                                self.mcp)
-        if missing and calls_tools(provider):  # a provider that never calls tools needs none
-            raise CapabilityViolationError(
-                f"`{name}` may use {', '.join(f'`{m}`' for m in missing)}, but no implementation is registered on this "
-                "host (register it with Session.tool or @flow_tool; a tool `from mcp \"NAME\"` needs [mcp.NAME] in "
-                "the configuration that applies)", details={"tools": missing})
+        if spec.tools:  # an agent without tools has none to narrow (`narrow` gives none, misses none)
+            requested = options.get("tools")
+            tools, missing = narrow(self.check, spec.tools, requested if isinstance(requested, list) else None,
+                                    self.context.tools, self.mcp)
+            if missing and calls_tools(provider):  # a provider that never calls tools needs none
+                raise CapabilityViolationError(
+                    f"`{name}` may use {', '.join(f'`{m}`' for m in missing)}, but no implementation is registered on "
+                    "this host (register it with Session.tool or @flow_tool; a tool `from mcp \"NAME\"` needs "
+                    "[mcp.NAME] in the configuration that applies)", details={"tools": missing})
+        else:
+            tools = []
         label = str(options.get("label"))
-        occurrence = self._occurrences[(name, label)] = self._occurrences.get((name, label), 0) + 1
-        context = options.get("context")
+        key = (name, label)
+        occurrence = self._occurrences[key] = self._occurrences.get(key, 0) + 1
         if schema_key is None:
             schema_key = sorted_json(schema)
         # the trust levels the call's data comes in (`facts:`, `documents:`, `context:`: prompts.py)
-        levels = tuple([option for option in TRUST_OPTIONS if options.get(option) is not None])
+        levels = tuple([option for option in TRUST_OPTIONS if options.get(option) is not None]) \
+            if "facts" in options or "documents" in options or "context" in options else ()
         system_key = (name, schema_key, levels)
         system = self._systems.get(system_key)
         if system is None:
             system = self._systems[system_key] = system_prompt(spec.fields, schema, levels=levels)
-        prompt = user_prompt(str(payload.get("prompt")), context, facts=options.get("facts"),
-                             documents=options.get("documents"))
-        files = self._files_identity.get(name)
-        if files is None:  # the files were read at check time: the same for every call of the run
-            files = self._files_identity[name] = prompt_files_identity(spec.prompt_files)
-        call = AgentCall(spec, payload, label, occurrence, schema, provider, model, system, prompt, tools,
-                         prompt + files)
+        prompt = user_prompt(str(payload.get("prompt")), options.get("context"), facts=options.get("facts"),
+                             documents=options.get("documents")) if levels else str(payload.get("prompt"))
+        call = AgentCall(spec, payload, label, occurrence, schema, provider, plan.model, system, prompt, tools,
+                         prompt + plan.files)
         call.schema_key = schema_key
-        call.price = price
-        call.max_tool_calls = max_tool_calls(options, spec.fields)
+        call.price = plan.price
+        call.priced = plan.priced
+        mtc = plan.max_tool_calls
+        call.max_tool_calls = mtc if mtc is not None and options.get("max_tool_calls") is None \
+            else max_tool_calls(options, spec.fields)
         return call
 
     def _output_schema(self, name: str, sent: Any) -> tuple[dict[str, Any], str | None]:
@@ -345,13 +394,16 @@ class AgentPipeline:
         declared = self.check.decls[name].agent
         return (type_schema(declared.output) if declared is not None else {}), None
 
-    def _model(self, spec: AgentSpec) -> tuple[str, str]:
+    def _model(self, spec: AgentSpec) -> tuple[str, str, str | None]:
+        """The agent's provider and model name, and its purpose when `for:… else default`
+        fell back to the session's model (else None)."""
         unread = next((f for f in spec.prompt_files if f.text is None), None)
         if unread is not None:  # a declaration from an earlier cell whose file went away since
             raise AgentInvocationError(f"`{spec.name}`: {unread.problem or f'prompt file {unread.path!r} was not read'}",
                                        details={"agent": spec.name, "path": unread.path})
         model = spec.model
         purpose = purpose_of(model)
+        fell_back: str | None = None
         if purpose is not None:  # model by purpose: [models], else `… else default` the session's (lang/purposes.py)
             resolved, degraded = by_purpose(model, self.config.models, self.config.default_model)
             if resolved is None:
@@ -360,7 +412,7 @@ class AgentPipeline:
                 raise AgentInvocationError(f"`{spec.name}` uses model \"{model}\", and {unset_message(purpose)}{also}",
                                            details={"agent": spec.name, "key": f"models.{purpose}"})
             if degraded:
-                self._degraded[spec.name] = purpose
+                fell_back = purpose
             model = resolved
         if model == "default":
             if self.config.default_model is None:
@@ -370,12 +422,12 @@ class AgentPipeline:
                     details={"agent": spec.name})
             model = self.config.default_model
         if is_local(model):  # a local provider's model is its name
-            return model, model
+            return model, model, fell_back
         provider, _, name = model.partition("/")
         if provider not in PROVIDERS and provider not in self.providers:
             raise AgentInvocationError(f"`{spec.name}`: unknown provider {provider!r} in model {spec.model!r} "
                                        f"(known: {', '.join(PROVIDERS)})")
-        return provider, name
+        return provider, name, fell_back
 
     def _check_deadline(self) -> None:
         """A call that arrives once the run's deadline has passed does not start."""
@@ -391,21 +443,20 @@ class AgentPipeline:
             validator = self._validators[call.schema_key] = schema_validator(call.schema)
         return validator
 
-    async def _contract(self, call: AgentCall, options: dict[str, Any]) -> Any:
+    async def _contract(self, call: AgentCall, plan: AgentPlan, options: dict[str, Any]) -> Any:
         """The attempt loop: each attempt through the layers (`self.invoke`), then validated
         (schema, then `expect`), repaired, retried. Each attempt after the first is charged
         to `agent_runs` before it starts; a layer's refusal ends the call as it is."""
         spec = call.spec
         choice = options.get("choice")
-        repair = int(options.get("repair", spec.fields.get("repair", 1)))
-        raw_retry = spec.fields.get("retry")
-        retry: dict[str, Any] = raw_retry if isinstance(raw_retry, dict) else {}
+        repair = int(options.get("repair", plan.repair))
+        retry = plan.retry
         attempts_total = int(retry.get("attempts", 1))
-        timeout_ms = options.get("timeout", spec.fields.get("timeout"))
+        timeout_ms = options.get("timeout", plan.timeout)
         plain = self._plain.get(call.schema_key)
         if plain is None:
             plain = self._plain[call.schema_key] = is_plain_text(call.schema)
-        invoke = self.invoke_own if call.provider in self._own else self.invoke
+        invoke = plan.invoke
         log = call.log
         last_error: FlowError | None = None
         for attempt in range(1, attempts_total + 1):
@@ -456,8 +507,8 @@ class AgentPipeline:
         raise last_error or AgentInvocationError(f"`{spec.name}` made no attempt")
 
     # -- traces ------------------------------------------------------------------------------
-    def _trace(self, call: AgentCall | None, name: str, payload: dict[str, Any], outcome: str, latency_ms: int) -> None:
-        label = (payload.get("options") or {}).get("label")
+    def _trace(self, call: AgentCall | None, name: str, payload: dict[str, Any], label: Any, outcome: str,
+               latency_ms: int) -> None:
         trace: Trace
         if call is None:
             trace = {"call": payload.get("call"), "agent": name, "label": label, "outcome": outcome,
@@ -466,7 +517,7 @@ class AgentPipeline:
             trace = {"call": payload.get("call"), "agent": name, "label": label, "outcome": outcome,
                      "latency_ms": latency_ms, "provider": call.provider, "model": call.model,
                      "usage": dict(call.usage), "attempts": len(call.log), "tool_calls": len(call.tool_calls)}
-            if call.price is not None and not is_local(call.provider):
+            if call.priced:
                 trace["cost"] = round(call.cost, 6)
             if call.partial is not None:
                 trace["partial"] = call.partial

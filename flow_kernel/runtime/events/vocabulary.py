@@ -356,16 +356,18 @@ def sub_order(payload: dict[str, Any]) -> tuple[Any, ...]:
     """The order key of the next host event for one sandbox request (an agent call, an
     approval): under the request's own key, in the order the host emits them (a kept key,
     as `kept_order` makes them; the request's key is converted once, under `_order`)."""
-    count = payload["_events"] = int(payload.get("_events", 0)) + 1
+    count = payload.get("_events", 0)
+    count = payload["_events"] = count + 1 if type(count) is int else int(count) + 1
     base = payload.get("_order")
-    if not isinstance(base, tuple):
+    if type(base) is not tuple:  # the request's own key, not yet converted (JSON gives no tuple)
         given = payload.get("order")
         base = payload["_order"] = kept_order(given) if isinstance(given, list) else LAST
-    return (*base, _STEPS[count] if count < len(_STEPS) else (count,))
+    return base + (_STEPS[count] if count < _STEP_COUNT else (count,),)
 
 
 # The last step of a request's first events, made once and shared (a tuple never changes).
 _STEPS = tuple((n,) for n in range(16))
+_STEP_COUNT = len(_STEPS)
 
 
 def _key(event: Event) -> list[Any]:

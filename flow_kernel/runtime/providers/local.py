@@ -93,7 +93,19 @@ class ScriptedProvider:
         self.cursors: dict[str, int] = {}
 
     async def attempt(self, request: ProviderRequest) -> ProviderReply:
-        return ProviderReply(await self.reply(request.agent, self.scripts[request.agent], request.call_prompt))
+        """The script's entry for this attempt (`_take`): its value after its delay, or its
+        failure; `agent-invocation` when the script has no entry for the prompt."""
+        agent = request.agent
+        reply = self._take(agent, self.scripts[agent], request.call_prompt)
+        if reply is None:
+            raise AgentInvocationError(f"the script of `{agent}` has no reply for this prompt")
+        if reply.delay_ms:  # ends at its deadline (timer.py), as a provider's reply is heard
+            await precise_sleep(reply.delay_ms / 1000)
+        if reply.fail is not None:
+            code, message = reply.fail
+            cls = OutputValidationError if code == "output-validation" else AgentInvocationError
+            raise cls(message)
+        return ProviderReply(reply.value)
 
     def passed(self, agent: str, prompt: str) -> None:
         """An attempt of `agent` answered elsewhere (the journal): the entry it took is taken."""
@@ -104,24 +116,12 @@ class ScriptedProvider:
     def _take(self, agent: str, script: Script, prompt: str) -> Reply | None:
         """The attempt's entry: the first matching `when`, else the next ordered one (the
         cursor moves); None when the script has neither."""
-        reply = next((w.reply for w in script.whens if w.matches(prompt)), None)
+        reply = next((w.reply for w in script.whens if w.matches(prompt)), None) if script.whens else None
         if reply is None and script.ordered:
             cursor = self.cursors.get(agent, 0)
             self.cursors[agent] = cursor + 1
             reply = script.ordered[cursor % len(script.ordered)]
         return reply
-
-    async def reply(self, agent: str, script: Script, prompt: str) -> Any:
-        reply = self._take(agent, script, prompt)
-        if reply is None:
-            raise AgentInvocationError(f"the script of `{agent}` has no reply for this prompt")
-        if reply.delay_ms:  # ends at its deadline (timer.py), as a provider's reply is heard
-            await precise_sleep(reply.delay_ms / 1000)
-        if reply.fail is not None:
-            code, message = reply.fail
-            cls = OutputValidationError if code == "output-validation" else AgentInvocationError
-            raise cls(message)
-        return reply.value
 
 
 def build_mock(setup: ProviderSetup) -> MockProvider:
