@@ -46,7 +46,11 @@ from flow_kernel.kernel.history import CellHistory, KernelHistory, default_locat
 from flow_kernel.kernel.status import DispatchParents, StatusGate
 from flow_kernel.runtime.config import FlowConfig
 from flow_kernel.runtime.context import RunContext
-from flow_kernel.runtime.durable.journal import interrupt_requested, process_ending
+from flow_kernel.runtime.durable.journal import (
+    interrupt_requested,
+    make_spare_journals,
+    process_ending,
+)
 from flow_kernel.runtime.gc_policy import older_objects_frozen
 from flow_kernel.runtime.policy.ceilings import Ceilings
 from flow_kernel.runtime.policy.operator import Operator
@@ -236,6 +240,7 @@ class FlowKernel(Kernel):
             loop.call_soon(window.close)
             if cell is not None:  # once the reply is sent, before the next request is read
                 loop.call_soon(cell.ended)
+            loop.call_soon(make_spare_journals)  # the next run's journal file, made while the client reads
 
     async def _execute(self, code: str, silent: bool) -> dict[str, Any]:
         if self.setup_error is not None:

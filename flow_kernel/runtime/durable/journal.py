@@ -30,9 +30,11 @@ was interrupted by it.
 
 The journal is never written through a symbolic link: `.flow` and `.flow/runs` are made
 or entered without following one, and the run's file is created new (its id is fresh)
-without following one (`nofollow.py`). A link planted at any of them is `LinkRefused`,
-and the run does not start (run.py): its record would otherwise land in whatever file
-the link points at, or be lost without a word."""
+without following one (`nofollow.py`), or is a file made unnamed ahead of the run in that
+same folder and linked to its name, which never replaces or follows what is there
+(`make_spare_journals`, called by a kernel between cells). A link planted at any of them
+is `LinkRefused`, and the run does not start (run.py): its record would otherwise land in
+whatever file the link points at, or be lost without a word."""
 
 from __future__ import annotations
 
@@ -280,13 +282,20 @@ def _write_all(fd: int, data: bytes) -> None:
 _runs_folders: dict[str, tuple[int, tuple[int, int]]] = {}
 _runs_folders_lock = threading.Lock()  # a kept descriptor is closed only while no file is made in it
 RUNS_FOLDERS_KEPT = 4
+# A file made ahead in a kept runs folder for its next run (`make_spare_journals`): unnamed
+# (`O_TMPFILE`), so nothing shows in the folder, and it is gone with the process if no run
+# takes it. A run gives it its name with one `linkat`, which never replaces or follows what
+# is at that name: the same refusals as `create_new_file`'s `O_EXCL | O_NOFOLLOW`.
+_spares: dict[str, int] = {}  # a kept folder's key -> the descriptor of its spare file
+_spares_coming: set[str] = set()  # the folders whose spare the journals' thread is making
+_O_TMPFILE = getattr(os, "O_TMPFILE", 0)  # Linux
 
 
 def _create_in_runs_folder(directory: Path, path: Path) -> int:
     """Create the run's new file `path` in the runs folder `directory` (made if missing, never
     through a link: `open_folder`), entering a folder kept from an earlier run when the path
-    still names it (one `lstat` instead of the walk's three opens); an error there (the folder
-    was removed meanwhile) is answered by the walk."""
+    still names it (one `lstat` instead of the walk's three opens), and naming its spare file
+    when it has one; an error there (the folder was removed meanwhile) is answered by the walk."""
     key = str(directory)
     with _runs_folders_lock:
         kept = _runs_folders.get(key)
@@ -294,7 +303,9 @@ def _create_in_runs_folder(directory: Path, path: Path) -> int:
             with contextlib.suppress(OSError):
                 status = os.stat(key, follow_symlinks=False)
                 if (status.st_dev, status.st_ino) == kept[1]:
-                    return create_new_file(kept[0], path.name, path)
+                    spare = _spares.pop(key, None)
+                    named = _name_spare(spare, kept[0], path.name) if spare is not None else None
+                    return named if named is not None else create_new_file(kept[0], path.name, path)
             _forget_runs_folder(key)
         folder = open_folder(directory, own=OWN_FOLDERS)
         try:
@@ -314,6 +325,69 @@ def _forget_runs_folder(key: str) -> None:
     if kept is not None:
         with contextlib.suppress(OSError):
             os.close(kept[0])
+    spare = _spares.pop(key, None)
+    if spare is not None:
+        with contextlib.suppress(OSError):
+            os.close(spare)
+
+
+def _name_spare(spare: int, folder: int, name: str) -> int | None:
+    """The spare file `spare`, now named `name` in `folder`; None (the spare closed) when it
+    cannot be: the name exists (`create_new_file` then says what is there), or this system
+    cannot link an unnamed file (no `/proc`)."""
+    try:
+        os.link(f"/proc/self/fd/{spare}", name, dst_dir_fd=folder, follow_symlinks=True)
+    except OSError:
+        os.close(spare)
+        return None
+    return spare
+
+
+def make_spare_journals() -> Future[None] | None:
+    """Have the journals' thread make, in each runs folder kept from an earlier run that
+    has none, the file its next run's journal will be (unnamed until that run names it),
+    and return the future of that work (None: nothing to make). Making a file costs an
+    inode, which ext4 without a journal finds by skipping every recently deleted one: from
+    tens of microseconds to most of a millisecond of CPU while other processes delete
+    files. A kernel asks for it once a cell's reply is sent, so that neither the next
+    run's start nor the kernel's thread pays it. Where unnamed files cannot be made, runs
+    create their files as before."""
+    if not _O_TMPFILE:
+        return None
+    with _runs_folders_lock:
+        wanted = [(key, os.dup(folder), identity) for key, (folder, identity) in _runs_folders.items()
+                  if key not in _spares and key not in _spares_coming]
+        _spares_coming.update(key for key, _folder, _identity in wanted)
+    if not wanted:
+        return None
+    try:
+        return _syncer().submit(_make_spares, wanted)
+    except RuntimeError:  # the interpreter is exiting: no new work for the thread
+        with _runs_folders_lock:
+            for key, folder, _identity in wanted:
+                _spares_coming.discard(key)
+                os.close(folder)
+        return None
+
+
+def _make_spares(wanted: list[tuple[str, int, tuple[int, int]]]) -> None:
+    """On the journals' thread: a spare file in each folder (a descriptor of its own, closed
+    here), kept only while that folder is still the one kept for its path."""
+    for key, folder, identity in wanted:
+        spare: int | None = None
+        try:
+            spare = os.open(".", os.O_WRONLY | os.O_APPEND | _O_TMPFILE | os.O_CLOEXEC, 0o600, dir_fd=folder)
+        except OSError:  # a filesystem without unnamed files: its runs create theirs
+            pass
+        finally:
+            os.close(folder)
+        with _runs_folders_lock:
+            _spares_coming.discard(key)
+            kept = _runs_folders.get(key)
+            if spare is not None and kept is not None and kept[1] == identity and key not in _spares:
+                _spares[key], spare = spare, None
+        if spare is not None:
+            os.close(spare)
 
 
 # One thread puts closed journals on the disk. concurrent.futures joins it when the
