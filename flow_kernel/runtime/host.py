@@ -46,7 +46,20 @@ from flow_kernel.runtime.validation import require_valid, schema_validator
 
 # What `json.dumps(data, ensure_ascii=False, default=str)` gives, without building an
 # encoder for every event (the output ceiling counts the length of this text).
-_data_text = encoder(ensure_ascii=False, default=str)
+_data_text_checked = encoder(ensure_ascii=False, default=str)
+_data_text_unchecked = encoder(ensure_ascii=False, default=str, check_circular=False)
+
+
+def _data_text(data: Any) -> str:
+    """`json.dumps(data, ensure_ascii=False, default=str)`: the same text, or the same error.
+    First without the check for circular references (a table insert and delete for every
+    container, ~10–20 % of a small event's encoding): a value holding itself then recurses
+    until RecursionError, and the checked encoder gives `json.dumps`'s own answer (its
+    ValueError for a cycle, the same RecursionError for a value nested that deep)."""
+    try:
+        return _data_text_unchecked(data)
+    except RecursionError:
+        return _data_text_checked(data)
 _UTC = datetime.UTC
 _last_ts: tuple[int, str] = (-1, "")  # the millisecond of the last event's timestamp, and its text
 
@@ -236,9 +249,17 @@ class HostServices:
             return False
         return self.agents.runs_at_once(payload)
 
-    async def handle(self, op: str, payload: Any) -> Any:
-        """Answer one request of the sandbox. `payload` is whatever the line held: anything
-        but an object is a `capability-violation` (never a host TypeError)."""
+    def handle(self, op: str, payload: Any) -> Awaitable[Any]:
+        """Answer one request of the sandbox (awaited). `payload` is whatever the line held:
+        anything but an object is a `capability-violation` (never a host TypeError). An agent
+        call of a run whose pipeline is built and that no cancellation watches is the
+        pipeline's own coroutine (one coroutine frame less per call); the rest, `_handle`."""
+        agents = self._agents
+        if op == "agent" and agents is not None and self.cancel_watch is None and isinstance(payload, dict):
+            return agents.call(payload)
+        return self._handle(op, payload)
+
+    async def _handle(self, op: str, payload: Any) -> Any:
         if not isinstance(payload, dict):  # the bootstrap sends objects only: a bypassed sandbox
             raise CapabilityViolationError(f"the host operation {str(op)[:40]!r} takes an object")
         if self.cancel_watch is not None and (request := self.cancel_watch.check()) is not None:

@@ -152,7 +152,7 @@ def _same_scalars(sent: Any, compiled: Any, paths: list[Path]) -> bool:
 
 
 def _number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 # What the generated code puts in an agent call's options (codegen `agent_call`), by type.

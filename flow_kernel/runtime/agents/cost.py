@@ -12,7 +12,7 @@ import json
 from collections.abc import Mapping
 
 from flow_kernel.errors import FlowError, LimitExceededError
-from flow_kernel.lang.prices import DEFAULT_MAX_OUTPUT_TOKENS
+from flow_kernel.lang.prices import DEFAULT_MAX_OUTPUT_TOKENS, FREE
 from flow_kernel.runtime.agents.attempt import Attempt, CallRefused, Invoke
 from flow_kernel.runtime.agents.calls import AgentCall
 from flow_kernel.runtime.budgets import CostReservations, FrameBudget, Reservation, cost_limited
@@ -24,11 +24,13 @@ from flow_kernel.runtime.providers.resilience import estimate_tokens
 def account(call: AgentCall, reply: ProviderReply) -> None:
     """Count one reply on its call: its usage, its raw text (traces), and at the model's
     price what it cost."""
-    for k, v in reply.usage.items():
+    usage = reply.usage
+    for k, v in usage.items():
         call.usage[k] = call.usage.get(k, 0) + int(v)
     call.raw.append(reply.raw)
-    if call.price is not None:
-        call.cost += call.price.cost(int(reply.usage.get("input_tokens", 0)), int(reply.usage.get("output_tokens", 0)))
+    price = call.price
+    if price is not None and price is not FREE:  # FREE (the local providers) adds nothing, whatever the usage
+        call.cost += price.cost(int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0)))
 
 
 class CostLayer:

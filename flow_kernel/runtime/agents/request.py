@@ -130,7 +130,7 @@ class RequestLayer:
         attempt.provider = provider
         attempt.request = ProviderRequest(
             call.spec.name, call.model, call.system, call.prompt, call.schema, attempt.repair_of,
-            float(temperature) if isinstance(temperature, int | float) else None, tuple(call.tools),
+            float(temperature) if isinstance(temperature, (int, float)) else None, tuple(call.tools),
             self.tools.caller(call, attempt.number) if call.tools else None, call_prompt=str(call.payload.get("prompt")),
             ask_operator=self._asker(call), max_output_tokens=call.output_cap, max_tool_calls=call.max_tool_calls)
         return invoke(attempt)
