@@ -23,7 +23,6 @@ from flow_kernel.errors import (
     ProcessError,
     WorkflowInputValidationError,
 )
-from flow_kernel.json_text import encoder
 from flow_kernel.lang.check_result import CheckResult
 from flow_kernel.lang.env import DEFAULT_LIMITS
 from flow_kernel.runtime.agents import AgentPipeline, HostCalls, SandboxCall
@@ -37,6 +36,7 @@ from flow_kernel.runtime.events.vocabulary import (
     HOST_ONLY_PREFIXES,
     LAST,
     Event,
+    data_text,
     is_live,
     kept_order,
     sub_order,
@@ -44,22 +44,6 @@ from flow_kernel.runtime.events.vocabulary import (
 from flow_kernel.runtime.policy import processes
 from flow_kernel.runtime.validation import require_valid, schema_validator
 
-# What `json.dumps(data, ensure_ascii=False, default=str)` gives, without building an
-# encoder for every event (the output ceiling counts the length of this text).
-_data_text_checked = encoder(ensure_ascii=False, default=str)
-_data_text_unchecked = encoder(ensure_ascii=False, default=str, check_circular=False)
-
-
-def _data_text(data: Any) -> str:
-    """`json.dumps(data, ensure_ascii=False, default=str)`: the same text, or the same error.
-    First without the check for circular references (a table insert and delete for every
-    container, ~10–20 % of a small event's encoding): a value holding itself then recurses
-    until RecursionError, and the checked encoder gives `json.dumps`'s own answer (its
-    ValueError for a cycle, the same RecursionError for a value nested that deep)."""
-    try:
-        return _data_text_unchecked(data)
-    except RecursionError:
-        return _data_text_checked(data)
 _UTC = datetime.UTC
 _last_ts: tuple[int, str] = (-1, "")  # the millisecond of the last event's timestamp, and its text
 
@@ -179,12 +163,15 @@ class HostServices:
             self._emit_live(event)
             return
         self.emit_kept(event["type"], event.get("span") or {"id": None, "parent": None}, event.get("stage"),
-                       event.get("data"), event.get("order") or LAST, last)
+                       event.get("data"), event.get("order") or LAST, last=last)
 
-    def emit_kept(self, kind: Any, span: Any, stage: Any, data: Any, order: Any, last: bool = False) -> None:
+    def emit_kept(self, kind: Any, span: Any, stage: Any, data: Any, order: Any, size: int | None = None,
+                  last: bool = False) -> None:
         """`emit` of a kind that is not live, given in parts (the agent pipeline's events are
         built once, here, rather than as a dict that `emit` copies): numbered, kept, handed
-        to the sinks; nothing once the host has stopped the run, but the run's own end (`last`)."""
+        to the sinks; nothing once the host has stopped the run, but the run's own end (`last`).
+        `size`: the length of the data's text (`vocabulary.data_text`) when the caller knows
+        it (None: measured here); the output ceiling counts it."""
         # Any: an event the sandbox announced comes as it was sent (a forged `type`, `span`
         # or `order` of another type is kept as it came; views and `canonical` cope with it).
         # Its order key, a list from JSON, is kept as tuples (`kept_order`).
@@ -192,7 +179,7 @@ class HostServices:
             return
         if isinstance(order, list):
             order = kept_order(order)
-        self.output_bytes += len(_data_text(data))
+        self.output_bytes += len(data_text(data)) if size is None else size
         if self.output_bytes > self._output_ceiling and not last:
             self.fail(self.context.ceilings.exceeded("output", self.output_bytes))
             return

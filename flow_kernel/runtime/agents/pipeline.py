@@ -49,7 +49,7 @@ from flow_kernel.runtime.agents.streaming import StreamingLayer
 from flow_kernel.runtime.budgets import FrameBudget, Gate, charge_agent_run
 from flow_kernel.runtime.context import RunContext
 from flow_kernel.runtime.durable.checkpoint import RunCheckpoint
-from flow_kernel.runtime.events.vocabulary import Event, sub_order
+from flow_kernel.runtime.events.vocabulary import Event, sub_order, text_size
 from flow_kernel.runtime.prompts import TRUST_OPTIONS, system_prompt, user_prompt
 from flow_kernel.runtime.providers.base import Provider, is_plain_text
 from flow_kernel.runtime.providers.resilience import Resilience
@@ -65,7 +65,8 @@ if TYPE_CHECKING:
 Trace = dict[str, Any]
 SandboxCall = Callable[[str, dict[str, Any]], Awaitable[Any]]
 # The host's emit of a call's own events by their parts: (kind, span, stage, data, order).
-EmitKept = Callable[[str, dict[str, Any], Any, dict[str, Any], tuple[Any, ...]], None]
+# `size`: the length of the data's text when the pipeline added it up (None: the host measures it).
+EmitKept = Callable[[str, dict[str, Any], Any, dict[str, Any], tuple[Any, ...], int | None], None]
 
 
 @dataclass(frozen=True)
@@ -118,6 +119,9 @@ class AgentPlan:
     retry: dict[str, Any]  # the declaration's `retry` table ({} when it has none)
     timeout: Any  # the declaration's `timeout` (None when it has none)
     max_tool_calls: int | None  # the declaration's, checked (`max_tool_calls`); None: checked each call
+    # The text sizes of its events' data without their per-call values (`_template_sizes`);
+    # None for an agent with tools (their narrowing may differ from call to call).
+    sizes: tuple[int, int, int] | None
 
 
 class AgentPipeline:
@@ -220,6 +224,8 @@ class AgentPipeline:
         prepared: AgentCall | None = None
         name = str(payload.get("agent") or f"{payload.get('team')}.{payload.get('member')}")  # until resolved
         reported = False  # a resolution failure's event is out already
+        sizes: tuple[int, int, int] | None = None  # the plan's, when the events' text sizes add up
+        label_size = 0
         try:
             self._check_deadline()
             frame = payload.get("frame")
@@ -238,9 +244,14 @@ class AgentPipeline:
                     raise
                 plan = self._plan(name)
                 prepared = self._prepare(plan, payload, options)
-                self._started(payload, {"agent": name, "label": label, "prompt": payload.get("prompt"),
+                prompt = payload.get("prompt")
+                sizes = plan.sizes
+                if sizes is not None:
+                    label_size = text_size(label)
+                self._started(payload, {"agent": name, "label": label, "prompt": prompt,
                                         "provider": prepared.provider, "model": prepared.model,
-                                        "tools": tuple([t.name for t in prepared.tools]) if prepared.tools else ()})
+                                        "tools": tuple([t.name for t in prepared.tools]) if prepared.tools else ()},
+                              sizes, label_size + text_size(prompt) if sizes is not None else 0)
                 if plan.degraded is not None:
                     self._event("model.degraded", payload, {"agent": name, "label": label, "purpose": plan.degraded,
                                                             "model": _model_name(prepared)})
@@ -259,24 +270,34 @@ class AgentPipeline:
             self._trace(prepared, name, payload, label, exc.code, latency)
             raise
         latency = round((time.monotonic() - started) * 1000)
-        self._event("agent.completed", payload, {"agent": name, "label": label, "output": output,
-                                                 **self._summary(prepared), "latency_ms": latency})
+        summary = self._summary(prepared)
+        size = None
+        if sizes is not None and len(summary) == 2:  # `attempts` and `usage`, as the template has them
+            size = (sizes[2] + label_size + text_size(output) + text_size(summary["attempts"])
+                    + text_size(summary["usage"]) + text_size(latency))
+        self._event("agent.completed", payload, {"agent": name, "label": label, "output": output, **summary,
+                                                 "latency_ms": latency}, size)
         self._trace(prepared, name, payload, label, "ok", latency)
         return output
 
-    def _started(self, payload: dict[str, Any], data: dict[str, Any]) -> None:
+    def _started(self, payload: dict[str, Any], data: dict[str, Any], sizes: tuple[int, int, int] | None = None,
+                 known: int = 0) -> None:
         """The call's `agent.started` event: `data`, and for a parallelMap item's call the
-        map's size (`of`, for the run view's bar)."""
+        map's size (`of`, for the run view's bar). With the plan's `sizes`, the text size of
+        `data` is theirs plus `known`, the text sizes of its label and prompt."""
         size = payload.get("of")
+        total = None if sizes is None else sizes[0] + known
         if isinstance(size, int) and not isinstance(size, bool) and 0 < size <= 10**9:
             data["of"] = size  # each caller's `data` is its own, made for this event
-        self._event("agent.started", payload, data)
+            if sizes is not None and total is not None:
+                total += sizes[1] + text_size(size)
+        self._event("agent.started", payload, data, total)
 
-    def _event(self, kind: str, payload: dict[str, Any], data: dict[str, Any]) -> None:
+    def _event(self, kind: str, payload: dict[str, Any], data: dict[str, Any], size: int | None = None) -> None:
         span = {"id": payload.get("call"), "parent": payload.get("span")}
         emit_kept = self.host.emit_kept
         if emit_kept is not None:
-            emit_kept(kind, span, payload.get("stage"), data, sub_order(payload))
+            emit_kept(kind, span, payload.get("stage"), data, sub_order(payload), size)
             return
         self.emit({"type": kind, "span": span, "stage": payload.get("stage"), "data": data, "order": sub_order(payload)})
 
@@ -335,7 +356,7 @@ class AgentPipeline:
             spec, provider, model, price, self.invoke_own if own else self.invoke, own,
             price is not None and not is_local(provider), prompt_files_identity(spec.prompt_files), degraded,
             fields.get("repair", 1), raw_retry if isinstance(raw_retry, dict) else {}, fields.get("timeout"),
-            agent_max_tool_calls)
+            agent_max_tool_calls, None if spec.tools else _template_sizes(name, provider, model))
         return plan
 
     def _prepare(self, plan: AgentPlan, payload: dict[str, Any], options: dict[str, Any]) -> AgentCall:
@@ -527,6 +548,21 @@ class AgentPipeline:
         for sink in self.trace_sinks:
             with contextlib.suppress(Exception):  # trace sinks are best-effort (runtime.md §4)
                 sink(trace)
+
+
+def _template_sizes(agent: str, provider: str, model: str) -> tuple[int, int, int]:
+    """The text sizes (`text_size`) of an agent's call events' data with their per-call
+    values left out, to which a call adds theirs: `agent.started` (an agent without tools)
+    without its label and prompt; what its `of` adds, without the number; `agent.completed`
+    (attempts and usage only) without its label, output, attempts, usage and latency. Each
+    left-out value is written as the shortest of its kind ("", [], {}, 0), then taken off."""
+    started: dict[str, Any] = {"agent": agent, "label": "", "prompt": "", "provider": provider, "model": model,
+                               "tools": ()}
+    base = text_size(started) - 2 * len('""')
+    started["of"] = 0
+    of = text_size(started) - base - 2 * len('""') - len("0")
+    completed = {"agent": agent, "label": "", "output": "", "attempts": [], "usage": {}, "latency_ms": 0}
+    return base, of, text_size(completed) - 2 * len('""') - len("[]") - len("{}") - len("0")
 
 
 def _model_name(call: AgentCall) -> str:

@@ -47,7 +47,10 @@ from __future__ import annotations
 import copy
 import re
 from dataclasses import dataclass
+from json.encoder import encode_basestring
 from typing import Any, Literal, Required, TypedDict
+
+from flow_kernel.json_text import encoder
 
 # One event as the sinks receive it (the module docstring lists its fields). Plain JSON on
 # purpose: journals, the kernel's `%events` and OpenTelemetry take it as it is.
@@ -331,6 +334,42 @@ _DEFAULT_LABEL = re.compile(r"[A-Za-z_][\w.]*@\d+:\d+")
 def is_default_label(label: Any) -> bool:
     """A label the compiler gave (`<agent or team.member>@line:col`), not worth showing."""
     return isinstance(label, str) and _DEFAULT_LABEL.fullmatch(label) is not None
+
+
+# -- the data's text ----------------------------------------------------------------------------
+# What the run's output ceiling counts of each event: the length of its data's text,
+# `json.dumps(data, ensure_ascii=False, default=str)` (runtime/host.py `emit_kept`).
+_text_checked = encoder(ensure_ascii=False, default=str)
+_text_unchecked = encoder(ensure_ascii=False, default=str, check_circular=False)
+
+
+def data_text(data: Any) -> str:
+    """`json.dumps(data, ensure_ascii=False, default=str)`: the same text, or the same error.
+    First without the check for circular references (a table insert and delete for every
+    container, ~10–20 % of a small event's encoding): a value holding itself then recurses
+    until RecursionError, and the checked encoder gives `json.dumps`'s own answer (its
+    ValueError for a cycle, the same RecursionError for a value nested that deep)."""
+    try:
+        return _text_unchecked(data)
+    except RecursionError:
+        return _text_checked(data)
+
+
+def text_size(value: Any) -> int:
+    """`len(data_text(value))`: a string's, None's, a bool's and an int's without the encoder
+    (json's own escaping of the string; `int.__repr__`, as json writes an int). A value's
+    text within an object or array is its text alone (no indent), so a caller that built
+    an event's data around a few values may add their sizes to its template's."""
+    kind = type(value)
+    if kind is str:
+        return len(encode_basestring(value))
+    if value is None or value is True:
+        return 4
+    if value is False:
+        return 5
+    if kind is int:
+        return len(int.__repr__(value))
+    return len(data_text(value))
 
 
 # -- the order ---------------------------------------------------------------------------------
