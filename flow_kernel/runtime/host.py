@@ -234,7 +234,7 @@ class HostServices:
         task of its own (sandbox/process.py `_start`): agent calls the pipeline says are safe."""
         if op != "agent" or not isinstance(payload, dict) or self._released:
             return False
-        return self.agents.runs_at_once(payload)
+        return (self._agents or self.agents).runs_at_once(payload)
 
     def handle(self, op: str, payload: Any) -> Awaitable[Any]:
         """Answer one request of the sandbox (awaited). `payload` is whatever the line held:

@@ -199,7 +199,9 @@ class SandboxProcess:
     def _write(self, message: dict[str, Any]) -> None:
         if not self.alive or self.proc is None or self.proc.stdin is None:
             raise FlowWorkerCrashedError(f"the sandbox process is gone ({self.dead or 'not running'})")
-        line = _encode(message)
+        self._queue(_encode(message))
+
+    def _queue(self, line: str) -> None:
         # Lines written in one turn of the event loop go out together at its end: replies to a
         # burst of concurrent agent calls cost few syscalls (and wake-ups of Node), not one each.
         # Replies to the requests of one read (calls that end at once) wait for that end. A line
@@ -378,13 +380,13 @@ class SandboxProcess:
             reply = {"id": rid, "ok": False, "error": exc.to_dto()}
         except Exception as exc:  # a host bug: the sandbox gets an isolate error, the host lives on
             reply = {"id": rid, "ok": False, "error": FlowIsolateError(f"host error: {type(exc).__name__}: {exc}").to_dto()}
-        try:  # a dead sandbox's FlowError: the reply has no one to go to
-            try:
-                self._write(reply)
-            except (TypeError, ValueError, RecursionError) as exc:
-                self._write({"id": rid, "ok": False, "error": FlowIsolateError(f"non-JSON reply: {exc}").to_dto()})
-        except FlowError:
-            pass
+        # Queued without `_write`'s check that the process lives: a dead one's lines are
+        # dropped by `_flush` (the reply has no one to go to), as `_write` would refuse them.
+        try:
+            line = _encode(reply)
+        except (TypeError, ValueError, RecursionError) as exc:
+            line = _encode({"id": rid, "ok": False, "error": FlowIsolateError(f"non-JSON reply: {exc}").to_dto()})
+        self._queue(line)
 
     async def _die(self, reason: str) -> None:
         if self.dead is None:

@@ -84,3 +84,20 @@ def test_a_cycle_fails_as_json_dumps_fails() -> None:
     cycle.append(cycle)
     with pytest.raises(ValueError, match="Circular reference detected"):
         data_text({"a": cycle})
+
+
+@pytest.mark.parametrize("usage", [{"input_tokens": 0, "output_tokens": 0}, {"input_tokens": 123, "output_tokens": -4},
+                                   {"output_tokens": 5, "input_tokens": 70}, {"input_tokens": 1.5, "output_tokens": 2},
+                                   {"input_tokens": True, "output_tokens": 2}, {"input_tokens": 1, "cached": 2}, {}])
+def test_a_usage_s_size_is_its_json_length(usage: dict[str, Any]) -> None:
+    from flow_kernel.runtime.agents.pipeline import _usage_size
+    assert _usage_size(usage) == len(json.dumps(usage, ensure_ascii=False))
+
+
+@pytest.mark.parametrize("log", [[{"kind": "attempt", "attempt": 1, "ok": True}], [],
+                                 [{"kind": "attempt", "attempt": 1, "invalid": True, "errors": ["é"], "output": 1},
+                                  {"kind": "repair", "attempt": 1, "ok": True}],
+                                 [{"kind": "attempt", "attempt": 2, "ok": True}]])
+def test_an_attempts_log_s_size_is_its_json_length(log: list[dict[str, Any]]) -> None:
+    from flow_kernel.runtime.agents.pipeline import _attempts_size
+    assert _attempts_size(log) == len(json.dumps(log, ensure_ascii=False))

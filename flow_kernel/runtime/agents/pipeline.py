@@ -242,7 +242,7 @@ class AgentPipeline:
                                                           "label": label, "code": exc.code, "message": exc.message})
                     reported = True
                     raise
-                plan = self._plan(name)
+                plan = self._plans.get(name) or self._plan(name)
                 prepared = self._prepare(plan, payload, options)
                 prompt = payload.get("prompt")
                 sizes = plan.sizes
@@ -273,8 +273,8 @@ class AgentPipeline:
         summary = self._summary(prepared)
         size = None
         if sizes is not None and len(summary) == 2:  # `attempts` and `usage`, as the template has them
-            size = (sizes[2] + label_size + text_size(output) + text_size(summary["attempts"])
-                    + text_size(summary["usage"]) + text_size(latency))
+            size = (sizes[2] + label_size + text_size(output) + _attempts_size(summary["attempts"])
+                    + _usage_size(summary["usage"]) + text_size(latency))
         self._event("agent.completed", payload, {"agent": name, "label": label, "output": output, **summary,
                                                  "latency_ms": latency}, size)
         self._trace(prepared, name, payload, label, "ok", latency)
@@ -316,6 +316,9 @@ class AgentPipeline:
         """Target resolution: an agent by name, or a team's main agent or member. Only a
         declared agent resolves: the generated code names no other, so any other name came
         from a bypassed sandbox: a `capability-violation`, never a host KeyError."""
+        agent = payload.get("agent")
+        if type(agent) is str and agent in self.agents:  # a declared agent by name: what `_target` gives it
+            return agent
         name = self._target(payload)
         if name not in self.agents:
             raise CapabilityViolationError(f"no agent `{name}` is declared in this program", details={"agent": name})
@@ -548,6 +551,28 @@ class AgentPipeline:
         for sink in self.trace_sinks:
             with contextlib.suppress(Exception):  # trace sinks are best-effort (runtime.md §4)
                 sink(trace)
+
+
+# A call's attempts log when its first attempt passed (`_contract` writes each entry with an
+# int from its loop and a literal True: equal to this, it is written as this), and its size.
+_PASSED_AT_ONCE: list[dict[str, Any]] = [{"kind": "attempt", "attempt": 1, "ok": True}]
+_PASSED_AT_ONCE_SIZE = text_size(_PASSED_AT_ONCE)
+_USAGE_KEYS = ("input_tokens", "output_tokens")
+_NO_USAGE_SIZE = text_size(dict.fromkeys(_USAGE_KEYS, 0)) - 2 * len("0")
+
+
+def _attempts_size(log: list[dict[str, Any]]) -> int:
+    """`text_size` of a call's attempts log (`_contract`'s entries), the usual one known."""
+    return _PASSED_AT_ONCE_SIZE if log == _PASSED_AT_ONCE else text_size(log)
+
+
+def _usage_size(usage: dict[str, Any]) -> int:
+    """`text_size` of a call's usage: input and output tokens as ints from their own text."""
+    if len(usage) == 2:
+        given, taken = usage.get("input_tokens"), usage.get("output_tokens")
+        if type(given) is int and type(taken) is int and next(iter(usage)) == "input_tokens":
+            return _NO_USAGE_SIZE + len(int.__repr__(given)) + len(int.__repr__(taken))
+    return text_size(usage)
 
 
 def _template_sizes(agent: str, provider: str, model: str) -> tuple[int, int, int]:
