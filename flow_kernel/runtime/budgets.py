@@ -70,7 +70,10 @@ class Gate(asyncio.Semaphore):
     def take(self) -> bool:
         """Take a slot now if `acquire` would (a free one, no one waiting for one): True.
         False: nothing taken, `await acquire()`."""
-        if self.locked():
+        if self._value == 0:  # `locked()`, without its generator over no waiters
+            return False
+        waiters = self._waiters
+        if waiters and any(not waiter.cancelled() for waiter in waiters):
             return False
         self._value -= 1  # what `acquire` does first, without its coroutine
         return True
