@@ -36,11 +36,11 @@ from flow_kernel.runtime.events.vocabulary import (
     HOST_ONLY_PREFIXES,
     LAST,
     Event,
-    data_text,
     is_live,
     kept_order,
     sub_order,
 )
+from flow_kernel.runtime.events.vocabulary import data_text as _data_text  # the ceiling's text
 from flow_kernel.runtime.policy import processes
 from flow_kernel.runtime.validation import require_valid, schema_validator
 
@@ -179,7 +179,7 @@ class HostServices:
             return
         if isinstance(order, list):
             order = kept_order(order)
-        self.output_bytes += len(data_text(data)) if size is None else size
+        self.output_bytes += len(_data_text(data)) if size is None else size
         if self.output_bytes > self._output_ceiling and not last:
             self.fail(self.context.ceilings.exceeded("output", self.output_bytes))
             return

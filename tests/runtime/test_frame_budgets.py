@@ -9,7 +9,14 @@ import asyncio
 import pytest
 
 from flow_kernel.errors import LimitExceededError
-from flow_kernel.runtime.budgets import FrameBudget, Frames, Gate, charge_agent_run, cost_limited, enclosing
+from flow_kernel.runtime.budgets import (
+    FrameBudget,
+    Frames,
+    Gate,
+    charge_agent_run,
+    cost_limited,
+    enclosing,
+)
 
 
 def test_a_chain_follows_the_frames_as_they_change() -> None:
