@@ -19,19 +19,9 @@ from flow_kernel.runtime.durable.journal import (
     read_journal,
 )
 from flow_kernel.runtime.durable.nofollow import LinkRefused
-
-EVENT = {"type": "print", "seq": 1, "data": {"text": "hi"}}
+from tests.runtime.test_journal_folder import EVENT, _journal
 
 pytestmark = pytest.mark.skipif(not getattr(os, "O_TMPFILE", 0), reason="unnamed files are Linux's")
-
-
-def _journal(runs: Path, run_id: str) -> Path:
-    journal = Journal(runs, run_id)
-    try:
-        journal(EVENT)
-    finally:
-        journal.close()
-    return journal.path
 
 
 def _spare(runs: Path) -> int:
