@@ -37,16 +37,6 @@ Two of ipykernel's defaults cost every message and buy a Flow kernel nothing:
   else (a message given whole, buffers, tracking, a given header, debug, `adapt_version`,
   a forked child) goes through `Session.send`.
 
-- **An execute request's first two messages sent once its cell has started.** ipykernel
-  sends a cell's `busy` and `execute_input` as it reads the request, and each wakes zmq's
-  I/O thread while the kernel prepares the run that the answer waits for. The kernel
-  holds them (`FlowSession.send_later`) and sends them together two loop turns later
-  (`FlowKernel._execute`), when a warm cell's run request has just been written to the
-  sandbox: they go out while the sandbox computes. Any other message sent before then, on
-  any channel and from any thread (an output, a prompt, the reply), sends them first, so
-  every message keeps its place in the kernel's order, its id and its content; only
-  their timestamps are later.
-
 - **A request's date read without dateutil.** jupyter_client reads every string of a
   received header that looks like a date with dateutil's parser (a third of receiving a
   request). The header's `date` in UTC, as jupyter_client writes it (`…Z`), is read by
@@ -66,7 +56,6 @@ import logging
 import os
 import pprint
 import re
-import threading
 from datetime import datetime
 from hmac import compare_digest
 from typing import Any
@@ -86,7 +75,6 @@ _encode = encoder(default=json_default, ensure_ascii=False, allow_nan=False)
 
 _UTC_DATE = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z\Z")
 _MIN_PARTS = 5  # signature, header, parent header, metadata, content
-_held_lock = threading.RLock()  # `FlowSession.send_later`'s messages: held and sent in one order, any thread
 
 
 def header_dates(header: Any) -> Any:
@@ -107,33 +95,6 @@ class FlowSession(Session):
     date without dateutil (module docstring)."""
 
     _parent_packed: tuple[object, bytes] | None = None  # the header object last packed as a parent, and its bytes
-    _held: list[tuple[Any, str, dict[str, Any], dict[str, Any], Any]] | None = None  # `send_later`'s, in order
-
-    def send_later(self, stream: Any, msg_type: str, content: dict[str, Any], parent: dict[str, Any],
-                   ident: Any) -> None:
-        """Send this message with the next `send` or `send_held`, whichever comes first,
-        before anything sent after it (every message leaves in the order it was made)."""
-        with _held_lock:
-            if self._held is None:
-                self._held = []
-            self._held.append((stream, msg_type, content, parent, ident))
-
-    def holds(self) -> bool:
-        """`send_later` holds a message not sent yet."""
-        return self._held is not None
-
-    def send_held(self) -> None:
-        """Send the messages `send_later` holds, in order. Until the last has gone, a send
-        from another thread waits here for them (`holds()` stays true)."""
-        with _held_lock:
-            held = self._held or []
-            while held:
-                stream, msg_type, content, parent, ident = held.pop(0)
-                try:
-                    self._send(stream, msg_type, content, parent, ident)
-                except Exception:  # as when it was sent at once: logged, and the kernel goes on
-                    logging.getLogger(__name__).exception("a held %s message could not be sent", msg_type)
-            self._held = None
 
     def deserialize(self, msg_list: list[Any], content: bool = True, copy: bool = True) -> dict[str, Any]:
         """`Session.deserialize`: the same checks (signature, replay, length), the same
@@ -173,15 +134,7 @@ class FlowSession(Session):
              metadata: dict[str, Any] | None = None) -> dict[str, Any] | None:
         """`Session.send`: the same message, parts and return value. A message made here from
         its type, without buffers, tracking or a given header, is made and sent directly;
-        everything else goes through `Session.send`. Messages `send_later` holds go first."""
-        if self._held is not None:
-            self.send_held()
-        return self._send(stream, msg_or_type, content, parent, ident, buffers, track, header, metadata)
-
-    def _send(self, stream: Any, msg_or_type: dict[str, Any] | str, content: dict[str, Any] | None = None,
-              parent: dict[str, Any] | None = None, ident: bytes | list[bytes] | None = None,
-              buffers: list[Any] | None = None, track: bool = False, header: dict[str, Any] | None = None,
-              metadata: dict[str, Any] | None = None) -> dict[str, Any] | None:
+        everything else goes through `Session.send`."""
         pid = os.getpid()
         if type(msg_or_type) is not str or buffers or track or header is not None or not stream \
                 or isinstance(stream, zmq.asyncio.Socket) or self.debug or self.adapt_version \

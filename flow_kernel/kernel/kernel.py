@@ -27,7 +27,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import threading
 import traceback
 from pathlib import Path
 from typing import Any
@@ -40,7 +39,6 @@ from flow_kernel.frontend.magics import MAGICS, notebook_trust
 from flow_kernel.frontend.outputs import result_bundle, waiting_text
 from flow_kernel.frontend.port import Bundle
 from flow_kernel.frontend.resume_magic import NOTEBOOK_ANSWER
-from flow_kernel.kernel.app import FlowSession
 from flow_kernel.kernel.frames import FrameSender
 from flow_kernel.kernel.history import CellHistory, KernelHistory, default_location
 from flow_kernel.kernel.status import DispatchParents, StatusGate
@@ -155,36 +153,7 @@ class FlowKernel(Kernel):
 
         if parent is None:
             parent = self._dispatch_parents.parent_of(status, channel, self.get_parent(channel))
-        if status == "busy" and channel == "shell" and self._holds_execute_start(parent):
-            self._status_gate.publish(status, parent, self._busy_later)
-            return
         self._status_gate.publish(status, parent, send)
-
-    def _holds_execute_start(self, parent: dict[str, Any]) -> bool:
-        """Whether this `busy` (and the `execute_input` after it) waits until the cell has
-        started (`_send_start`) or any other message is sent, whichever comes first
-        (kernel/app.py): an execute request's, dispatched on the main thread, where its cell
-        runs. Every other status goes at once."""
-        return (parent.get("header") or {}).get("msg_type") == "execute_request" \
-            and isinstance(self.session, FlowSession) and threading.current_thread() is threading.main_thread()
-
-    def _busy_later(self, state: str, of: dict[str, Any]) -> None:
-        session = self.session
-        assert isinstance(session, FlowSession)  # `_holds_execute_start` said so
-        session.send_later(self.iopub_socket, "status", {"execution_state": state}, of, self._topic("status"))
-
-    def _publish_execute_input(self, code: str, parent: dict[str, Any], execution_count: int) -> None:
-        if isinstance(self.session, FlowSession) and self.session.holds():
-            self.session.send_later(self.iopub_socket, "execute_input",
-                                    {"code": code, "execution_count": execution_count}, parent,
-                                    self._topic("execute_input"))
-            return
-        super()._publish_execute_input(code, parent, execution_count)
-
-    def _send_start(self) -> None:
-        """Send the cell's held `busy` and `execute_input`, if they have not gone yet."""
-        if isinstance(self.session, FlowSession):
-            self.session.send_held()
 
     def post_handler_hook(self) -> None:
         """After a shell request's handler, before the `idle` status and the stream flushes
@@ -249,9 +218,6 @@ class FlowKernel(Kernel):
         self._cell_loop = asyncio.get_running_loop()
         # The cell is one task, so an interrupt cancels it wherever it waits (a prompt, a run).
         task = self._cell_task = asyncio.ensure_future(self.runner.run_cell(code, port))
-        # Two turns on, the cell's task has started the run's, whose first step wrote a warm
-        # cell's run request: its held `busy` and `execute_input` go out while the sandbox computes.
-        self._cell_loop.call_soon(self._cell_loop.call_soon, self._send_start)
         try:
             end = await task
         finally:
