@@ -75,12 +75,16 @@ def send_completion(handler: BaseHTTPRequestHandler, model: str, content: str) -
 
 class CountingServer:
     """Chat Completions on 127.0.0.1: answers `ans:<prompt>`, logs (process, call) per request,
-    and kills the process it serves when its plan says so."""
+    and kills the process it serves when its plan says so. Each process of a chain is given
+    its own base URL (`url_for(n)`), so a request is the process's that sent it even when the
+    server reads it late: a request a killed process wrote just before it died may be read
+    after the next process has started, and must not count as the next one's."""
 
     def __init__(self) -> None:
-        self.log: list[tuple[int, int]] = []  # (pid, call index), in arrival order
+        self.log: list[tuple[int, int]] = []  # (process number, call index), in arrival order
         self.lock = threading.Lock()
-        self.pid = 0
+        self.number = 0  # the process served now (0: the uninterrupted run's)
+        self.pid = 0  # its operating-system pid
         self.kill_at: tuple[int, str, float] | None = None  # (n-th request of this pid, "before"|"after", delay)
         self.seen = 0  # requests of the current pid
         self.killed = False
@@ -95,37 +99,46 @@ class CountingServer:
 
             def do_POST(self) -> None:  # the name http.server calls
                 body, prompt = read_chat(self)
+                first = self.path.split("/")[1]  # `/p<n>/v1/…` for a chain's process n
+                number = int(first[1:]) if first.startswith("p") and first[1:].isdigit() else 0
                 with server.lock:
-                    pid = server.pid
-                    server.log.append((pid, int(prompt.split()[-1])))
-                    server.seen += 1
-                    plan = server.kill_at if server.kill_at and server.kill_at[0] == server.seen else None
+                    server.log.append((number, int(prompt.split()[-1])))
+                    plan = None
+                    if number == server.number:  # a late request of a dead process counts for nothing
+                        server.seen += 1
+                        plan = server.kill_at if server.kill_at and server.kill_at[0] == server.seen else None
                 if plan is not None and plan[1] == "before":
-                    server.kill(pid)
+                    server.kill(number)
                     return
                 send_completion(self, body["model"], f"ans:{prompt}")
                 self.wfile.flush()
                 if plan is not None:
                     time.sleep(plan[2])
-                    server.kill(pid)
+                    server.kill(number)
 
             def log_message(self, *args: Any) -> None:
                 pass
 
         self.http = _QuietServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.http.server_address[1]}/v1"
+        self.root = f"http://127.0.0.1:{self.http.server_address[1]}"
+        self.url = f"{self.root}/v1"
         threading.Thread(target=self.http.serve_forever, daemon=True).start()
 
-    def kill(self, pid: int) -> None:
+    def url_for(self, number: int) -> str:
+        """The base URL process `number` of a chain is given."""
+        return f"{self.root}/p{number}/v1"
+
+    def kill(self, number: int) -> None:
         with self.lock:
-            if pid != self.pid or self.killed:
+            if number != self.number or self.killed:
                 return
             self.killed = True
+            pid = self.pid
         os.kill(pid, signal.SIGKILL)
 
-    def serve(self, pid: int, kill_at: tuple[int, str, float] | None) -> None:
+    def serve(self, number: int, pid: int, kill_at: tuple[int, str, float] | None) -> None:
         with self.lock:
-            self.pid, self.kill_at, self.seen, self.killed = pid, kill_at, 0, False
+            self.number, self.pid, self.kill_at, self.seen, self.killed = number, pid, kill_at, 0, False
 
 
 def journaled_calls(folder: Path) -> tuple[str | None, int]:
@@ -144,32 +157,34 @@ def one_chain(folder: Path, rng: random.Random, env: dict[str, str], wanted: int
     come after the run has ended (a fast machine): the chain then ends with fewer kills, and
     the test carries the rest over to a new chain."""
     server = CountingServer()
-    env = {**env, "OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": "sk-loopback"}
+    env = {**env, "OPENAI_API_KEY": "sk-loopback"}
     (folder / "prog.flow").write_text(PROGRAM, encoding="utf-8")
     kills, processes, modes = 0, [], []
     while True:
+        number = len(processes) + 1
         run_id, held = journaled_calls(folder)
         command = [*FLOW, "run", "prog.flow"] if run_id is None else [*FLOW, "resume", run_id]
         plan: tuple[int, str, float] | None = None
         timer: threading.Timer | None = None
-        process = subprocess.Popen([*command, "--format", "json"], cwd=folder, env=env,
+        process = subprocess.Popen([*command, "--format", "json"], cwd=folder,
+                                   env={**env, "OPENAI_BASE_URL": server.url_for(number)},
                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         if kills < wanted:
             if rng.random() < 0.3:
                 delay = rng.uniform(0.05, 2.6)
                 modes.append(f"time {delay:.2f}s")
-                timer = threading.Timer(delay, server.kill, (process.pid,))
+                timer = threading.Timer(delay, server.kill, (number,))
             else:
                 plan = (rng.randint(1, max(1, min(8, CALLS - held))), rng.choice(["before", "after"]),
                         rng.uniform(0, 0.005))
                 modes.append(f"request {plan[0]} {plan[1]}")
-        server.serve(process.pid, plan)
+        server.serve(number, process.pid, plan)
         if timer is not None:
             timer.start()
         out, err = process.communicate(timeout=120)
         if timer is not None:
             timer.cancel()
-        processes.append({"pid": process.pid, "held": held, "code": process.returncode})
+        processes.append({"pid": number, "held": held, "code": process.returncode})  # the server's number for it
         if process.returncode == -signal.SIGKILL:
             kills += 1
             continue
